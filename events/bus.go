@@ -1,0 +1,109 @@
+// Package events is the daemon's in-process event bus: every state change and
+// every tool call is published here, and the editor stream and the gRPC watch
+// streams subscribe to it. Start with [New] and [Bus.Subscribe].
+package events
+
+import (
+	"errors"
+	"sync"
+)
+
+// ErrOverflow is the error of a subscription that fell too far behind: its
+// buffer filled up and the bus dropped it rather than block the publisher.
+// A subscriber that sees it should resynchronise and subscribe again.
+var ErrOverflow = errors.New("event subscriber fell behind and was dropped")
+
+// ErrClosed is the error of a subscription ended by its owner or by the bus.
+var ErrClosed = errors.New("event subscription closed")
+
+// Bus fans events out to subscribers. Publishing never blocks: a subscriber
+// whose buffer is full is dropped with [ErrOverflow].
+type Bus struct {
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+// New returns an empty bus.
+func New() *Bus {
+	return &Bus{subs: make(map[*Subscription]struct{})}
+}
+
+// Subscription receives the events that match its filter on C until it ends;
+// then C is closed and Err says why.
+type Subscription struct {
+	C <-chan any
+
+	bus    *Bus
+	c      chan any
+	filter func(any) bool
+
+	mu  sync.Mutex
+	err error
+}
+
+// DefaultBuffer is the buffer of a subscription when Subscribe is given 0.
+const DefaultBuffer = 4096
+
+// Subscribe returns a subscription to the events for which filter returns
+// true (all events when filter is nil). buffer is how many events may wait.
+func (b *Bus) Subscribe(filter func(any) bool, buffer int) *Subscription {
+	if buffer <= 0 {
+		buffer = DefaultBuffer
+	}
+	c := make(chan any, buffer)
+	s := &Subscription{C: c, bus: b, c: c, filter: filter}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Publish delivers ev to every matching subscriber without blocking.
+func (b *Bus) Publish(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if s.filter != nil && !s.filter(ev) {
+			continue
+		}
+		select {
+		case s.c <- ev:
+		default:
+			b.dropLocked(s, ErrOverflow)
+		}
+	}
+}
+
+// Close ends every subscription with [ErrClosed].
+func (b *Bus) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		b.dropLocked(s, ErrClosed)
+	}
+}
+
+func (b *Bus) dropLocked(s *Subscription, err error) {
+	if _, ok := b.subs[s]; !ok {
+		return
+	}
+	delete(b.subs, s)
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+	close(s.c)
+}
+
+// Close ends the subscription; C is closed and Err returns [ErrClosed].
+func (s *Subscription) Close() {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	s.bus.dropLocked(s, ErrClosed)
+}
+
+// Err returns why the subscription ended, or nil while it is live.
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
