@@ -1,0 +1,1107 @@
+// Package state stores definition files with their git history and runtime
+// values with their TTLs, and publishes every change on the event bus. Start
+// with [OpenDefinitions] and [OpenRuntime].
+package state
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nexuscocreate/nexus/events"
+)
+
+// Authors of commits that do not come from an app.
+const (
+	AuthorCLI    = "cli"
+	AuthorEditor = "editor"
+	AuthorDisk   = "disk"
+)
+
+// AppAuthor is the commit author of writes by an app.
+func AppAuthor(appID string) string { return "app:" + appID }
+
+const authorEmail = "nexus@localhost"
+
+// DefaultMaxFileSize is the largest definition file accepted by default.
+const DefaultMaxFileSize = 10 << 20
+
+// ExpectAbsent, as an expected revision, makes a write succeed only when the
+// path does not exist.
+const ExpectAbsent = "none"
+
+// DefinitionsOptions configure OpenDefinitions. Zero values get defaults.
+type DefinitionsOptions struct {
+	// Dir is the definitions root; HistoryDir the bare repository. Both are
+	// created when missing.
+	Dir, HistoryDir string
+	// IndexFile is the per-path history index; default
+	// HistoryDir/nexus-history.idx.
+	IndexFile   string
+	Bus         *events.Bus
+	MaxFileSize int64
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// DefinitionChange is published on the bus for every commit, once per path.
+type DefinitionChange struct {
+	Path     string
+	Revision string
+	Author   string
+	Change   ChangeType
+	Message  string
+	Time     time.Time
+}
+
+// WriteOptions describe who writes and under which condition.
+type WriteOptions struct {
+	// Author is AppAuthor(id), AuthorCLI, AuthorEditor or AuthorDisk.
+	Author string
+	// Message is the commit message; a default naming the change is used
+	// when it is empty.
+	Message string
+	// ExpectedRevision, when set, makes the write a compare-and-swap against
+	// the path's current revision (or ExpectAbsent).
+	ExpectedRevision string
+}
+
+// File is the content of a definition file at a revision.
+type File struct {
+	Content []byte
+	// Revision is the commit that last changed the path.
+	Revision string
+}
+
+// Entry is one entry of a directory listing.
+type Entry struct {
+	Name string
+	Path string
+	Dir  bool
+	Size int64
+}
+
+// HistoryEntry is one commit that changed a path.
+type HistoryEntry struct {
+	Revision string
+	Author   string
+	Message  string
+	Time     time.Time
+	Change   ChangeType
+}
+
+type fileState struct {
+	blob plumbing.Hash
+	size int64
+	rev  plumbing.Hash
+}
+
+// Definitions is the store of definition files. Every write is one commit,
+// durable before it is acknowledged; reads never block on writes.
+type Definitions struct {
+	dir    string
+	root   *os.Root
+	repo   *repo
+	opts   DefinitionsOptions
+	logger *slog.Logger
+
+	// writeMu makes writes one at a time; it is held for a whole write.
+	writeMu sync.Mutex
+
+	// mu guards the snapshot of HEAD below.
+	mu     sync.RWMutex
+	closed bool
+	head   plumbing.Hash
+	files  map[string]fileState
+	trees  map[string][]object.TreeEntry // directory → entries, in git order
+	index  *historyIndex
+}
+
+// OpenDefinitions opens (or creates) the store. It recovers from a torn
+// previous run, checks the history index against the repository, and commits
+// as "disk" the files that changed on disk while no daemon was running.
+func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.IndexFile == "" {
+		opts.IndexFile = filepath.Join(opts.HistoryDir, "nexus-history.idx")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("definitions root: %w", err)
+	}
+	root, err := os.OpenRoot(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("definitions root: %w", err)
+	}
+	r, err := openRepo(opts.HistoryDir)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	s := &Definitions{dir: opts.Dir, root: root, repo: r, opts: opts, logger: opts.Logger}
+	if err := s.load(); err != nil {
+		r.close()
+		root.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Definitions) load() error {
+	head, err := s.recoverHead()
+	if err != nil {
+		return err
+	}
+	s.index = newHistoryIndex(s.opts.IndexFile)
+	rewrite, err := s.index.load()
+	if err != nil {
+		return fmt.Errorf("history index: %w", err)
+	}
+	caught, err := s.index.catchUp(s.repo, head)
+	if err != nil {
+		return err
+	}
+	if rewrite || caught {
+		if err := s.index.rewriteFile(); err != nil {
+			return fmt.Errorf("history index: %w", err)
+		}
+	}
+	s.head = head
+	s.files = map[string]fileState{}
+	s.trees = map[string][]object.TreeEntry{"": nil}
+	if !head.IsZero() {
+		c, err := s.repo.readCommit(head)
+		if err != nil {
+			return err
+		}
+		if err := s.loadTree(c.TreeHash, ""); err != nil {
+			return err
+		}
+	}
+	for p, ps := range s.index.byPath {
+		if f, ok := s.files[p]; ok {
+			f.rev = s.index.commits[ps[len(ps)-1]].hash
+			s.files[p] = f
+		}
+	}
+	return s.reconcileDisk()
+}
+
+// recoverHead returns the commit the branch points to. When the ref is
+// missing, empty, garbage, or points to an incomplete commit (a torn write
+// by another tool, a lost file system journal), it goes back through the
+// reflog to the newest complete commit and points the ref there.
+func (s *Definitions) recoverHead() (plumbing.Hash, error) {
+	head, err := s.repo.readRef()
+	if err == nil && head.IsZero() && len(s.repo.reflog()) == 0 {
+		return head, nil // a new repository
+	}
+	if err == nil && !head.IsZero() {
+		if err = s.repo.commitComplete(head); err == nil {
+			return head, nil
+		}
+	}
+	if err == nil {
+		err = errors.New("the ref is missing")
+	}
+	for _, h := range s.repo.reflog() {
+		if s.repo.commitComplete(h) == nil {
+			s.logger.Warn("history ref was damaged; recovered to the last complete commit",
+				"problem", err.Error(), "commit", h.String())
+			now := s.opts.Now().Unix()
+			if werr := s.repo.writeRef(plumbing.ZeroHash, h, "nexusd", "recover: "+err.Error(), now); werr != nil {
+				return plumbing.ZeroHash, werr
+			}
+			return h, nil
+		}
+	}
+	return plumbing.ZeroHash, fmt.Errorf("history repository %s is damaged (%v) and its reflog holds no complete commit; inspect it with git fsck", s.repo.dir, err)
+}
+
+func (s *Definitions) loadTree(h plumbing.Hash, dir string) error {
+	t, err := s.repo.readTree(h)
+	if err != nil {
+		return err
+	}
+	entries := make([]object.TreeEntry, 0, len(t.Entries))
+	for _, e := range t.Entries {
+		p := joinPath(dir, e.Name)
+		switch e.Mode {
+		case filemode.Dir:
+			if err := s.loadTree(e.Hash, p); err != nil {
+				return err
+			}
+		case filemode.Regular, filemode.Executable, filemode.Deprecated:
+			s.files[p] = fileState{blob: e.Hash, size: -1}
+		default:
+			continue // symlinks and submodules are not definition files
+		}
+		entries = append(entries, e)
+	}
+	s.trees[dir] = entries
+	return nil
+}
+
+// reconcileDisk compares the files under the root with HEAD and commits
+// every difference as one "disk" commit per file.
+func (s *Definitions) reconcileDisk() error {
+	type diskFile struct {
+		blob plumbing.Hash
+		data []byte
+	}
+	onDisk := map[string]diskFile{}
+	err := fs.WalkDir(s.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), tmpPrefix) {
+			s.root.RemoveAll(p) // debris of a write that never finished
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if _, perr := CleanPath(p); perr != nil {
+			s.logger.Warn("ignoring a definition file with an unusable name", "path", p, "reason", perr.Error())
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			s.logger.Warn("ignoring a definitions entry that is not a regular file", "path", p, "type", d.Type().String())
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > s.opts.MaxFileSize {
+			s.logger.Warn("ignoring a definition file over the size limit", "path", p, "size", info.Size(), "limit", s.opts.MaxFileSize)
+			return nil
+		}
+		data, err := s.root.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		onDisk[p] = diskFile{plumbing.ComputeHash(plumbing.BlobObject, data), data}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan definitions root: %w", err)
+	}
+	var changed []string
+	for p, f := range onDisk {
+		if cur, ok := s.files[p]; !ok || cur.blob != f.blob {
+			changed = append(changed, p)
+		} else {
+			cur.size = int64(len(f.data))
+			s.files[p] = cur
+		}
+	}
+	for p := range s.files {
+		if _, ok := onDisk[p]; !ok {
+			changed = append(changed, p)
+		}
+	}
+	sort.Strings(changed)
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for _, p := range changed {
+		f, ok := onDisk[p]
+		var content []byte
+		if ok {
+			content = f.data
+		}
+		if _, err := s.commitLocked(p, content, !ok, WriteOptions{Author: AuthorDisk,
+			Message: "disk: " + p + " changed while nexusd was not running"}, false); err != nil {
+			if errors.Is(err, ErrInvalid) {
+				s.logger.Warn("cannot record a change made on disk", "path", p, "reason", err.Error())
+				continue
+			}
+			return err
+		}
+	}
+	// Sizes of files whose blobs were not read from disk.
+	for p, f := range s.files {
+		if f.size < 0 {
+			if data, err := s.repo.readBlob(f.blob); err == nil {
+				f.size = int64(len(data))
+				s.files[p] = f
+			}
+		}
+	}
+	return nil
+}
+
+// Close waits for the write in progress and closes the store.
+func (s *Definitions) Close() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	return errors.Join(s.repo.close(), s.root.Close())
+}
+
+// Head returns the newest commit, or "" when there is none.
+func (s *Definitions) Head() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.head.IsZero() {
+		return ""
+	}
+	return s.head.String()
+}
+
+// Get returns a file at HEAD (rev "") or at a revision.
+func (s *Definitions) Get(path, rev string) (File, error) {
+	path, err := CleanPath(path)
+	if err != nil {
+		return File{}, err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return File{}, ErrClosed
+	}
+	var blob, frev plumbing.Hash
+	if rev == "" {
+		f, ok := s.files[path]
+		if !ok {
+			s.mu.RUnlock()
+			return File{}, fmt.Errorf("definition %q: %w", path, ErrNotFound)
+		}
+		blob, frev = f.blob, f.rev
+		s.mu.RUnlock()
+	} else {
+		pos, err := s.resolveLocked(rev)
+		if err != nil {
+			s.mu.RUnlock()
+			return File{}, err
+		}
+		at, ok := s.changeAtLocked(path, pos)
+		s.mu.RUnlock()
+		if !ok {
+			return File{}, fmt.Errorf("definition %q at %s: %w", path, shortRev(rev), ErrNotFound)
+		}
+		frev = at
+		if blob, err = s.blobAt(at, path); err != nil {
+			return File{}, err
+		}
+	}
+	data, err := s.repo.readBlob(blob)
+	if err != nil {
+		return File{}, fmt.Errorf("definition %q: %w", path, err)
+	}
+	return File{Content: data, Revision: frev.String()}, nil
+}
+
+// resolveLocked finds a revision (a full hash or a unique prefix of at least
+// four hex digits) among the commits of the branch.
+func (s *Definitions) resolveLocked(rev string) (int, error) {
+	rev = strings.ToLower(strings.TrimSpace(rev))
+	if len(rev) < 4 || len(rev) > 40 || strings.Trim(rev, "0123456789abcdef") != "" {
+		return 0, fmt.Errorf("%w: revision %q is not a commit hash", ErrInvalid, rev)
+	}
+	if len(rev) == 40 {
+		if p, ok := s.index.pos[plumbing.NewHash(rev)]; ok {
+			return p, nil
+		}
+		return 0, fmt.Errorf("revision %s: %w", rev, ErrNotFound)
+	}
+	found := -1
+	for i, c := range s.index.commits {
+		if strings.HasPrefix(c.hash.String(), rev) {
+			if found >= 0 {
+				return 0, fmt.Errorf("%w: revision %q is ambiguous", ErrInvalid, rev)
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return 0, fmt.Errorf("revision %s: %w", rev, ErrNotFound)
+	}
+	return found, nil
+}
+
+// changeAtLocked returns the commit that last changed path at or before
+// position pos, if the path existed there.
+func (s *Definitions) changeAtLocked(path string, pos int) (plumbing.Hash, bool) {
+	ps := s.index.byPath[path]
+	i := sort.SearchInts(ps, pos+1) - 1
+	if i < 0 {
+		return plumbing.ZeroHash, false
+	}
+	rec := s.index.commits[ps[i]]
+	for _, c := range rec.changes {
+		if c.path == path && c.change == Deleted {
+			return plumbing.ZeroHash, false
+		}
+	}
+	return rec.hash, true
+}
+
+// blobAt finds the blob of path in the tree of a commit.
+func (s *Definitions) blobAt(commit plumbing.Hash, path string) (plumbing.Hash, error) {
+	c, err := s.repo.readCommit(commit)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h := c.TreeHash
+	parts := strings.Split(path, "/")
+	for i, name := range parts {
+		t, err := s.repo.readTree(h)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		found := false
+		for _, e := range t.Entries {
+			if e.Name == name && (e.Mode == filemode.Dir) == (i < len(parts)-1) {
+				h, found = e.Hash, true
+				break
+			}
+		}
+		if !found {
+			return plumbing.ZeroHash, fmt.Errorf("definition %q at %s: %w", path, shortRev(commit.String()), ErrNotFound)
+		}
+	}
+	return h, nil
+}
+
+// Set writes a file as one commit and returns the new revision. Writing the
+// content a file already has is not a change: no commit is made and the
+// current revision is returned.
+func (s *Definitions) Set(path string, content []byte, w WriteOptions) (string, error) {
+	path, err := CleanPath(path)
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkContent(path, content); err != nil {
+		return "", err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkExpected(path, w.ExpectedRevision); err != nil {
+		return "", err
+	}
+	if w.Message == "" {
+		w.Message = "set " + path
+	}
+	rev, err := s.commitLocked(path, content, false, w, true)
+	return rev.String(), err
+}
+
+// ApplyDiff applies a unified diff of one file to its current content and
+// commits the result.
+func (s *Definitions) ApplyDiff(path, diff string, w WriteOptions) (string, []byte, error) {
+	path, err := CleanPath(path)
+	if err != nil {
+		return "", nil, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkExpected(path, w.ExpectedRevision); err != nil {
+		return "", nil, err
+	}
+	var cur []byte
+	s.mu.RLock()
+	f, exists := s.files[path]
+	s.mu.RUnlock()
+	if exists {
+		if cur, err = s.repo.readBlob(f.blob); err != nil {
+			return "", nil, err
+		}
+	}
+	content, deleted, err := applyPatch(path, cur, exists, diff)
+	if err != nil {
+		return "", nil, err
+	}
+	if w.Message == "" {
+		w.Message = "apply diff to " + path
+	}
+	if !deleted {
+		if err := s.checkContent(path, content); err != nil {
+			return "", nil, err
+		}
+	}
+	rev, err := s.commitLocked(path, content, deleted, w, true)
+	if err != nil {
+		return "", nil, err
+	}
+	return rev.String(), content, nil
+}
+
+// applyPatch applies a diff of one file. A diff without file headers (only
+// hunks) is taken to be of this file.
+func applyPatch(path string, cur []byte, exists bool, diff string) ([]byte, bool, error) {
+	if strings.TrimSpace(diff) == "" {
+		return nil, false, fmt.Errorf("%w: the diff is empty", ErrInvalid)
+	}
+	if !strings.Contains(diff, "\n--- ") && !strings.HasPrefix(diff, "--- ") {
+		diff = "--- a/" + path + "\n+++ b/" + path + "\n" + diff
+	}
+	files, _, err := gitdiff.Parse(strings.NewReader(diff))
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: the diff cannot be parsed: %v", ErrInvalid, err)
+	}
+	if len(files) != 1 {
+		return nil, false, fmt.Errorf("%w: the diff must change exactly one file, it changes %d", ErrInvalid, len(files))
+	}
+	file := files[0]
+	if file.IsBinary {
+		return nil, false, fmt.Errorf("%w: binary diffs are not supported", ErrInvalid)
+	}
+	if file.IsNew && exists {
+		return nil, false, fmt.Errorf("definition %q: %w: the diff creates the file, which already exists", path, ErrPatch)
+	}
+	if !file.IsNew && !exists && len(file.TextFragments) > 0 && file.TextFragments[0].OldLines > 0 {
+		return nil, false, fmt.Errorf("definition %q: %w", path, ErrNotFound)
+	}
+	var out bytes.Buffer
+	if err := gitdiff.Apply(&out, bytes.NewReader(cur), file); err != nil {
+		return nil, false, fmt.Errorf("definition %q: %w: %v", path, ErrPatch, err)
+	}
+	return out.Bytes(), file.IsDelete, nil
+}
+
+// Delete removes a file as one commit.
+func (s *Definitions) Delete(path string, w WriteOptions) (string, error) {
+	path, err := CleanPath(path)
+	if err != nil {
+		return "", err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkExpected(path, w.ExpectedRevision); err != nil {
+		return "", err
+	}
+	s.mu.RLock()
+	_, ok := s.files[path]
+	s.mu.RUnlock()
+	if !ok {
+		return "", fmt.Errorf("definition %q: %w", path, ErrNotFound)
+	}
+	if w.Message == "" {
+		w.Message = "delete " + path
+	}
+	rev, err := s.commitLocked(path, nil, true, w, true)
+	return rev.String(), err
+}
+
+// Restore writes the content path had at rev as a new commit.
+func (s *Definitions) Restore(path, rev string, w WriteOptions) (string, []byte, error) {
+	old, err := s.Get(path, rev)
+	if err != nil {
+		return "", nil, err
+	}
+	if w.Message == "" {
+		w.Message = fmt.Sprintf("restore %s to %s", path, shortRev(old.Revision))
+	}
+	nrev, err := s.Set(path, old.Content, w)
+	if err != nil {
+		return "", nil, err
+	}
+	return nrev, old.Content, nil
+}
+
+func (s *Definitions) checkContent(path string, content []byte) error {
+	if int64(len(content)) > s.opts.MaxFileSize {
+		return fmt.Errorf("definition %q: %w: content is %d bytes, over the limit of %d (definitions.maxFileSize)",
+			path, ErrTooLarge, len(content), s.opts.MaxFileSize)
+	}
+	if !utf8.Valid(content) {
+		return fmt.Errorf("%w: definition %q: content is not valid UTF-8 text", ErrInvalid, path)
+	}
+	return nil
+}
+
+// checkExpected is called with writeMu held.
+func (s *Definitions) checkExpected(path, expected string) error {
+	if expected == "" {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	f, exists := s.files[path]
+	if expected == ExpectAbsent {
+		if exists {
+			return fmt.Errorf("definition %q: %w: expected it not to exist, it is at %s", path, ErrConflict, shortRev(f.rev.String()))
+		}
+		return nil
+	}
+	pos, err := s.resolveLocked(expected)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("definition %q: %w: expected revision %s is not in the history", path, ErrConflict, shortRev(expected))
+		}
+		return err
+	}
+	want := s.index.commits[pos].hash
+	var cur plumbing.Hash
+	if ps := s.index.byPath[path]; len(ps) > 0 {
+		cur = s.index.commits[ps[len(ps)-1]].hash
+	}
+	if cur != want {
+		now := "it does not exist"
+		if exists {
+			now = "it is at " + shortRev(cur.String())
+		}
+		return fmt.Errorf("definition %q: %w: expected revision %s, %s", path, ErrConflict, shortRev(want.String()), now)
+	}
+	return nil
+}
+
+// commitLocked makes one commit that sets (or deletes) one path, with
+// writeMu held. The working file and every object are durable before the
+// branch moves, and the branch is durable before it returns:
+//
+//	temp files (working file, objects) → fsync all → rename into place →
+//	fsync directories → ref lock file → fsync → rename → fsync refs dir.
+//
+// A crash before the ref moves leaves the old history intact; a working file
+// already renamed is then found on the next open and committed as "disk".
+func (s *Definitions) commitLocked(path string, content []byte, del bool, w WriteOptions, writeDisk bool) (plumbing.Hash, error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return plumbing.ZeroHash, ErrClosed
+	}
+	cur, exists := s.files[path]
+	head := s.head
+	s.mu.RUnlock()
+
+	var blob pendingObject
+	if !del {
+		blob = encodeBlob(content)
+		if exists && cur.blob == blob.hash {
+			return cur.rev, nil // same content: nothing to commit
+		}
+	}
+	if err := s.checkShape(path, del); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	trees, objs, rootHash, err := s.buildTrees(path, blob.hash, del)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if !del {
+		objs = append(objs, blob)
+	}
+	now := s.opts.Now().UTC().Truncate(time.Second)
+	sig := object.Signature{Name: w.Author, Email: authorEmail, When: now}
+	msg := w.Message
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: rootHash}
+	if !head.IsZero() {
+		c.ParentHashes = []plumbing.Hash{head}
+	}
+	commit, err := encodeCommit(c)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	objs = append(objs, commit)
+
+	dw := newDurableWrite(s.root)
+	if writeDisk {
+		if err := s.stageWorkingFile(dw, path, content, del); err != nil {
+			dw.abort()
+			return plumbing.ZeroHash, err
+		}
+	}
+	if err := s.repo.stageObjects(dw, objs); err != nil {
+		dw.abort()
+		return plumbing.ZeroHash, fmt.Errorf("write history objects: %w", err)
+	}
+	if err := dw.finish(); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write definition %q: %w", path, err)
+	}
+	if err := s.repo.writeRef(head, commit.hash, w.Author, w.Message, now.Unix()); err != nil {
+		return plumbing.ZeroHash, err
+	}
+
+	change := Modified
+	switch {
+	case del:
+		change = Deleted
+	case !exists:
+		change = Added
+	}
+	rec := &commitRecord{hash: commit.hash, parent: head, when: now, author: w.Author, message: msg,
+		changes: []pathChange{{path, change}}}
+	s.mu.Lock()
+	s.head = commit.hash
+	for dir, entries := range trees {
+		if entries == nil && dir != "" {
+			delete(s.trees, dir)
+		} else {
+			s.trees[dir] = entries
+		}
+	}
+	if del {
+		delete(s.files, path)
+	} else {
+		s.files[path] = fileState{blob: blob.hash, size: int64(len(content)), rev: commit.hash}
+	}
+	s.index.add(rec)
+	s.mu.Unlock()
+	if err := s.index.appendFile(rec); err != nil {
+		s.logger.Warn("history index not saved; it is rebuilt on the next start", "error", err.Error())
+	}
+	if s.opts.Bus != nil {
+		s.opts.Bus.Publish(DefinitionChange{Path: path, Revision: commit.hash.String(), Author: w.Author,
+			Change: change, Message: msg, Time: now})
+	}
+	return commit.hash, nil
+}
+
+// checkShape refuses a file where a directory is, or under a file.
+func (s *Definitions) checkShape(path string, del bool) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, isDir := s.trees[path]; isDir && !del {
+		return fmt.Errorf("%w: %q is a directory", ErrInvalid, path)
+	}
+	for d := parentDir(path); d != ""; d = parentDir(d) {
+		if _, isFile := s.files[d]; isFile {
+			return fmt.Errorf("%w: %q is a file, so %q cannot be created under it", ErrInvalid, d, path)
+		}
+	}
+	return nil
+}
+
+// buildTrees returns the new entries of every directory on the way from
+// path to the root, the tree objects to write, and the new root tree.
+func (s *Definitions) buildTrees(path string, blob plumbing.Hash, del bool) (map[string][]object.TreeEntry, []pendingObject, plumbing.Hash, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	changed := map[string][]object.TreeEntry{}
+	var objs []pendingObject
+	name, dir := baseName(path), parentDir(path)
+	entry := object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: blob}
+	remove := del
+	for {
+		entries := replaceEntry(s.trees[dir], entry, remove)
+		if len(entries) == 0 && dir != "" {
+			changed[dir] = nil
+			remove = true
+			entry = object.TreeEntry{Name: baseName(dir), Mode: filemode.Dir}
+		} else {
+			t, err := encodeTree(entries)
+			if err != nil {
+				return nil, nil, plumbing.ZeroHash, err
+			}
+			changed[dir] = entries
+			objs = append(objs, t)
+			if dir == "" {
+				return changed, objs, t.hash, nil
+			}
+			remove = false
+			entry = object.TreeEntry{Name: baseName(dir), Mode: filemode.Dir, Hash: t.hash}
+		}
+		dir = parentDir(dir)
+		if entry.Name == "" {
+			break
+		}
+	}
+	return nil, nil, plumbing.ZeroHash, errors.New("unreachable")
+}
+
+// replaceEntry returns a copy of entries with e set (or removed), in git's
+// order: by name, directories compared as if their names ended in "/".
+func replaceEntry(entries []object.TreeEntry, e object.TreeEntry, remove bool) []object.TreeEntry {
+	out := make([]object.TreeEntry, 0, len(entries)+1)
+	for _, x := range entries {
+		if x.Name != e.Name {
+			out = append(out, x)
+		}
+	}
+	if !remove {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return treeKey(out[i]) < treeKey(out[j]) })
+	return out
+}
+
+func treeKey(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
+	}
+	return e.Name
+}
+
+// stageWorkingFile prepares the file under the definitions root: a temporary
+// file beside it for a write, or a removal for a delete. It refuses paths
+// that go through symlinks or where a directory or file is in the way.
+func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []byte, del bool) error {
+	dir := parentDir(path)
+	// Every existing directory on the way must be a real directory; the
+	// first missing one marks where directories will be made.
+	firstMissing := ""
+	var walked string
+	for _, d := range splitDirs(dir) {
+		walked = joinPath(walked, d)
+		info, err := s.root.Lstat(walked)
+		if errors.Is(err, os.ErrNotExist) {
+			if firstMissing == "" {
+				firstMissing = walked
+			}
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("definition %q: %w", path, err)
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%w: definition %q goes through the symlink %q", ErrInvalid, path, walked)
+		}
+		if !info.IsDir() {
+			return fmt.Errorf("%w: definition %q: %q on disk is not a directory", ErrInvalid, path, walked)
+		}
+	}
+	if info, err := s.root.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		return fmt.Errorf("%w: definition %q on disk is not a regular file", ErrInvalid, path)
+	}
+	if del {
+		dw.rootRemoves = append(dw.rootRemoves, path)
+		dw.rootDirs[dir] = true
+		return nil
+	}
+	if firstMissing != "" {
+		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("definition %q: %w", path, err)
+		}
+		for d := dir; ; d = parentDir(d) {
+			dw.rootDirs[d] = true
+			if d == parentDir(firstMissing) || d == "" {
+				break
+			}
+		}
+		dw.rootDirs[parentDir(firstMissing)] = true
+	}
+	tmp := joinPath(dir, tmpPrefix+randomHex(8))
+	f, err := s.root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("definition %q: %w", path, err)
+	}
+	dw.files = append(dw.files, f)
+	dw.rootRenames = append(dw.rootRenames, rename{from: tmp, to: path})
+	dw.rootDirs[dir] = true
+	if _, err := f.Write(content); err != nil {
+		return fmt.Errorf("definition %q: %w", path, err)
+	}
+	return nil
+}
+
+func splitDirs(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	return strings.Split(dir, "/")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// List lists a directory: its direct entries, or every file and directory
+// below it when recursive. Paths are relative to the definitions root.
+func (s *Definitions) List(dir string, recursive bool) ([]Entry, error) {
+	dir, err := CleanDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if _, isFile := s.files[dir]; isFile {
+		return nil, fmt.Errorf("%w: %q is a file, not a directory", ErrInvalid, dir)
+	}
+	entries := []Entry{}
+	if recursive {
+		for d := range s.trees {
+			if d != dir && underDir(d, dir) {
+				entries = append(entries, Entry{Name: baseName(d), Path: d, Dir: true})
+			}
+		}
+		for p, f := range s.files {
+			if underDir(p, dir) {
+				entries = append(entries, Entry{Name: baseName(p), Path: p, Size: f.size})
+			}
+		}
+	} else {
+		for _, e := range s.trees[dir] {
+			p := joinPath(dir, e.Name)
+			if e.Mode == filemode.Dir {
+				entries = append(entries, Entry{Name: e.Name, Path: p, Dir: true})
+			} else if f, ok := s.files[p]; ok {
+				entries = append(entries, Entry{Name: e.Name, Path: p, Size: f.size})
+			}
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	return entries, nil
+}
+
+// DefaultHistoryLimit is the page size of History when none is given.
+const DefaultHistoryLimit = 100
+
+// History returns the commits that changed path, newest first, a page at a
+// time. pageToken is "" for the first page, then the token of the page before.
+func (s *Definitions) History(path string, limit int, pageToken string) ([]HistoryEntry, string, error) {
+	path, err := CleanPath(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, "", ErrClosed
+	}
+	ps := s.index.byPath[path]
+	if len(ps) == 0 {
+		return nil, "", fmt.Errorf("definition %q has no history: %w", path, ErrNotFound)
+	}
+	i := len(ps) - 1
+	if pageToken != "" {
+		p, ok := plumbing.Hash{}, plumbing.IsHash(pageToken)
+		if ok {
+			p = plumbing.NewHash(pageToken)
+		}
+		pos, found := s.index.pos[p]
+		if !ok || !found {
+			return nil, "", fmt.Errorf("%w: page token %q is not one this history gave out", ErrInvalid, pageToken)
+		}
+		i = sort.SearchInts(ps, pos+1) - 1
+	}
+	var out []HistoryEntry
+	for ; i >= 0 && len(out) < limit; i-- {
+		rec := s.index.commits[ps[i]]
+		e := HistoryEntry{Revision: rec.hash.String(), Author: rec.author, Message: rec.message, Time: rec.when}
+		for _, c := range rec.changes {
+			if c.path == path {
+				e.Change = c.change
+			}
+		}
+		out = append(out, e)
+	}
+	next := ""
+	if i >= 0 {
+		next = s.index.commits[ps[i]].hash.String()
+	}
+	return out, next, nil
+}
+
+// Diff returns the unified diff of path between two revisions (to "" is the
+// newest), as `git diff from to -- path` prints it, with display as the name
+// in the headers (path when empty).
+func (s *Definitions) Diff(path, display, from, to string) (string, error) {
+	path, err := CleanPath(path)
+	if err != nil {
+		return "", err
+	}
+	if from == "" {
+		return "", fmt.Errorf("%w: fromRevision is required", ErrInvalid)
+	}
+	if display == "" {
+		display = path
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return "", ErrClosed
+	}
+	fromPos, err := s.resolveLocked(from)
+	if err != nil {
+		s.mu.RUnlock()
+		return "", err
+	}
+	toPos := len(s.index.commits) - 1
+	if to != "" {
+		if toPos, err = s.resolveLocked(to); err != nil {
+			s.mu.RUnlock()
+			return "", err
+		}
+	}
+	ca, okA := s.changeAtLocked(path, fromPos)
+	cb, okB := s.changeAtLocked(path, toPos)
+	s.mu.RUnlock()
+	if !okA && !okB {
+		return "", fmt.Errorf("definition %q exists at neither revision: %w", path, ErrNotFound)
+	}
+	a, err := s.side(ca, okA, path)
+	if err != nil {
+		return "", err
+	}
+	b, err := s.side(cb, okB, path)
+	if err != nil {
+		return "", err
+	}
+	return unifiedDiff(display, a, b), nil
+}
+
+func (s *Definitions) side(commit plumbing.Hash, ok bool, path string) (side, error) {
+	if !ok {
+		return side{}, nil
+	}
+	h, err := s.blobAt(commit, path)
+	if err != nil {
+		return side{}, err
+	}
+	data, err := s.repo.readBlob(h)
+	if err != nil {
+		return side{}, err
+	}
+	return side{exists: true, hash: h, content: data}, nil
+}
+
+func shortRev(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}

@@ -1,0 +1,169 @@
+package state
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// durableWrite collects temporary files that must reach the disk together:
+// finish syncs them all in parallel (the file system batches the journal
+// commits), renames them into place, and syncs the directories that changed.
+// Until finish returns, none of the final names is guaranteed to be durable.
+type durableWrite struct {
+	files   []*os.File
+	renames []rename
+	dirs    map[string]bool
+	// rootRenames are renames inside the definitions root, done through
+	// os.Root so that they cannot leave it.
+	root        *os.Root
+	rootRenames []rename
+	rootRemoves []string // files to remove, then their emptied directories
+	rootDirs    map[string]bool
+}
+
+type rename struct{ from, to string }
+
+func newDurableWrite(root *os.Root) *durableWrite {
+	return &durableWrite{dirs: map[string]bool{}, root: root, rootDirs: map[string]bool{}}
+}
+
+// abort closes and removes every temporary file.
+func (w *durableWrite) abort() {
+	for _, f := range w.files {
+		f.Close()
+	}
+	for _, r := range w.renames {
+		os.Remove(r.from)
+	}
+	for _, r := range w.rootRenames {
+		w.root.Remove(r.from)
+	}
+}
+
+func (w *durableWrite) finish() error {
+	if err := parallel(len(w.files), func(i int) error { return w.files[i].Sync() }); err != nil {
+		w.abort()
+		return err
+	}
+	var closeErr error
+	for _, f := range w.files {
+		if err := f.Close(); err != nil && closeErr == nil {
+			closeErr = err
+		}
+	}
+	w.files = nil
+	if closeErr != nil {
+		w.abort()
+		return closeErr
+	}
+	for _, r := range w.renames {
+		if err := os.Rename(r.from, r.to); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	for _, r := range w.rootRenames {
+		if err := w.root.Rename(r.from, r.to); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	for _, p := range w.rootRemoves {
+		if err := w.root.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		// Remove the directories the removal emptied; the first that is not
+		// empty stops it. Its parent gains a changed entry.
+		for d := parentDir(p); d != ""; d = parentDir(d) {
+			if w.root.Remove(d) != nil {
+				break
+			}
+			w.rootDirs[parentDir(d)] = true
+			delete(w.rootDirs, d)
+		}
+	}
+	type dir struct {
+		path   string
+		inRoot bool
+	}
+	var dirs []dir
+	for d := range w.dirs {
+		dirs = append(dirs, dir{d, false})
+	}
+	for d := range w.rootDirs {
+		dirs = append(dirs, dir{d, true})
+	}
+	return parallel(len(dirs), func(i int) error {
+		if dirs[i].inRoot {
+			return syncRootDir(w.root, dirs[i].path)
+		}
+		return syncDirs(dirs[i].path)
+	})
+}
+
+// parallel runs fn(0..n-1) concurrently and returns the first error.
+func parallel(n int, fn func(int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// syncDirs fsyncs directories, so that the names created in them are durable.
+func syncDirs(dirs ...string) error {
+	for _, d := range dirs {
+		f, err := os.Open(d)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncRootDir(root *os.Root, dir string) error {
+	if dir == "" {
+		dir = "."
+	}
+	f, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// writeFileSync writes a file through a temporary name and renames it into
+// place after syncing it.
+func writeFileSync(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

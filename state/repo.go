@@ -1,0 +1,377 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// branchRef is the one branch of the history repository.
+const branchRef = "refs/heads/main"
+
+// repo is the bare history repository. Objects are read through go-git's
+// storage; objects and the branch ref are written by repo itself, because
+// go-git neither fsyncs nor replaces refs atomically.
+type repo struct {
+	dir    string // the bare repository
+	tmpDir string // temporary files, outside objects/ so git fsck sees no garbage
+
+	// objMu guards storage: go-git's ObjectStorage is not safe for
+	// concurrent use.
+	objMu   sync.Mutex
+	storage *filesystem.Storage
+}
+
+// openRepo opens the bare repository at dir, creating it when missing, and
+// removes temporary files that a previous run left behind.
+func openRepo(dir string) (*repo, error) {
+	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp")}
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
+		if err := initRepo(dir); err != nil {
+			return nil, fmt.Errorf("create history repository %s: %w", dir, err)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(r.tmpDir); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(r.tmpDir, 0o700); err != nil {
+		return nil, err
+	}
+	// A lock file left by a crash mid ref update: the ref itself is intact
+	// (it is replaced by rename), so the lock is only debris.
+	if err := os.Remove(filepath.Join(dir, branchRef+".lock")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	r.storage = filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
+		filesystem.Options{KeepDescriptors: true})
+	return r, nil
+}
+
+func initRepo(dir string) error {
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "logs/refs/heads"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{
+		"HEAD":        "ref: " + branchRef + "\n",
+		"config":      "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n\tlogallrefupdates = true\n",
+		"description": "Definition files of a Nexus workspace; every write is a commit.\n",
+	}
+	for name, content := range files {
+		if err := writeFileSync(filepath.Join(dir, name), []byte(content)); err != nil {
+			return err
+		}
+	}
+	return syncDirs(dir, filepath.Dir(dir))
+}
+
+func (r *repo) close() error {
+	r.objMu.Lock()
+	defer r.objMu.Unlock()
+	return r.storage.Close()
+}
+
+// readObject returns the type and content of an object.
+func (r *repo) readObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	r.objMu.Lock()
+	defer r.objMu.Unlock()
+	obj, err := r.storage.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return 0, nil, fmt.Errorf("object %s: %w", h, ErrNotFound)
+		}
+		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rd.Close()
+	data := make([]byte, 0, obj.Size())
+	buf := bytes.NewBuffer(data)
+	if _, err := io.Copy(buf, rd); err != nil {
+		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	return obj.Type(), buf.Bytes(), nil
+}
+
+func (r *repo) readTyped(h plumbing.Hash, want plumbing.ObjectType) ([]byte, error) {
+	typ, data, err := r.readObject(h)
+	if err != nil {
+		return nil, err
+	}
+	if typ != want {
+		return nil, fmt.Errorf("object %s is a %s, not a %s", h, typ, want)
+	}
+	return data, nil
+}
+
+func (r *repo) readBlob(h plumbing.Hash) ([]byte, error) {
+	return r.readTyped(h, plumbing.BlobObject)
+}
+
+func (r *repo) readTree(h plumbing.Hash) (*object.Tree, error) {
+	data, err := r.readTyped(h, plumbing.TreeObject)
+	if err != nil {
+		return nil, err
+	}
+	t := &object.Tree{}
+	if err := t.Decode(memoryObject(plumbing.TreeObject, data)); err != nil {
+		return nil, fmt.Errorf("decode tree %s: %w", h, err)
+	}
+	return t, nil
+}
+
+func (r *repo) readCommit(h plumbing.Hash) (*object.Commit, error) {
+	data, err := r.readTyped(h, plumbing.CommitObject)
+	if err != nil {
+		return nil, err
+	}
+	c := &object.Commit{}
+	if err := c.Decode(memoryObject(plumbing.CommitObject, data)); err != nil {
+		return nil, fmt.Errorf("decode commit %s: %w", h, err)
+	}
+	c.Hash = h
+	return c, nil
+}
+
+func (r *repo) hasObject(h plumbing.Hash) bool {
+	if _, err := os.Stat(r.objectPath(h)); err == nil {
+		return true
+	}
+	r.objMu.Lock()
+	defer r.objMu.Unlock()
+	return r.storage.HasEncodedObject(h) == nil
+}
+
+func (r *repo) objectPath(h plumbing.Hash) string {
+	hex := h.String()
+	return filepath.Join(r.dir, "objects", hex[:2], hex[2:])
+}
+
+func memoryObject(t plumbing.ObjectType, data []byte) *plumbing.MemoryObject {
+	o := &plumbing.MemoryObject{}
+	o.SetType(t)
+	o.Write(data)
+	return o
+}
+
+// pendingObject is an encoded object not yet written.
+type pendingObject struct {
+	hash plumbing.Hash
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+func encodeBlob(content []byte) pendingObject {
+	return pendingObject{plumbing.ComputeHash(plumbing.BlobObject, content), plumbing.BlobObject, content}
+}
+
+func encodeTree(entries []object.TreeEntry) (pendingObject, error) {
+	o := &plumbing.MemoryObject{}
+	if err := (&object.Tree{Entries: entries}).Encode(o); err != nil {
+		return pendingObject{}, err
+	}
+	return pendingObject{o.Hash(), plumbing.TreeObject, memoryBytes(o)}, nil
+}
+
+func encodeCommit(c *object.Commit) (pendingObject, error) {
+	o := &plumbing.MemoryObject{}
+	if err := c.Encode(o); err != nil {
+		return pendingObject{}, err
+	}
+	return pendingObject{o.Hash(), plumbing.CommitObject, memoryBytes(o)}, nil
+}
+
+func memoryBytes(o *plumbing.MemoryObject) []byte {
+	rd, _ := o.Reader() // a MemoryObject's reader never fails
+	data, _ := io.ReadAll(rd)
+	return data
+}
+
+// stagedObjects are loose objects written to temporary files, to be made
+// durable and moved into place by a durableWrite.
+func (r *repo) stageObjects(w *durableWrite, objs []pendingObject) error {
+	seen := make(map[plumbing.Hash]bool, len(objs))
+	for _, o := range objs {
+		if seen[o.hash] {
+			continue
+		}
+		seen[o.hash] = true
+		final := r.objectPath(o.hash)
+		if _, err := os.Stat(final); err == nil {
+			continue // content-addressed: already there
+		}
+		dir := filepath.Dir(final)
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return err
+			}
+			w.dirs[filepath.Dir(dir)] = true
+		}
+		f, err := os.CreateTemp(r.tmpDir, "obj-")
+		if err != nil {
+			return err
+		}
+		w.files = append(w.files, f)
+		zw := objfile.NewWriter(f)
+		if err := zw.WriteHeader(o.typ, int64(len(o.data))); err != nil {
+			return err
+		}
+		if _, err := zw.Write(o.data); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return fmt.Errorf("write object %s: %w", o.hash, err)
+		}
+		w.renames = append(w.renames, rename{from: f.Name(), to: final})
+		w.dirs[dir] = true
+	}
+	return nil
+}
+
+// readRef returns the commit the branch points to, or the zero hash for a
+// repository without commits. A ref file that exists but does not hold a
+// hash is an error: recovery decides what to do with it.
+func (r *repo) readRef() (plumbing.Hash, error) {
+	data, err := os.ReadFile(filepath.Join(r.dir, branchRef))
+	if errors.Is(err, os.ErrNotExist) {
+		return r.readPackedRef()
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	s := strings.TrimSpace(string(data))
+	if !plumbing.IsHash(s) {
+		return plumbing.ZeroHash, fmt.Errorf("ref %s holds %q, not a commit hash", branchRef, truncate(s, 60))
+	}
+	return plumbing.NewHash(s), nil
+}
+
+// readPackedRef reads the branch from packed-refs, where git gc moves it.
+func (r *repo) readPackedRef() (plumbing.Hash, error) {
+	data, err := os.ReadFile(filepath.Join(r.dir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if h, name, ok := strings.Cut(line, " "); ok && name == branchRef && plumbing.IsHash(h) {
+			return plumbing.NewHash(h), nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// writeRef makes the branch point to commit, durably: a lock file is written
+// and synced, renamed over the ref, and the directory synced. It then appends
+// to the reflog, which recovery reads when the ref itself is lost.
+func (r *repo) writeRef(old, commit plumbing.Hash, who, message string, when int64) error {
+	path := filepath.Join(r.dir, branchRef)
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
+	}
+	_, err = f.WriteString(commit.String() + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(lock, path)
+	}
+	if err != nil {
+		os.Remove(lock)
+		return fmt.Errorf("update %s: %w", branchRef, err)
+	}
+	if err := syncDirs(filepath.Dir(path)); err != nil {
+		return err
+	}
+	line := fmt.Sprintf("%s %s %s <%s> %d +0000\t%s\n", old, commit, who, authorEmail, when, firstLine(message))
+	lf, err := os.OpenFile(filepath.Join(r.dir, "logs", branchRef), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = lf.WriteString(line)
+	if cerr := lf.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// reflog returns the commits of the branch's reflog, newest first.
+func (r *repo) reflog() []plumbing.Hash {
+	data, err := os.ReadFile(filepath.Join(r.dir, "logs", branchRef))
+	if err != nil {
+		return nil
+	}
+	var out []plumbing.Hash
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) >= 2 && plumbing.IsHash(f[1]) {
+			out = append(out, plumbing.NewHash(f[1]))
+		}
+	}
+	return out
+}
+
+// commitComplete reports whether a commit and everything its tree reaches
+// can be read.
+func (r *repo) commitComplete(h plumbing.Hash) error {
+	c, err := r.readCommit(h)
+	if err != nil {
+		return err
+	}
+	var walk func(plumbing.Hash) error
+	walk = func(th plumbing.Hash) error {
+		t, err := r.readTree(th)
+		if err != nil {
+			return err
+		}
+		for _, e := range t.Entries {
+			if e.Mode == filemode.Dir {
+				if err := walk(e.Hash); err != nil {
+					return err
+				}
+			} else if !r.hasObject(e.Hash) {
+				return fmt.Errorf("blob %s of %s is missing", e.Hash, e.Name)
+			}
+		}
+		return nil
+	}
+	return walk(c.TreeHash)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

@@ -1,0 +1,766 @@
+// Package workspace finds a workspace's files and loads its configuration.
+// Start with [LoadConfig].
+package workspace
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"math"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is .nexus/config.yaml with every default filled in.
+type Config struct {
+	Definitions DefinitionsConfig `yaml:"definitions"`
+	Runtime     RuntimeConfig     `yaml:"runtime"`
+	Apps        []AppConfig       `yaml:"apps"`
+	Tools       ToolsConfig       `yaml:"tools"`
+	MCP         MCPConfig         `yaml:"mcp"`
+	LLM         LLMConfig         `yaml:"llm"`
+	Messages    MessagesConfig    `yaml:"messages"`
+	Context     ContextConfig     `yaml:"context"`
+	Log         LogConfig         `yaml:"log"`
+	GRPC        GRPCConfig        `yaml:"grpc"`
+}
+
+// DefinitionsConfig is the definitions section: where definition files live.
+type DefinitionsConfig struct {
+	// Root is the definitions directory, relative to the workspace root.
+	Root string `yaml:"root"`
+	// MaxFileSize is the largest definition file accepted.
+	MaxFileSize Size `yaml:"maxFileSize"`
+}
+
+// RuntimeConfig is the runtime section: the store of runtime key/values.
+type RuntimeConfig struct {
+	// Backend is "bbolt"; "redis" is known but rejected until it exists.
+	Backend string `yaml:"backend"`
+	// Path is the bbolt file, relative to the workspace root.
+	Path string `yaml:"path"`
+	// URL is the address of a Redis server.
+	URL           string   `yaml:"url"`
+	MaxValueSize  Size     `yaml:"maxValueSize"`
+	PurgeInterval Duration `yaml:"purgeInterval"`
+}
+
+// AppConfig is one sandbox application and what it may do.
+type AppConfig struct {
+	// ID names the app; it owns <definitions root>/<ID>/ and the runtime
+	// namespace ID.
+	ID string `yaml:"id"`
+	// Token and TokenFile are the app's gRPC token or a file holding it;
+	// at most one is set.
+	Token     string       `yaml:"token"`
+	TokenFile string       `yaml:"tokenFile"`
+	Grants    GrantsConfig `yaml:"grants"`
+}
+
+// GrantsConfig is what an app may reach beyond its own directory and namespace.
+type GrantsConfig struct {
+	Definitions DefinitionGrants `yaml:"definitions"`
+	// Runtime lists other apps' runtime namespaces.
+	Runtime []string   `yaml:"runtime"`
+	Tools   ToolGrants `yaml:"tools"`
+}
+
+// DefinitionGrants lists definition paths an app may read or write.
+type DefinitionGrants struct {
+	Read  []string `yaml:"read"`
+	Write []string `yaml:"write"`
+}
+
+// ToolGrants is an app's tool policy by tool name. A name is in at most one list.
+type ToolGrants struct {
+	Allow []string `yaml:"allow"`
+	Ask   []string `yaml:"ask"`
+	Deny  []string `yaml:"deny"`
+}
+
+// ToolsConfig is the tools section: limits and policy for tool execution.
+type ToolsConfig struct {
+	Timeout     Duration `yaml:"timeout"`
+	OutputLimit Size     `yaml:"outputLimit"`
+	// Sandbox is "read-only", "workspace-write" or "off".
+	Sandbox string `yaml:"sandbox"`
+	Network bool   `yaml:"network"`
+	// EnvAllowlist names the environment variables passed to commands. When
+	// set it replaces the default list.
+	EnvAllowlist []string `yaml:"envAllowlist"`
+	// Policy maps a tool name to "allow", "ask" or "deny".
+	Policy map[string]string `yaml:"policy"`
+}
+
+// MCPConfig is the mcp section: how MCP servers are called and restarted.
+type MCPConfig struct {
+	CallTimeout    Duration `yaml:"callTimeout"`
+	StartupTimeout Duration `yaml:"startupTimeout"`
+	// Restart is "always", "on-failure" or "never".
+	Restart     string `yaml:"restart"`
+	MaxRestarts int    `yaml:"maxRestarts"`
+	// Separator joins a server name and a tool name; never empty.
+	Separator string `yaml:"separator"`
+}
+
+// LLMConfig is the llm section: which model the agent talks to.
+type LLMConfig struct {
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model"`
+	// APIKeyEnv names the environment variable that holds the API key.
+	APIKeyEnv string         `yaml:"apiKeyEnv"`
+	BaseURL   string         `yaml:"baseURL"`
+	Settings  map[string]any `yaml:"settings"`
+}
+
+// MessagesConfig is the messages section: the agent's message history.
+type MessagesConfig struct {
+	// MaxLength is the most messages kept; at least 1.
+	MaxLength int `yaml:"maxLength"`
+	// Pruning is "oldest-first" or "none".
+	Pruning    string `yaml:"pruning"`
+	KeepSystem bool   `yaml:"keepSystem"`
+}
+
+// ContextConfig is the context section: the DCM context definition.
+type ContextConfig struct {
+	// File is relative to the workspace root.
+	File string `yaml:"file"`
+}
+
+// LogConfig is the log section.
+type LogConfig struct {
+	// Level is "debug", "info", "warn" or "error".
+	Level string `yaml:"level"`
+	// File is empty for standard error.
+	File string `yaml:"file"`
+}
+
+// GRPCConfig is the grpc section.
+type GRPCConfig struct {
+	// Address is empty for the unix socket only, or "host:port".
+	Address        string `yaml:"address"`
+	MaxMessageSize Size   `yaml:"maxMessageSize"`
+}
+
+const (
+	kib Size = 1 << 10
+	mib Size = 1 << 20
+	gib Size = 1 << 30
+)
+
+// DefaultConfig returns the configuration of a workspace without a config file.
+func DefaultConfig() *Config {
+	return &Config{
+		Definitions: DefinitionsConfig{Root: ".nexus/definitions", MaxFileSize: 10 * mib},
+		Runtime: RuntimeConfig{
+			Backend:       "bbolt",
+			Path:          ".nexus/runtime.db",
+			MaxValueSize:  mib,
+			PurgeInterval: Duration(time.Second),
+		},
+		Tools: ToolsConfig{
+			Timeout:      Duration(60 * time.Second),
+			OutputLimit:  mib,
+			Sandbox:      "workspace-write",
+			Network:      true,
+			EnvAllowlist: []string{"PATH", "HOME", "LANG", "TERM"},
+		},
+		MCP: MCPConfig{
+			CallTimeout:    Duration(60 * time.Second),
+			StartupTimeout: Duration(30 * time.Second),
+			Restart:        "on-failure",
+			MaxRestarts:    5,
+			Separator:      "__",
+		},
+		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
+		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
+		Log:      LogConfig{Level: "info"},
+		GRPC:     GRPCConfig{MaxMessageSize: 32 * mib},
+	}
+}
+
+// LoadConfig reads the file at path; a missing file gives DefaultConfig() and no error.
+// getenv resolves ${VAR} / ${VAR:-default}; nil means os.LookupEnv.
+// Problems in the file are [*ConfigError] values, joined with [errors.Join]
+// when there are several.
+func LoadConfig(path string, getenv func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return DefaultConfig(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	return ParseConfig(path, data, getenv)
+}
+
+// ParseConfig is LoadConfig on bytes; name is used in error messages.
+//
+// Every scalar value (never a key) is expanded before it is decoded:
+// ${VAR} is the variable's value and an error when it is unset,
+// ${VAR:-default} is default when VAR is unset or empty, and $$ is a literal $.
+// A null value (a key with nothing after it, or ~) keeps the default.
+func ParseConfig(name string, data []byte, getenv func(string) (string, bool)) (*Config, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	cfg := DefaultConfig()
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, nil
+		}
+		return nil, syntaxError(name, err)
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, syntaxError(name, err)
+		}
+		return nil, &ConfigError{File: name, Line: next.Line, Column: next.Column,
+			Msg: "a second YAML document; the config must be a single document"}
+	}
+	if len(doc.Content) == 0 {
+		return cfg, nil
+	}
+
+	d := &decoder{
+		name:     name,
+		getenv:   getenv,
+		nodes:    make(map[string]*yaml.Node),
+		bad:      make(map[string]bool),
+		unusable: make(map[*yaml.Node]bool),
+	}
+	root := doc.Content[0]
+	d.expand(root)
+	d.value("", root, reflect.ValueOf(cfg).Elem())
+	d.check(cfg)
+	if len(d.errs) == 0 {
+		return cfg, nil
+	}
+	slices.SortStableFunc(d.errs, func(a, b *ConfigError) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	if len(d.errs) == 1 {
+		return nil, d.errs[0]
+	}
+	errs := make([]error, len(d.errs))
+	for i, e := range d.errs {
+		errs[i] = e
+	}
+	return nil, errors.Join(errs...)
+}
+
+// ConfigError is one problem in a configuration file, at a position when known.
+type ConfigError struct {
+	File   string
+	Line   int // 1-based; 0 when unknown
+	Column int // 1-based; 0 when unknown
+	Msg    string
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.Line == 0:
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	case e.Column == 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+}
+
+// syntaxError turns a yaml error ("yaml: line 3: did not find expected key")
+// into a ConfigError.
+func syntaxError(name string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		num, after, ok := strings.Cut(rest, ": ")
+		if line, err := strconv.Atoi(num); ok && err == nil {
+			return &ConfigError{File: name, Line: line, Msg: after}
+		}
+	}
+	return &ConfigError{File: name, Msg: msg}
+}
+
+// Size is a number of bytes. In YAML it is an integer or a number with a
+// unit: B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024),
+// as in "10MiB" or "100KB". It is never negative.
+type Size int64
+
+// UnmarshalYAML implements [yaml.Unmarshaler].
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a size, got %s", describe(n))
+	}
+	v, err := parseSize(n.Value)
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// String formats s with the largest binary unit that divides it, as "10MiB".
+func (s Size) String() string {
+	for _, u := range []struct {
+		unit string
+		n    Size
+	}{{"GiB", gib}, {"MiB", mib}, {"KiB", kib}} {
+		if s != 0 && s%u.n == 0 {
+			return strconv.FormatInt(int64(s/u.n), 10) + u.unit
+		}
+	}
+	return strconv.FormatInt(int64(s), 10) + "B"
+}
+
+func parseSize(s string) (Size, error) {
+	t := strings.TrimSpace(s)
+	neg := strings.HasPrefix(t, "-")
+	if neg {
+		t = t[1:]
+	}
+	digits := 0
+	for digits < len(t) && '0' <= t[digits] && t[digits] <= '9' {
+		digits++
+	}
+	var unit Size
+	switch strings.TrimSpace(t[digits:]) {
+	case "", "B":
+		unit = 1
+	case "KB":
+		unit = 1000
+	case "MB":
+		unit = 1000 * 1000
+	case "GB":
+		unit = 1000 * 1000 * 1000
+	case "KiB":
+		unit = kib
+	case "MiB":
+		unit = mib
+	case "GiB":
+		unit = gib
+	}
+	if digits == 0 || unit == 0 {
+		return 0, fmt.Errorf("%q is not a size (examples: 1048576, 10MiB)", s)
+	}
+	if neg {
+		return 0, fmt.Errorf("%q must not be negative", s)
+	}
+	n, err := strconv.ParseInt(t[:digits], 10, 64)
+	if err != nil || n > math.MaxInt64/int64(unit) {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return Size(n) * unit, nil
+}
+
+// Duration is a [time.Duration] that YAML writes as a Go duration string,
+// as in "30s", "1m30s" or "250ms". It is never negative.
+type Duration time.Duration
+
+// UnmarshalYAML implements [yaml.Unmarshaler].
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a duration, got %s", describe(n))
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (examples: 30s, 1m30s, 250ms)", n.Value)
+	}
+	if v < 0 {
+		return fmt.Errorf("%q must not be negative", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// A decoder walks a YAML node tree against the Config struct, setting fields
+// and collecting every problem with its position.
+type decoder struct {
+	name   string
+	getenv func(string) (string, bool)
+	errs   []*ConfigError
+
+	// nodes holds the value node of each path that was set ("tools.sandbox",
+	// "apps[0].id"), for the checks that run after decoding.
+	nodes map[string]*yaml.Node
+	// bad holds the paths whose value was already reported.
+	bad map[string]bool
+	// unusable holds the scalars whose expansion failed.
+	unusable map[*yaml.Node]bool
+}
+
+func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+	e := &ConfigError{File: d.name, Msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	d.errs = append(d.errs, e)
+}
+
+// fail reports a problem with the value at path and marks the path as bad.
+func (d *decoder) fail(path string, n *yaml.Node, format string, args ...any) {
+	d.bad[path] = true
+	d.errorf(n, orTop(path)+": "+format, args...)
+}
+
+// expand replaces environment references in every scalar value under n.
+// Keys are left alone, and aliases are expanded once, where their anchor is.
+func (d *decoder) expand(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			d.expand(n.Content[i])
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			d.expand(c)
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "$") {
+			return
+		}
+		v, err := expandEnv(n.Value, d.getenv)
+		if err != nil {
+			d.errorf(n, "%v", err)
+			d.unusable[n] = true
+			return
+		}
+		if v != n.Value && n.Style == 0 {
+			// A plain scalar is resolved again from its new text, so
+			// "maxLength: ${N}" can be an integer.
+			n.Tag = ""
+		}
+		n.Value = v
+	}
+}
+
+func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '$')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		switch {
+		case strings.HasPrefix(s, "$$"):
+			b.WriteByte('$')
+			s = s[2:]
+		case strings.HasPrefix(s, "${"):
+			end := strings.IndexByte(s, '}')
+			if end < 0 {
+				return "", fmt.Errorf("%q has no closing } (write $$ for a literal $)", s)
+			}
+			ref := s[:end+1]
+			name, def, hasDefault := strings.Cut(s[2:end], ":-")
+			s = s[end+1:]
+			if !isEnvName(name) {
+				return "", fmt.Errorf("bad reference %q (write ${NAME} or ${NAME:-default}, or $$ for a literal $)", ref)
+			}
+			v, ok := getenv(name)
+			switch {
+			case hasDefault && v == "":
+				b.WriteString(def)
+			case !ok:
+				return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name)
+			default:
+				b.WriteString(v)
+			}
+		default:
+			b.WriteByte('$')
+			s = s[1:]
+		}
+	}
+}
+
+func isEnvName(s string) bool {
+	for i, c := range s {
+		if c != '_' && !('A' <= c && c <= 'Z') && !('a' <= c && c <= 'z') && (i == 0 || !('0' <= c && c <= '9')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// value decodes n into v, which must be addressable, and records n under path.
+func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
+	at := n // where the value is written, for messages
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if d.unusable[n] {
+		d.bad[path] = true
+		return
+	}
+	d.nodes[path] = at
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return
+	}
+
+	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok {
+		if err := u.UnmarshalYAML(n); err != nil {
+			d.fail(path, at, "%v", err)
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		d.structure(path, at, n, v)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(path, at, "expected a list, got %s", describe(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, e := range n.Content {
+			d.value(fmt.Sprintf("%s[%d]", path, i), e, s.Index(i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		d.mapping(path, at, n, v)
+	case reflect.Interface:
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.fail(path, at, "%v", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			d.fail(path, at, "expected a string, got %s", describe(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool, reflect.Int:
+		// Decode from the text alone, so a quoted "${N}" works too.
+		plain := *n
+		plain.Tag, plain.Style = "", 0
+		if n.Kind != yaml.ScalarNode || plain.Decode(v.Addr().Interface()) != nil {
+			want := "an integer"
+			if v.Kind() == reflect.Bool {
+				want = "a boolean (true or false)"
+			}
+			if n.Kind != yaml.ScalarNode {
+				d.fail(path, at, "expected %s, got %s", want, describe(n))
+			} else {
+				d.fail(path, at, "%q is not %s", n.Value, want)
+			}
+		}
+	default:
+		d.fail(path, at, "cannot decode into %s", v.Type())
+	}
+}
+
+// structure decodes a mapping into the struct v by the fields' yaml tags.
+func (d *decoder) structure(path string, at, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(path, at, "expected a mapping, got %s", describe(n))
+		return
+	}
+	t := v.Type()
+	var known []string
+	fields := make(map[string]int)
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		known = append(known, name)
+		fields[name] = i
+	}
+	d.pairs(path, n, func(key string, k, val *yaml.Node) {
+		i, ok := fields[key]
+		if !ok {
+			where := ""
+			if path != "" {
+				where = " in " + path
+			}
+			d.errorf(k, "unknown key %q%s (known: %s)", key, where, strings.Join(known, ", "))
+			return
+		}
+		d.value(join(path, key), val, v.Field(i))
+	})
+}
+
+// mapping decodes a mapping into the map v, whose keys are strings.
+func (d *decoder) mapping(path string, at, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(path, at, "expected a mapping, got %s", describe(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	d.pairs(path, n, func(key string, _, val *yaml.Node) {
+		e := reflect.New(v.Type().Elem()).Elem()
+		d.value(join(path, key), val, e)
+		m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), e)
+	})
+	v.Set(m)
+}
+
+// pairs calls f for each key and value of the mapping n, reporting keys that
+// are not strings or appear twice.
+func (d *decoder) pairs(path string, n *yaml.Node, f func(key string, k, v *yaml.Node)) {
+	seen := make(map[string]*yaml.Node)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch {
+		case k.Kind != yaml.ScalarNode:
+			d.errorf(k, "%s: keys must be strings, got %s", orTop(path), describe(k))
+			continue
+		case k.ShortTag() == "!!merge":
+			d.errorf(k, "%s: merge keys (<<) are not supported", orTop(path))
+			continue
+		}
+		if first, ok := seen[k.Value]; ok {
+			d.errorf(k, "%s: duplicate key %q (first at line %d)", orTop(path), k.Value, first.Line)
+			continue
+		}
+		seen[k.Value] = k
+		f(k.Value, k, v)
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func orTop(path string) string {
+	if path == "" {
+		return "top level"
+	}
+	return path
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return strconv.Quote(n.Value)
+	}
+	return "an alias"
+}
+
+// check reports values that decoded but are not allowed.
+func (d *decoder) check(c *Config) {
+	d.nonEmpty("definitions.root", c.Definitions.Root, ` (write "." for the workspace root)`)
+
+	if d.oneOf("runtime.backend", c.Runtime.Backend, "bbolt", "redis") && c.Runtime.Backend == "redis" {
+		d.errorf(d.nodes["runtime.backend"], "runtime.backend redis is not supported yet")
+	}
+	d.nonEmpty("runtime.path", c.Runtime.Path, "")
+
+	d.apps(c.Apps)
+
+	d.oneOf("tools.sandbox", c.Tools.Sandbox, "read-only", "workspace-write", "off")
+	for _, name := range slices.Sorted(maps.Keys(c.Tools.Policy)) {
+		d.oneOf("tools.policy."+name, c.Tools.Policy[name], "allow", "ask", "deny")
+	}
+
+	d.oneOf("mcp.restart", c.MCP.Restart, "always", "on-failure", "never")
+	d.atLeast("mcp.maxRestarts", c.MCP.MaxRestarts, 0)
+	d.nonEmpty("mcp.separator", c.MCP.Separator, "")
+
+	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
+	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "none")
+
+	d.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+}
+
+func (d *decoder) apps(apps []AppConfig) {
+	first := make(map[string]*yaml.Node)
+	for i, app := range apps {
+		p := fmt.Sprintf("apps[%d]", i)
+		if d.bad[p] {
+			continue
+		}
+		idPath := p + ".id"
+		idNode := d.nodes[idPath]
+		switch {
+		case d.bad[idPath]:
+		case idNode == nil:
+			d.fail(p, d.nodes[p], `missing required key "id"`)
+		case !validAppID(app.ID):
+			d.fail(idPath, idNode, "%q is not a valid app id (1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit)", app.ID)
+		case first[app.ID] != nil:
+			d.fail(idPath, idNode, "duplicate app id %q (first at line %d)", app.ID, first[app.ID].Line)
+		default:
+			first[app.ID] = idNode
+		}
+		if app.Token != "" && app.TokenFile != "" {
+			d.fail(p, d.nodes[p+".tokenFile"], "token and tokenFile are mutually exclusive")
+		}
+
+		lists := []struct {
+			name  string
+			names []string
+		}{{"allow", app.Grants.Tools.Allow}, {"ask", app.Grants.Tools.Ask}, {"deny", app.Grants.Tools.Deny}}
+		in := make(map[string]string)
+		for _, l := range lists {
+			for j, tool := range l.names {
+				if prev, ok := in[tool]; ok && prev != l.name {
+					tp := fmt.Sprintf("%s.grants.tools.%s[%d]", p, l.name, j)
+					d.fail(tp, d.nodes[tp], "%q is also in %s", tool, prev)
+					continue
+				}
+				in[tool] = l.name
+			}
+		}
+	}
+}
+
+// validAppID reports whether id matches ^[a-z0-9][a-z0-9_-]{0,62}$.
+func validAppID(id string) bool {
+	if id == "" || len(id) > 63 {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		ok := 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || i > 0 && (c == '_' || c == '-')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// oneOf reports whether the value at path is one of allowed, and reports it
+// when it is not.
+func (d *decoder) oneOf(path, value string, allowed ...string) bool {
+	if d.bad[path] {
+		return false
+	}
+	if slices.Contains(allowed, value) {
+		return true
+	}
+	d.fail(path, d.nodes[path], "%q is not one of: %s", value, strings.Join(allowed, ", "))
+	return false
+}
+
+func (d *decoder) atLeast(path string, value, least int) {
+	if !d.bad[path] && value < least {
+		d.fail(path, d.nodes[path], "%d is less than %d", value, least)
+	}
+}
+
+func (d *decoder) nonEmpty(path, value, hint string) {
+	if !d.bad[path] && value == "" {
+		d.fail(path, d.nodes[path], "must not be empty%s", hint)
+	}
+}

@@ -1,0 +1,548 @@
+package workspace
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env returns a getenv over a fixed set of variables.
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+// yamlText joins lines, so tests can count them.
+func yamlText(lines ...string) []byte {
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+func TestDefaultConfig(t *testing.T) {
+	want := &Config{
+		Definitions: DefinitionsConfig{Root: ".nexus/definitions", MaxFileSize: 10 << 20},
+		Runtime: RuntimeConfig{
+			Backend:       "bbolt",
+			Path:          ".nexus/runtime.db",
+			MaxValueSize:  1 << 20,
+			PurgeInterval: Duration(time.Second),
+		},
+		Tools: ToolsConfig{
+			Timeout:      Duration(time.Minute),
+			OutputLimit:  1 << 20,
+			Sandbox:      "workspace-write",
+			Network:      true,
+			EnvAllowlist: []string{"PATH", "HOME", "LANG", "TERM"},
+		},
+		MCP: MCPConfig{
+			CallTimeout:    Duration(time.Minute),
+			StartupTimeout: Duration(30 * time.Second),
+			Restart:        "on-failure",
+			MaxRestarts:    5,
+			Separator:      "__",
+		},
+		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
+		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
+		Log:      LogConfig{Level: "info"},
+		GRPC:     GRPCConfig{MaxMessageSize: 32 << 20},
+	}
+	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("DefaultConfig() = %+v\nwant %+v", got, want)
+	}
+	// Each call is a fresh value.
+	DefaultConfig().Tools.EnvAllowlist[0] = "CHANGED"
+	if got := DefaultConfig().Tools.EnvAllowlist[0]; got != "PATH" {
+		t.Errorf("DefaultConfig shares its slices: EnvAllowlist[0] = %q", got)
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+	}{
+		{"empty", ""},
+		{"comments", "# nothing here\n\n# yet\n"},
+		{"document marker", "---\n"},
+		{"null document", "~\n"},
+		{"null sections", "definitions:\nruntime: ~\napps:\ntools: {}\n"},
+		{"null values", "tools:\n  network:\n  sandbox: ~\nmessages:\n  maxLength:\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseConfig("config.yaml", []byte(tc.in), env(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := DefaultConfig(); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+
+	got, err := LoadConfig(filepath.Join(dir, "missing.yaml"), nil)
+	if err != nil {
+		t.Fatalf("missing file: %v", err)
+	}
+	if !reflect.DeepEqual(got, DefaultConfig()) {
+		t.Errorf("missing file: got %+v, want defaults", got)
+	}
+
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte("log:\n  level: debug\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err = LoadConfig(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Log.Level != "debug" {
+		t.Errorf("Log.Level = %q, want debug", got.Log.Level)
+	}
+
+	if err := os.WriteFile(path, []byte("log:\n  level: loud\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadConfig(path, nil)
+	want := path + `:2:10: log.level: "loud" is not one of: debug, info, warn, error`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+
+	if _, err := LoadConfig(dir, nil); err == nil || !strings.HasPrefix(err.Error(), "load config: ") {
+		t.Errorf("reading a directory: err = %v, want a load config error", err)
+	}
+}
+
+func TestParseConfigAllSections(t *testing.T) {
+	in := yamlText(
+		"definitions:",
+		"  root: defs",
+		"  maxFileSize: 512KiB",
+		"runtime:",
+		"  backend: bbolt",
+		"  path: data/rt.db",
+		"  url: redis://localhost:6379",
+		"  maxValueSize: 100KB",
+		"  purgeInterval: 250ms",
+		"apps:",
+		"  - id: writer",
+		"    token: s3cret",
+		"    grants:",
+		"      definitions:",
+		"        read: [shared/, reader/]",
+		"        write: [shared/]",
+		"      runtime: [reader]",
+		"      tools:",
+		"        allow: [read_file]",
+		"        ask: [write_file]",
+		"        deny: [execute_command]",
+		"  - id: reader_2",
+		"    tokenFile: /run/secrets/reader",
+		"tools:",
+		"  timeout: 1m30s",
+		"  outputLimit: 2MB",
+		"  sandbox: read-only",
+		"  network: false",
+		"  envAllowlist: [PATH, GOPATH]",
+		"  policy:",
+		"    execute_command: ask",
+		"    fs__read: allow",
+		"mcp:",
+		"  callTimeout: 10s",
+		"  startupTimeout: 5s",
+		"  restart: never",
+		"  maxRestarts: 0",
+		"  separator: .",
+		"llm:",
+		"  provider: anthropic",
+		"  model: claude",
+		"  apiKeyEnv: ANTHROPIC_API_KEY",
+		"  baseURL: https://api.example.com",
+		"  settings:",
+		"    temperature: 0.5",
+		"    maxTokens: 1024",
+		"    stop: [END]",
+		"    extra: {nested: true}",
+		"messages:",
+		"  maxLength: 20",
+		"  pruning: none",
+		"  keepSystem: false",
+		"context:",
+		"  file: docs/CONTEXT.md",
+		"log:",
+		"  level: warn",
+		"  file: /tmp/nexus.log",
+		"grpc:",
+		"  address: 127.0.0.1:7777",
+		"  maxMessageSize: 1GiB",
+	)
+	want := &Config{
+		Definitions: DefinitionsConfig{Root: "defs", MaxFileSize: 512 * 1024},
+		Runtime: RuntimeConfig{
+			Backend:       "bbolt",
+			Path:          "data/rt.db",
+			URL:           "redis://localhost:6379",
+			MaxValueSize:  100000,
+			PurgeInterval: Duration(250 * time.Millisecond),
+		},
+		Apps: []AppConfig{
+			{
+				ID:    "writer",
+				Token: "s3cret",
+				Grants: GrantsConfig{
+					Definitions: DefinitionGrants{Read: []string{"shared/", "reader/"}, Write: []string{"shared/"}},
+					Runtime:     []string{"reader"},
+					Tools:       ToolGrants{Allow: []string{"read_file"}, Ask: []string{"write_file"}, Deny: []string{"execute_command"}},
+				},
+			},
+			{ID: "reader_2", TokenFile: "/run/secrets/reader"},
+		},
+		Tools: ToolsConfig{
+			Timeout:      Duration(90 * time.Second),
+			OutputLimit:  2000000,
+			Sandbox:      "read-only",
+			Network:      false,
+			EnvAllowlist: []string{"PATH", "GOPATH"},
+			Policy:       map[string]string{"execute_command": "ask", "fs__read": "allow"},
+		},
+		MCP: MCPConfig{
+			CallTimeout:    Duration(10 * time.Second),
+			StartupTimeout: Duration(5 * time.Second),
+			Restart:        "never",
+			MaxRestarts:    0,
+			Separator:      ".",
+		},
+		LLM: LLMConfig{
+			Provider:  "anthropic",
+			Model:     "claude",
+			APIKeyEnv: "ANTHROPIC_API_KEY",
+			BaseURL:   "https://api.example.com",
+			Settings: map[string]any{
+				"temperature": 0.5,
+				"maxTokens":   1024,
+				"stop":        []any{"END"},
+				"extra":       map[string]any{"nested": true},
+			},
+		},
+		Messages: MessagesConfig{MaxLength: 20, Pruning: "none", KeepSystem: false},
+		Context:  ContextConfig{File: "docs/CONTEXT.md"},
+		Log:      LogConfig{Level: "warn", File: "/tmp/nexus.log"},
+		GRPC:     GRPCConfig{Address: "127.0.0.1:7777", MaxMessageSize: 1 << 30},
+	}
+	got, err := ParseConfig("config.yaml", in, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseConfigEnv(t *testing.T) {
+	vars := map[string]string{
+		"MODEL": "big-model",
+		"EMPTY": "",
+		"N":     "42",
+		"NET":   "false",
+		"SIZE":  "3MiB",
+		"KEY":   "execute_command",
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		edit func(c *Config) // turns the defaults into the expected config
+	}{
+		{"set", "llm:\n  model: ${MODEL}\n", func(c *Config) { c.LLM.Model = "big-model" }},
+		{"in text", "llm:\n  model: x-${MODEL}-y\n", func(c *Config) { c.LLM.Model = "x-big-model-y" }},
+		{"twice", `llm: {model: "${MODEL}/${N}"}`, func(c *Config) { c.LLM.Model = "big-model/42" }},
+		{"default unset", "llm:\n  model: ${NOPE:-small}\n", func(c *Config) { c.LLM.Model = "small" }},
+		{"default empty", "llm:\n  model: ${EMPTY:-small}\n", func(c *Config) { c.LLM.Model = "small" }},
+		{"default ignored", "llm:\n  model: ${MODEL:-small}\n", func(c *Config) { c.LLM.Model = "big-model" }},
+		{"empty default", "llm:\n  model: \"${NOPE:-}\"\n", func(c *Config) {}},
+		{"set to empty", "llm:\n  model: \"${EMPTY}\"\n", func(c *Config) {}},
+		{"dollar", "llm:\n  model: $$MODEL and $${MODEL} cost $$5\n", func(c *Config) { c.LLM.Model = "$MODEL and ${MODEL} cost $5" }},
+		{"lone dollar", "llm:\n  model: a$b $\n", func(c *Config) { c.LLM.Model = "a$b $" }},
+		{"integer", "messages:\n  maxLength: ${N}\n", func(c *Config) { c.Messages.MaxLength = 42 }},
+		{"quoted integer", "messages:\n  maxLength: \"${N}\"\n", func(c *Config) { c.Messages.MaxLength = 42 }},
+		{"default integer", "messages:\n  maxLength: ${NOPE:-7}\n", func(c *Config) { c.Messages.MaxLength = 7 }},
+		{"boolean", "tools:\n  network: ${NET}\n", func(c *Config) { c.Tools.Network = false }},
+		{"size", "runtime:\n  maxValueSize: ${SIZE}\n", func(c *Config) { c.Runtime.MaxValueSize = 3 << 20 }},
+		{"list item", "tools:\n  envAllowlist: [\"${MODEL}\", X]\n", func(c *Config) { c.Tools.EnvAllowlist = []string{"big-model", "X"} }},
+		{"settings", "llm:\n  settings:\n    n: ${N}\n    deep: {m: \"${MODEL}\"}\n", func(c *Config) {
+			c.LLM.Settings = map[string]any{"n": 42, "deep": map[string]any{"m": "big-model"}}
+		}},
+		{"not keys", "tools:\n  policy:\n    ${KEY}: deny\n", func(c *Config) { c.Tools.Policy = map[string]string{"${KEY}": "deny"} }},
+		{"alias expanded once", "llm:\n  model: &m $$${N}\n  baseURL: *m\n", func(c *Config) { c.LLM.Model, c.LLM.BaseURL = "$42", "$42" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseConfig("config.yaml", []byte(tc.in), env(vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DefaultConfig()
+			tc.edit(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseConfigOSEnv(t *testing.T) {
+	t.Setenv("NEXUS_TEST_LEVEL", "error")
+	got, err := ParseConfig("config.yaml", []byte("log:\n  level: ${NEXUS_TEST_LEVEL}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Log.Level != "error" {
+		t.Errorf("Log.Level = %q, want error", got.Log.Level)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"unknown top-level key", yamlText("logs:", "  level: debug"),
+			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, messages, context, log, grpc)`},
+		{"unknown key in app", yamlText(
+			"# Apps",
+			"",
+			"log:",
+			"  level: info",
+			"",
+			"apps:",
+			"  - id: one",
+			"    token: t",
+			"",
+			"    # the next key is a typo",
+			"",
+			"    foo: bar",
+		), `c.yaml:12:5: unknown key "foo" in apps[0] (known: id, token, tokenFile, grants)`},
+		{"unknown nested key", yamlText(
+			"apps:",
+			"  - id: one",
+			"    grants:",
+			"      tools:",
+			"        allow: [read_file]",
+			"        permit: [write_file]",
+		), `c.yaml:6:9: unknown key "permit" in apps[0].grants.tools (known: allow, ask, deny)`},
+		{"bad size", yamlText("definitions:", "  maxFileSize: abc"),
+			`c.yaml:2:16: definitions.maxFileSize: "abc" is not a size (examples: 1048576, 10MiB)`},
+		{"bad size unit", yamlText("grpc:", "  maxMessageSize: 10M"),
+			`c.yaml:2:19: grpc.maxMessageSize: "10M" is not a size (examples: 1048576, 10MiB)`},
+		{"negative size", yamlText("tools:", "  outputLimit: -1MiB"),
+			`c.yaml:2:16: tools.outputLimit: "-1MiB" must not be negative`},
+		{"huge size", yamlText("runtime:", "  maxValueSize: 9000000000GiB"),
+			`c.yaml:2:17: runtime.maxValueSize: "9000000000GiB" is too large`},
+		{"size is a list", yamlText("runtime:", "  maxValueSize: [1]"),
+			`c.yaml:2:17: runtime.maxValueSize: expected a size, got a list`},
+		{"bad duration", yamlText("tools:", "  timeout: 30"),
+			`c.yaml:2:12: tools.timeout: "30" is not a duration (examples: 30s, 1m30s, 250ms)`},
+		{"negative duration", yamlText("mcp:", "  callTimeout: -5s"),
+			`c.yaml:2:16: mcp.callTimeout: "-5s" must not be negative`},
+		{"bad boolean", yamlText("tools:", "  network: maybe"),
+			`c.yaml:2:12: tools.network: "maybe" is not a boolean (true or false)`},
+		{"bad integer", yamlText("messages:", "  maxLength: lots"),
+			`c.yaml:2:14: messages.maxLength: "lots" is not an integer`},
+		{"integer is a mapping", yamlText("mcp:", "  maxRestarts: {n: 1}"),
+			`c.yaml:2:16: mcp.maxRestarts: expected an integer, got a mapping`},
+		{"section is a scalar", yamlText("runtime: bbolt"),
+			`c.yaml:1:10: runtime: expected a mapping, got "bbolt"`},
+		{"list is a scalar", yamlText("tools:", "  envAllowlist: PATH"),
+			`c.yaml:2:17: tools.envAllowlist: expected a list, got "PATH"`},
+		{"string is a list", yamlText("context:", "  file: [a, b]"),
+			`c.yaml:2:9: context.file: expected a string, got a list`},
+		{"map is a list", yamlText("tools:", "  policy: [read_file]"),
+			`c.yaml:2:11: tools.policy: expected a mapping, got a list`},
+		{"top level is a list", yamlText("- a"),
+			`c.yaml:1:1: top level: expected a mapping, got a list`},
+		{"sandbox", yamlText("tools:", "  sandbox: none"),
+			`c.yaml:2:12: tools.sandbox: "none" is not one of: read-only, workspace-write, off`},
+		{"restart", yamlText("mcp:", "  restart: sometimes"),
+			`c.yaml:2:12: mcp.restart: "sometimes" is not one of: always, on-failure, never`},
+		{"pruning", yamlText("messages:", "  pruning: newest-first"),
+			`c.yaml:2:12: messages.pruning: "newest-first" is not one of: oldest-first, none`},
+		{"log level", yamlText("log:", "  level: INFO"),
+			`c.yaml:2:10: log.level: "INFO" is not one of: debug, info, warn, error`},
+		{"policy", yamlText("tools:", "  policy:", "    read_file: yes"),
+			`c.yaml:3:16: tools.policy.read_file: "yes" is not one of: allow, ask, deny`},
+		{"backend", yamlText("runtime:", "  backend: mysql"),
+			`c.yaml:2:12: runtime.backend: "mysql" is not one of: bbolt, redis`},
+		{"redis", yamlText("runtime:", "  backend: redis", "  url: redis://localhost"),
+			`c.yaml:2:12: runtime.backend redis is not supported yet`},
+		{"max length", yamlText("messages:", "  maxLength: 0"),
+			`c.yaml:2:14: messages.maxLength: 0 is less than 1`},
+		{"max restarts", yamlText("mcp:", "  maxRestarts: -1"),
+			`c.yaml:2:16: mcp.maxRestarts: -1 is less than 0`},
+		{"empty separator", yamlText("mcp:", `  separator: ""`),
+			`c.yaml:2:14: mcp.separator: must not be empty`},
+		{"empty root", yamlText("definitions:", `  root: ""`),
+			`c.yaml:2:9: definitions.root: must not be empty (write "." for the workspace root)`},
+		{"bad app id", yamlText("apps:", "  - id: My-App"),
+			`c.yaml:2:9: apps[0].id: "My-App" is not a valid app id (1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit)`},
+		{"app id starts with dash", yamlText("apps:", "  - id: -app"),
+			`c.yaml:2:9: apps[0].id: "-app" is not a valid app id (1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit)`},
+		{"app id too long", yamlText("apps:", "  - id: "+strings.Repeat("a", 64)),
+			`c.yaml:2:9: apps[0].id: "` + strings.Repeat("a", 64) + `" is not a valid app id (1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit)`},
+		{"missing app id", yamlText("apps:", "  - token: t"),
+			`c.yaml:2:5: apps[0]: missing required key "id"`},
+		{"duplicate app id", yamlText("apps:", "  - id: one", "  - id: two", "  - id: one"),
+			`c.yaml:4:9: apps[2].id: duplicate app id "one" (first at line 2)`},
+		{"token and tokenFile", yamlText("apps:", "  - id: one", "    token: t", "    tokenFile: /t"),
+			`c.yaml:4:16: apps[0]: token and tokenFile are mutually exclusive`},
+		{"tool in two lists", yamlText("apps:", "  - id: one", "    grants:", "      tools:", "        allow: [a, b]", "        deny: [c, b]"),
+			`c.yaml:6:19: apps[0].grants.tools.deny[1]: "b" is also in allow`},
+		{"app is a scalar", yamlText("apps:", "  - one"),
+			`c.yaml:2:5: apps[0]: expected a mapping, got "one"`},
+		{"duplicate key", yamlText("log:", "  level: info", "  file: a", "  level: debug"),
+			`c.yaml:4:3: log: duplicate key "level" (first at line 2)`},
+		{"merge key", yamlText("base: &b {level: info}", "log:", "  <<: *b"),
+			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, messages, context, log, grpc)\n" +
+				"c.yaml:3:3: log: merge keys (<<) are not supported"},
+		{"unset variable", yamlText("llm:", "  model: gpt", "  apiKeyEnv: ${KEY_NAME}"),
+			`c.yaml:3:14: environment variable KEY_NAME is not set (write ${KEY_NAME:-default} to give a default)`},
+		{"unset variable in a size", yamlText("grpc:", "  maxMessageSize: ${GRPC_MAX}"),
+			`c.yaml:2:19: environment variable GRPC_MAX is not set (write ${GRPC_MAX:-default} to give a default)`},
+		{"bad reference", yamlText("llm:", "  model: ${MODEL-x}"),
+			`c.yaml:2:10: bad reference "${MODEL-x}" (write ${NAME} or ${NAME:-default}, or $$ for a literal $)`},
+		{"unterminated reference", yamlText("llm:", "  model: ${MODEL"),
+			`c.yaml:2:10: "${MODEL" has no closing } (write $$ for a literal $)`},
+		{"syntax", yamlText("log:", "  level: info", "  file: x: y"),
+			`c.yaml:3: mapping values are not allowed in this context`},
+		{"two documents", yamlText("log: {}", "---", "tools: {}"),
+			`c.yaml:2:1: a second YAML document; the config must be a single document`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseConfig("c.yaml", tc.in, env(nil))
+			if err == nil {
+				t.Fatalf("no error, config %+v\nwant %s", got, tc.want)
+			}
+			if got != nil {
+				t.Errorf("config %+v returned with an error", got)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n%s\nwant:\n%s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigManyErrors(t *testing.T) {
+	in := yamlText(
+		"definitions:",
+		"  maxFileSize: huge",
+		"runtime:",
+		"  backend: redis",
+		"apps:",
+		"  - id: Bad",
+		"    grants:",
+		"      tools:",
+		"        allow: [x]",
+		"        wat: [y]",
+		"  - id: ok",
+		"    token: ${TOKEN}",
+		"tools:",
+		"  sandbox: jail",
+		"  network: sure",
+		"colour: blue",
+	)
+	want := strings.Join([]string{
+		`.nexus/config.yaml:2:16: definitions.maxFileSize: "huge" is not a size (examples: 1048576, 10MiB)`,
+		`.nexus/config.yaml:4:12: runtime.backend redis is not supported yet`,
+		`.nexus/config.yaml:6:9: apps[0].id: "Bad" is not a valid app id (1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit)`,
+		`.nexus/config.yaml:10:9: unknown key "wat" in apps[0].grants.tools (known: allow, ask, deny)`,
+		`.nexus/config.yaml:12:12: environment variable TOKEN is not set (write ${TOKEN:-default} to give a default)`,
+		`.nexus/config.yaml:14:12: tools.sandbox: "jail" is not one of: read-only, workspace-write, off`,
+		`.nexus/config.yaml:15:12: tools.network: "sure" is not a boolean (true or false)`,
+		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, messages, context, log, grpc)`,
+	}, "\n")
+	_, err := ParseConfig(".nexus/config.yaml", in, env(nil))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if err.Error() != want {
+		t.Errorf("error:\n%s\nwant:\n%s", err, want)
+	}
+
+	// Each problem is a *ConfigError with its position.
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error %T does not wrap a list", err)
+	}
+	errs := joined.Unwrap()
+	if len(errs) != 8 {
+		t.Fatalf("%d errors, want 8", len(errs))
+	}
+	var ce *ConfigError
+	if !errors.As(errs[3], &ce) {
+		t.Fatalf("error %T is not a *ConfigError", errs[3])
+	}
+	wantErr := ConfigError{File: ".nexus/config.yaml", Line: 10, Column: 9,
+		Msg: `unknown key "wat" in apps[0].grants.tools (known: allow, ask, deny)`}
+	if *ce != wantErr {
+		t.Errorf("errs[3] = %+v, want %+v", *ce, wantErr)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Size
+		err  string
+	}{
+		{in: "0", want: 0},
+		{in: "1048576", want: 1 << 20},
+		{in: "1024B", want: 1024},
+		{in: "100KB", want: 100000},
+		{in: "1MB", want: 1000000},
+		{in: "2GB", want: 2000000000},
+		{in: "512KiB", want: 512 << 10},
+		{in: "10MiB", want: 10 << 20},
+		{in: "10 MiB", want: 10 << 20},
+		{in: "1GiB", want: 1 << 30},
+		{in: "8589934591GiB", want: 8589934591 << 30},
+		{in: "8589934592GiB", err: `"8589934592GiB" is too large`},
+		{in: "99999999999999999999", err: `"99999999999999999999" is too large`},
+		{in: "-1", err: `"-1" must not be negative`},
+		{in: "1.5MiB", err: `"1.5MiB" is not a size (examples: 1048576, 10MiB)`},
+		{in: "10mib", err: `"10mib" is not a size (examples: 1048576, 10MiB)`},
+		{in: "MiB", err: `"MiB" is not a size (examples: 1048576, 10MiB)`},
+		{in: "", err: `"" is not a size (examples: 1048576, 10MiB)`},
+	} {
+		got, err := parseSize(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("parseSize(%q) = %d, %v; want error %s", tc.in, got, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("parseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestSizeString(t *testing.T) {
+	for s, want := range map[Size]string{
+		0:         "0B",
+		1000:      "1000B",
+		1024:      "1KiB",
+		1536:      "1536B",
+		10 << 20:  "10MiB",
+		3 << 30:   "3GiB",
+		1<<30 + 1: "1073741825B",
+	} {
+		if got := s.String(); got != want {
+			t.Errorf("Size(%d).String() = %q, want %q", int64(s), got, want)
+		}
+	}
+}
