@@ -6,6 +6,7 @@ package events
 import (
 	"errors"
 	"sync"
+	"time"
 )
 
 // ErrOverflow is the error of a subscription that fell too far behind: its
@@ -106,4 +107,16 @@ func (s *Subscription) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// Log is an entry an app logged through LogMessage, published for the
+// editor's log view.
+type Log struct {
+	Level     string
+	Message   string
+	AppID     string
+	TaskID    string
+	RequestID string
+	Context   map[string]string
+	Time      time.Time
 }

@@ -1,0 +1,224 @@
+// Package daemon assembles nexusd for one workspace: it takes the
+// workspace lock, loads the configuration, opens the stores, serves gRPC,
+// publishes .nexus/run/daemon.json, and shuts all of it down in order.
+// Start with [Run].
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/rpc"
+	"github.com/nexuscocreate/nexus/state"
+	"github.com/nexuscocreate/nexus/workspace"
+)
+
+// Options are the daemon's command-line settings; they override the
+// configuration file.
+type Options struct {
+	Workspace string
+	GRPCAddr  string // a TCP address to serve besides the unix socket
+	LogFile   string
+	LogLevel  string
+	Version   string
+	// Stderr receives the log when there is no log file.
+	Stderr io.Writer
+}
+
+// Info is the content of .nexus/run/daemon.json.
+type Info struct {
+	PID            int    `json:"pid"`
+	Version        string `json:"version"`
+	Workspace      string `json:"workspace"`
+	GRPCAddress    string `json:"grpcAddress"`
+	GRPCTCPAddress string `json:"grpcTcpAddress,omitempty"`
+	AdminTokenFile string `json:"adminTokenFile"`
+}
+
+// Run serves the workspace until ctx is cancelled. A cancelled context is
+// a normal stop: in-flight writes finish, and the lock is released.
+func Run(ctx context.Context, opts Options) error {
+	ws, err := filepath.Abs(opts.Workspace)
+	if err != nil {
+		return err
+	}
+	if info, err := os.Stat(ws); err != nil || !info.IsDir() {
+		return fmt.Errorf("workspace %s is not a directory", ws)
+	}
+	l := newLayout(ws)
+	if err := l.makeDirs(); err != nil {
+		return err
+	}
+	lock, err := acquireLock(l.lockFile)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+
+	cfg, err := workspace.LoadConfig(l.configFile, nil)
+	if err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	logger, closeLog, err := newLogger(opts, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+
+	bus := events.New()
+	defs, err := state.OpenDefinitions(state.DefinitionsOptions{
+		Dir:         l.resolve(cfg.Definitions.Root),
+		HistoryDir:  l.historyDir,
+		Bus:         bus,
+		MaxFileSize: int64(cfg.Definitions.MaxFileSize),
+		Logger:      logger,
+	})
+	if err != nil {
+		return fmt.Errorf("definitions: %w", err)
+	}
+	defer defs.Close()
+	rt, err := state.OpenRuntime(l.resolve(cfg.Runtime.Path), state.RuntimeOptions{
+		Bus:           bus,
+		MaxValueSize:  int(cfg.Runtime.MaxValueSize),
+		PurgeInterval: time.Duration(cfg.Runtime.PurgeInterval),
+		Logger:        logger,
+	})
+	if err != nil {
+		return fmt.Errorf("runtime values: %w", err)
+	}
+	defer rt.Close()
+
+	adminToken, err := l.writeAdminToken()
+	if err != nil {
+		return err
+	}
+	apps, appTokens, err := l.appTokens(cfg.Apps)
+	if err != nil {
+		return err
+	}
+	maxMsg := max(int(cfg.GRPC.MaxMessageSize), 2*int(cfg.Definitions.MaxFileSize)+1<<20)
+	srv := rpc.NewServer(rpc.Config{
+		Definitions:    defs,
+		Runtime:        rt,
+		Bus:            bus,
+		Auth:           rpc.NewAuthenticator(adminToken, apps, appTokens),
+		Logger:         logger,
+		MaxMessageSize: maxMsg,
+	})
+
+	sock, err := l.socketPath()
+	if err != nil {
+		return err
+	}
+	unixLis, err := listenUnix(sock)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(sock)
+	listeners := []net.Listener{unixLis}
+	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.adminToken}
+	tcpAddr := opts.GRPCAddr
+	if tcpAddr == "" {
+		tcpAddr = cfg.GRPC.Address
+	}
+	if tcpAddr != "" {
+		tl, err := net.Listen("tcp", tcpAddr)
+		if err != nil {
+			unixLis.Close()
+			return fmt.Errorf("listen on %s: %w", tcpAddr, err)
+		}
+		listeners = append(listeners, tl)
+		info.GRPCTCPAddress = tl.Addr().String()
+	}
+	if err := writeJSON(l.daemonJSON, info); err != nil {
+		return err
+	}
+	defer os.Remove(l.daemonJSON)
+	logger.Info("nexusd ready", "workspace", ws, "grpc", info.GRPCAddress, "tcp", info.GRPCTCPAddress,
+		"version", opts.Version, "head", defs.Head(), "apps", len(apps))
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, lis := range listeners {
+		g.Go(func() error { return srv.Serve(lis) })
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		logger.Info("nexusd stopping")
+		os.Remove(l.daemonJSON) // new clients should not find a daemon that is leaving
+		bus.Close()             // ends watch streams, so that graceful stop can finish
+		done := make(chan struct{})
+		go func() { srv.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			logger.Warn("in-flight calls did not finish in 10s; stopping them")
+			srv.Stop()
+		}
+		return nil
+	})
+	err = g.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	logger.Info("nexusd stopped")
+	return nil
+}
+
+func newLogger(opts Options, cfg *workspace.Config) (*slog.Logger, func(), error) {
+	levelName := opts.LogLevel
+	if levelName == "" {
+		levelName = cfg.Log.Level
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(levelName))); err != nil {
+		return nil, nil, fmt.Errorf("--log-level %q is not one of debug, info, warn, error", levelName)
+	}
+	file := opts.LogFile
+	if file == "" {
+		file = cfg.Log.File
+	}
+	w := opts.Stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	closer := func() {}
+	if file != "" {
+		if !filepath.IsAbs(file) && opts.LogFile == "" {
+			file = filepath.Join(opts.Workspace, file)
+		}
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		w = f
+		closer = func() { f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closer, nil
+}
+
+func listenUnix(path string) (net.Listener, error) {
+	// The workspace lock is held, so a socket file left here is stale.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		lis.Close()
+		return nil, err
+	}
+	return lis, nil
+}

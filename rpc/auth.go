@@ -1,0 +1,116 @@
+// Package rpc serves the gRPC API of nexusd: the CoreFramework and
+// ToolManager services, thin adapters from protobuf to the domain packages,
+// with per-app identity from bearer tokens. Start with [NewServer].
+package rpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Identity is who a request comes from.
+type Identity struct {
+	// Admin is the person at the terminal (the CLI's admin token).
+	Admin bool
+	// App is the app id of an app token; empty for the admin.
+	App *App
+}
+
+// App is an app known to the daemon, with what it may touch beyond its
+// own root and namespace.
+type App struct {
+	ID string
+	// Read and Write are patterns of definition paths relative to the
+	// definitions root ("shared/**", "/team/*.md"); Write implies Read.
+	Read, Write []string
+	// Namespaces are runtime namespaces besides its own.
+	Namespaces []string
+}
+
+// Authenticator maps bearer tokens to identities.
+type Authenticator struct {
+	tokens map[[32]byte]Identity
+	apps   map[string]*App
+}
+
+// NewAuthenticator returns an authenticator for the admin token and one
+// token per app.
+func NewAuthenticator(adminToken string, apps map[string]*App, appTokens map[string]string) *Authenticator {
+	a := &Authenticator{tokens: map[[32]byte]Identity{}, apps: apps}
+	a.tokens[sha256.Sum256([]byte(adminToken))] = Identity{Admin: true}
+	for id, tok := range appTokens {
+		a.tokens[sha256.Sum256([]byte(tok))] = Identity{App: apps[id]}
+	}
+	return a
+}
+
+// authenticate finds the identity of the bearer token in ctx. Tokens are
+// compared by their SHA-256, so the lookup time does not depend on how much
+// of a guess was right.
+func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return Identity{}, status.Error(codes.Unauthenticated, "missing authorization metadata: send \"authorization: Bearer <token>\"")
+	}
+	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
+	if !ok || tok == "" {
+		return Identity{}, status.Error(codes.Unauthenticated, "authorization metadata must be \"Bearer <token>\"")
+	}
+	sum := sha256.Sum256([]byte(tok))
+	for k, id := range a.tokens {
+		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
+			return id, nil
+		}
+	}
+	return Identity{}, status.Error(codes.Unauthenticated, "unknown token")
+}
+
+type identityKey struct{}
+
+func identityFrom(ctx context.Context) Identity {
+	id, _ := ctx.Value(identityKey{}).(Identity)
+	return id
+}
+
+// public reports whether a method needs no token: health checks and
+// reflection, so that standard tools work.
+func public(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/grpc.health.v1.") || strings.HasPrefix(fullMethod, "/grpc.reflection.")
+}
+
+func (a *Authenticator) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if public(info.FullMethod) {
+		return handler(ctx, req)
+	}
+	id, err := a.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return handler(context.WithValue(ctx, identityKey{}, id), req)
+}
+
+func (a *Authenticator) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if public(info.FullMethod) {
+		return handler(srv, ss)
+	}
+	id, err := a.authenticate(ss.Context())
+	if err != nil {
+		return err
+	}
+	return handler(srv, &identityStream{ss, context.WithValue(ss.Context(), identityKey{}, id)})
+}
+
+type identityStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *identityStream) Context() context.Context { return s.ctx }

@@ -1,0 +1,386 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nexuscocreate/nexus/events"
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/state"
+)
+
+// frameworkService is the CoreFramework API: a thin adapter from protobuf
+// to the state layer. Tool execution and permission checks come with the
+// ToolManager.
+type frameworkService struct {
+	nexusv1.UnimplementedCoreFrameworkServer
+
+	defs    *state.Definitions
+	runtime *state.RuntimeStore
+	bus     *events.Bus
+	logger  *slog.Logger
+	apps    map[string]*App
+}
+
+var _ nexusv1.CoreFrameworkServer = (*frameworkService)(nil)
+
+func (s *frameworkService) GetDefinitionFileContent(ctx context.Context, req *nexusv1.GetDefinitionFileContentRequest) (*nexusv1.GetDefinitionFileContentResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.defPath(req.GetPath(), false)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.defs.Get(p, req.GetRevision())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := validText(p, f.Content); err != nil {
+		return nil, err
+	}
+	return &nexusv1.GetDefinitionFileContentResponse{Content: string(f.Content), Revision: f.Revision}, nil
+}
+
+// validText refuses to send a file that is not UTF-8 (only a file put on
+// disk by hand can be): protobuf strings must be valid UTF-8.
+func validText(p string, b []byte) error {
+	if !utf8Valid(b) {
+		return status.Errorf(codes.FailedPrecondition, "definition %q is not UTF-8 text", p)
+	}
+	return nil
+}
+
+func (s *frameworkService) write(c caller, message, expected string) state.WriteOptions {
+	return state.WriteOptions{Author: c.author, Message: message, ExpectedRevision: expected}
+}
+
+func (s *frameworkService) SetDefinitionFileContent(ctx context.Context, req *nexusv1.SetDefinitionFileContentRequest) (*nexusv1.SetDefinitionFileContentResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.defPath(req.GetPath(), true)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := s.defs.Set(p, []byte(req.GetContent()), s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &nexusv1.SetDefinitionFileContentResponse{Revision: rev}, nil
+}
+
+func (s *frameworkService) ApplyDefinitionDiff(ctx context.Context, req *nexusv1.ApplyDefinitionDiffRequest) (*nexusv1.ApplyDefinitionDiffResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.defPath(req.GetPath(), true)
+	if err != nil {
+		return nil, err
+	}
+	rev, content, err := s.defs.ApplyDiff(p, req.GetDiff(), s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &nexusv1.ApplyDefinitionDiffResponse{Revision: rev, Content: string(content)}, nil
+}
+
+func (s *frameworkService) DeleteDefinitionFile(ctx context.Context, req *nexusv1.DeleteDefinitionFileRequest) (*nexusv1.DeleteDefinitionFileResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.defPath(req.GetPath(), true)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := s.defs.Delete(p, s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &nexusv1.DeleteDefinitionFileResponse{Revision: rev}, nil
+}
+
+func (s *frameworkService) RestoreDefinitionFile(ctx context.Context, req *nexusv1.RestoreDefinitionFileRequest) (*nexusv1.RestoreDefinitionFileResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.defPath(req.GetPath(), true)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetRevision() == "" {
+		return nil, status.Error(codes.InvalidArgument, "revision is required: the commit whose content to restore")
+	}
+	rev, content, err := s.defs.Restore(p, req.GetRevision(), s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &nexusv1.RestoreDefinitionFileResponse{Revision: rev, Content: string(content)}, nil
+}
+
+func (s *frameworkService) ListDefinitionDirectory(ctx context.Context, req *nexusv1.ListDefinitionDirectoryRequest) (*nexusv1.ListDefinitionDirectoryResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	dir, err := c.defDir(req.GetPath(), false)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := s.defs.List(dir, req.GetRecursive())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	abs := strings.HasPrefix(req.GetPath(), "/")
+	resp := &nexusv1.ListDefinitionDirectoryResponse{Entries: make([]*nexusv1.DefinitionEntry, 0, len(entries))}
+	for _, e := range entries {
+		if c.mayAccess(e.Path, false) != nil && !e.Dir {
+			continue // below a readable directory, a file the app may not read
+		}
+		t := nexusv1.EntryType_FILE
+		if e.Dir {
+			t = nexusv1.EntryType_DIRECTORY
+		}
+		resp.Entries = append(resp.Entries, &nexusv1.DefinitionEntry{Name: e.Name, Path: c.display(e.Path, abs), Type: t, Size: e.Size})
+	}
+	return resp, nil
+}
+
+func (s *frameworkService) GetDefinitionFileHistory(ctx context.Context, req *nexusv1.GetDefinitionFileHistoryRequest) (*nexusv1.GetDefinitionFileHistoryResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.defPath(req.GetPath(), false)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetLimit() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "limit %d is negative", req.GetLimit())
+	}
+	entries, next, err := s.defs.History(p, int(req.GetLimit()), req.GetPageToken())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &nexusv1.GetDefinitionFileHistoryResponse{NextPageToken: next, Entries: make([]*nexusv1.HistoryEntry, len(entries))}
+	for i, e := range entries {
+		resp.Entries[i] = &nexusv1.HistoryEntry{Revision: e.Revision, Author: e.Author, Message: e.Message,
+			Timestamp: timestamppb.New(e.Time), Change: changeType(e.Change)}
+	}
+	return resp, nil
+}
+
+func changeType(c state.ChangeType) nexusv1.ChangeType {
+	switch c {
+	case state.Added:
+		return nexusv1.ChangeType_ADDED
+	case state.Modified:
+		return nexusv1.ChangeType_MODIFIED
+	case state.Deleted:
+		return nexusv1.ChangeType_DELETED
+	}
+	return nexusv1.ChangeType_CHANGE_UNSPECIFIED
+}
+
+func (s *frameworkService) GetDefinitionFileDiff(ctx context.Context, req *nexusv1.GetDefinitionFileDiffRequest) (*nexusv1.GetDefinitionFileDiffResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.defPath(req.GetPath(), false)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.defs.Diff(p, strings.TrimPrefix(req.GetPath(), "/"), req.GetFromRevision(), req.GetToRevision())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !utf8Valid([]byte(d)) {
+		return nil, status.Errorf(codes.FailedPrecondition, "the diff of %q is not UTF-8 text", req.GetPath())
+	}
+	return &nexusv1.GetDefinitionFileDiffResponse{Diff: d}, nil
+}
+
+// watchBuffer is how many changes a watcher may fall behind before it is
+// dropped with RESOURCE_EXHAUSTED and must resubscribe.
+const watchBuffer = 8192
+
+func (s *frameworkService) WatchDefinitions(req *nexusv1.WatchDefinitionsRequest, stream nexusv1.CoreFramework_WatchDefinitionsServer) error {
+	c, err := s.callerFor(stream.Context(), req.GetAppId())
+	if err != nil {
+		return err
+	}
+	dir, err := c.defDir(req.GetPathPrefix(), false)
+	if err != nil {
+		return err
+	}
+	abs := strings.HasPrefix(req.GetPathPrefix(), "/")
+	sub := s.bus.Subscribe(func(ev any) bool {
+		ch, ok := ev.(state.DefinitionChange)
+		return ok && underPrefix(ch.Path, dir) && c.mayAccess(ch.Path, false) == nil
+	}, watchBuffer)
+	defer sub.Close()
+	return forward(stream.Context(), sub, func(ev any) error {
+		ch := ev.(state.DefinitionChange)
+		return stream.Send(&nexusv1.DefinitionChange{Path: c.display(ch.Path, abs), Revision: ch.Revision, Author: ch.Author,
+			Change: changeType(ch.Change), Timestamp: timestamppb.New(ch.Time), Message: ch.Message})
+	})
+}
+
+// underPrefix is a directory prefix match, or a plain prefix of a name.
+func underPrefix(p, prefix string) bool {
+	return prefix == "" || strings.HasPrefix(p, prefix)
+}
+
+// forward sends the events of a subscription until the client goes away or
+// the subscription ends.
+func forward(ctx context.Context, sub *events.Subscription, send func(any) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-sub.C:
+			if !ok {
+				if errors.Is(sub.Err(), events.ErrOverflow) {
+					return status.Error(codes.ResourceExhausted, "the watcher fell behind and was dropped: read faster, or watch again and reread the state")
+				}
+				return status.Error(codes.Unavailable, "the daemon is shutting down")
+			}
+			if err := send(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *frameworkService) GetRuntimeValue(ctx context.Context, req *nexusv1.GetRuntimeValueRequest) (*nexusv1.GetRuntimeValueResponse, error) {
+	ns, err := s.runtimeNamespace(ctx, req.GetAppId(), req.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	v, ok, err := s.runtime.Get(ns, req.GetKey())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &nexusv1.GetRuntimeValueResponse{Found: ok, Value: v.Value}
+	if !v.ExpiresAt.IsZero() {
+		resp.ExpiresAt = timestamppb.New(v.ExpiresAt)
+	}
+	return resp, nil
+}
+
+func (s *frameworkService) runtimeNamespace(ctx context.Context, appID, ns string) (string, error) {
+	c, err := s.callerFor(ctx, appID)
+	if err != nil {
+		return "", err
+	}
+	return c.namespace(ns)
+}
+
+func (s *frameworkService) SetRuntimeValue(ctx context.Context, req *nexusv1.SetRuntimeValueRequest) (*nexusv1.SetRuntimeValueResponse, error) {
+	ns, err := s.runtimeNamespace(ctx, req.GetAppId(), req.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetTtlSeconds() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "ttlSeconds %d is negative", req.GetTtlSeconds())
+	}
+	if req.GetTtlSeconds() > int64(100*365*24*time.Hour/time.Second) {
+		return nil, status.Errorf(codes.InvalidArgument, "ttlSeconds %d is over 100 years", req.GetTtlSeconds())
+	}
+	if err := s.runtime.Set(ns, req.GetKey(), req.GetValue(), time.Duration(req.GetTtlSeconds())*time.Second); err != nil {
+		return nil, toStatus(err)
+	}
+	return &nexusv1.SetRuntimeValueResponse{}, nil
+}
+
+func (s *frameworkService) DeleteRuntimeValue(ctx context.Context, req *nexusv1.DeleteRuntimeValueRequest) (*nexusv1.DeleteRuntimeValueResponse, error) {
+	ns, err := s.runtimeNamespace(ctx, req.GetAppId(), req.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := s.runtime.Delete(ns, req.GetKey())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &nexusv1.DeleteRuntimeValueResponse{Deleted: deleted}, nil
+}
+
+func (s *frameworkService) ListRuntimeKeys(ctx context.Context, req *nexusv1.ListRuntimeKeysRequest) (*nexusv1.ListRuntimeKeysResponse, error) {
+	ns, err := s.runtimeNamespace(ctx, req.GetAppId(), req.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.runtime.List(ns, req.GetPrefix())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &nexusv1.ListRuntimeKeysResponse{Keys: keys}, nil
+}
+
+func (s *frameworkService) WatchRuntimeValues(req *nexusv1.WatchRuntimeValuesRequest, stream nexusv1.CoreFramework_WatchRuntimeValuesServer) error {
+	ns, err := s.runtimeNamespace(stream.Context(), req.GetAppId(), req.GetNamespace())
+	if err != nil {
+		return err
+	}
+	prefix := req.GetPrefix()
+	sub := s.bus.Subscribe(func(ev any) bool {
+		ch, ok := ev.(state.RuntimeChange)
+		return ok && ch.Namespace == ns && strings.HasPrefix(ch.Key, prefix)
+	}, watchBuffer)
+	defer sub.Close()
+	return forward(stream.Context(), sub, func(ev any) error {
+		ch := ev.(state.RuntimeChange)
+		return stream.Send(&nexusv1.RuntimeChange{Namespace: ch.Namespace, Key: ch.Key, Change: ch.Change,
+			Value: ch.Value, Timestamp: timestamppb.New(ch.Time)})
+	})
+}
+
+var logLevels = map[string]slog.Level{
+	"": slog.LevelInfo, "debug": slog.LevelDebug, "info": slog.LevelInfo,
+	"warn": slog.LevelWarn, "warning": slog.LevelWarn, "error": slog.LevelError,
+}
+
+func (s *frameworkService) LogMessage(ctx context.Context, req *nexusv1.LogMessageRequest) (*nexusv1.LogMessageResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	level, ok := logLevels[strings.ToLower(req.GetLevel())]
+	if !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "level %q is not one of debug, info, warn, error", req.GetLevel())
+	}
+	if req.GetMessage() == "" {
+		return nil, status.Error(codes.InvalidArgument, "message is empty")
+	}
+	attrs := []slog.Attr{slog.String("source", "app"), slog.String("app", c.appID)}
+	if req.GetTaskId() != "" {
+		attrs = append(attrs, slog.String("task", req.GetTaskId()))
+	}
+	if req.GetRequestId() != "" {
+		attrs = append(attrs, slog.String("request", req.GetRequestId()))
+	}
+	if len(req.GetContext()) > 0 {
+		var kv []any
+		for k, v := range req.GetContext() {
+			kv = append(kv, slog.String(k, v))
+		}
+		attrs = append(attrs, slog.Group("context", kv...))
+	}
+	s.logger.LogAttrs(ctx, level, req.GetMessage(), attrs...)
+	s.bus.Publish(events.Log{Level: level.String(), Message: req.GetMessage(), AppID: c.appID, TaskID: req.GetTaskId(),
+		RequestID: req.GetRequestId(), Context: req.GetContext(), Time: time.Now()})
+	return &nexusv1.LogMessageResponse{Success: true}, nil
+}

@@ -1,0 +1,51 @@
+package rpc
+
+import (
+	"log/slog"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/nexuscocreate/nexus/events"
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/state"
+)
+
+// Config is what the gRPC server serves.
+type Config struct {
+	Definitions *state.Definitions
+	Runtime     *state.RuntimeStore
+	Bus         *events.Bus
+	Auth        *Authenticator
+	Logger      *slog.Logger
+	// MaxMessageSize bounds a request or response, in bytes.
+	MaxMessageSize int
+}
+
+// NewServer returns a gRPC server with CoreFramework, ToolManager, health
+// and reflection registered. Every method but health and reflection needs a
+// bearer token.
+func NewServer(cfg Config) *grpc.Server {
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(cfg.Auth.unary),
+		grpc.ChainStreamInterceptor(cfg.Auth.stream),
+		grpc.MaxRecvMsgSize(cfg.MaxMessageSize),
+		grpc.MaxSendMsgSize(cfg.MaxMessageSize),
+	)
+	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{
+		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps,
+	})
+	// The ToolManager answers UNIMPLEMENTED until the tool engine lands.
+	nexusv1.RegisterToolManagerServer(srv, nexusv1.UnimplementedToolManagerServer{})
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(nexusv1.CoreFramework_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
+	return srv
+}
+
+func utf8Valid(b []byte) bool { return utf8.Valid(b) }
