@@ -67,7 +67,7 @@ func TestKillDuringWriteStorm(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond) // a random moment, not an assertion
+		time.Sleep(time.Duration(10+rng.IntN(120)) * time.Millisecond) // a random moment, not an assertion
 		d.kill()
 		wg.Wait()
 		if out := git(t, ws, "fsck", "--strict", "--no-dangling"); out != "" {

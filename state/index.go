@@ -127,13 +127,6 @@ func (ix *historyIndex) truncate(n int) {
 	ix.commits = ix.commits[:n]
 }
 
-func (ix *historyIndex) head() plumbing.Hash {
-	if len(ix.commits) == 0 {
-		return plumbing.ZeroHash
-	}
-	return ix.commits[len(ix.commits)-1].hash
-}
-
 // catchUp makes the index describe exactly the history of head: commits the
 // index has beyond head are dropped, and commits it lacks are read from the
 // repository and diffed against their parents. It reports whether the index

@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+)
+
+// result is what one run of Main printed and returned.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs Main in-process with stdin and args.
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// writeDaemonJSON writes <ws>/.nexus/run/daemon.json.
+func writeDaemonJSON(t *testing.T, ws string, info daemonInfo) {
+	t.Helper()
+	dir := filepath.Join(ws, ".nexus", "run")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "daemon.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func notRunningMessage(ws string) string {
+	return "nexus: no nexusd is running for workspace " + ws + " (start one with: nexusd --workspace " + ws + ")\n"
+}
+
+func TestFindWorkspace(t *testing.T) {
+	top := t.TempDir()
+	ws := filepath.Join(top, "ws")
+	deep := filepath.Join(ws, "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeDaemonJSON(t, ws, daemonInfo{PID: os.Getpid(), GRPCAddress: "unix:///nowhere.sock"})
+
+	for _, dir := range []string{ws, filepath.Join(ws, "a"), deep} {
+		got, ok := findWorkspace(dir)
+		if !ok || got != ws {
+			t.Errorf("findWorkspace(%s) = %q, %v; want %q, true", dir, got, ok, ws)
+		}
+	}
+	if got, ok := findWorkspace(top); ok {
+		t.Errorf("findWorkspace(%s) = %q, true; want not found", top, got)
+	}
+}
+
+func TestWorkspaceSources(t *testing.T) {
+	ws := t.TempDir()
+	sub := filepath.Join(ws, "sub", "dir")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeDaemonJSON(t, ws, daemonInfo{PID: os.Getpid(), Version: "1.2.3", Workspace: ws, GRPCAddress: "unix:///nowhere.sock"})
+	other := t.TempDir()
+
+	t.Run("flag", func(t *testing.T) {
+		t.Setenv("NEXUS_WORKSPACE", other)
+		e := &env{workspace: sub}
+		if got, _, err := e.locateDaemon(); err != nil || got != ws {
+			t.Errorf("locateDaemon() = %q, %v; want %q", got, err, ws)
+		}
+	})
+	t.Run("env", func(t *testing.T) {
+		t.Setenv("NEXUS_WORKSPACE", sub)
+		if got, _, err := (&env{}).locateDaemon(); err != nil || got != ws {
+			t.Errorf("locateDaemon() = %q, %v; want %q", got, err, ws)
+		}
+	})
+	t.Run("cwd", func(t *testing.T) {
+		t.Setenv("NEXUS_WORKSPACE", "")
+		t.Chdir(sub)
+		if got, _, err := (&env{}).locateDaemon(); err != nil || got != ws {
+			t.Errorf("locateDaemon() = %q, %v; want %q", got, err, ws)
+		}
+	})
+}
+
+func TestNoDaemon(t *testing.T) {
+	t.Run("no daemon.json", func(t *testing.T) {
+		ws := t.TempDir()
+		r := run(t, "", "--workspace", ws, "def", "get", "a.yaml")
+		if r.code != 1 || r.stderr != notRunningMessage(ws) || r.stdout != "" {
+			t.Errorf("got %+v; want exit 1 and %q", r, notRunningMessage(ws))
+		}
+	})
+	t.Run("no daemon.json, from the environment", func(t *testing.T) {
+		ws := t.TempDir()
+		t.Setenv("NEXUS_WORKSPACE", ws)
+		r := run(t, "", "rt", "ls", "--app", "a")
+		if r.code != 1 || r.stderr != notRunningMessage(ws) {
+			t.Errorf("got %+v; want exit 1 and %q", r, notRunningMessage(ws))
+		}
+	})
+	t.Run("stale pid", func(t *testing.T) {
+		ws := t.TempDir()
+		writeDaemonJSON(t, ws, daemonInfo{PID: exitedPID(t), GRPCAddress: "unix://" + filepath.Join(ws, "nexus.sock")})
+		r := run(t, "", "--workspace", ws, "def", "get", "a.yaml")
+		if r.code != 1 || r.stderr != notRunningMessage(ws) {
+			t.Errorf("got %+v; want exit 1 and %q", r, notRunningMessage(ws))
+		}
+	})
+	for _, socket := range []string{"missing", "closed"} {
+		t.Run("nothing listens on a "+socket+" socket", func(t *testing.T) {
+			ws := t.TempDir()
+			sock := filepath.Join(ws, "nexus.sock")
+			if socket == "closed" { // the socket file stays: connecting is refused
+				l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.SetUnlinkOnClose(false)
+				l.Close()
+			}
+			token := filepath.Join(ws, "admin.token")
+			if err := os.WriteFile(token, []byte("secret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			writeDaemonJSON(t, ws, daemonInfo{
+				PID:            os.Getpid(), // alive, but no daemon: a reused pid
+				GRPCAddress:    "unix://" + sock,
+				AdminTokenFile: token,
+			})
+			r := run(t, "", "--workspace", ws, "def", "get", "a.yaml")
+			if r.code != 1 || r.stderr != notRunningMessage(ws) {
+				t.Errorf("got %+v; want exit 1 and %q", r, notRunningMessage(ws))
+			}
+		})
+	}
+}
+
+// exitedPID returns the pid of a process that has exited and been reaped.
+func exitedPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.Pid()
+}
+
+func TestUsageErrors(t *testing.T) {
+	// No daemon runs in ws: a usage error must be found before looking for one.
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{nil, "nexus needs a verb"},
+		{[]string{"bogus"}, `unknown verb "bogus"`},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"def"}, "nexus def needs a verb"},
+		{[]string{"def", "lg", "x"}, "log?)"},
+		{[]string{"def", "get"}, "missing arguments; usage: nexus def get PATH"},
+		{[]string{"def", "get", "a", "b"}, "too many arguments"},
+		{[]string{"def", "set"}, "missing arguments"},
+		{[]string{"def", "diff", "a"}, "missing arguments"},
+		{[]string{"def", "log", "a", "--limit", "-1"}, "--limit must not be negative"},
+		{[]string{"def", "log", "a", "--limit", "many"}, "invalid argument"},
+		{[]string{"rt", "get", "k"}, "nexus rt get needs --app ID"},
+		{[]string{"rt", "ls"}, "needs --app"},
+		{[]string{"rt", "set", "k"}, "missing arguments"},
+		{[]string{"rt", "set", "k", "v", "--app", "a", "--ttl", "500ms"}, "must be at least 1s"},
+		{[]string{"rt", "set", "k", "v", "--app", "a", "--ttl", "soon"}, "not a duration"},
+		{[]string{"log"}, "missing arguments"},
+		{[]string{"log", "--level", "loud", "hi"}, `--level "loud"`},
+		{[]string{"log", "--context", "novalue", "hi"}, "want KEY=VALUE"},
+		{[]string{"version", "extra"}, "too many arguments"},
+	} {
+		args := append([]string{"--workspace", ws}, tc.args...)
+		r := run(t, "", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || !strings.HasPrefix(r.stderr, "nexus: ") || r.stdout != "" {
+			t.Errorf("nexus %s: got exit %d, stdout %q, stderr %q; want exit 2 and %q",
+				strings.Join(tc.args, " "), r.code, r.stdout, r.stderr, tc.want)
+		}
+	}
+}
+
+func TestParseTTL(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"1s", 1, false},
+		{"90s", 90, false},
+		{"1m30s", 90, false},
+		{"2h", 7200, false},
+		{"1.9s", 1, false},
+		{"1500ms", 1, false},
+		{"999ms", 0, true},
+		{"0s", 0, true},
+		{"-5s", 0, true},
+		{"10", 0, true},
+		{"", 0, true},
+	} {
+		got, err := parseTTL(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("parseTTL(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	ws := t.TempDir()
+	r := run(t, "", "--workspace", ws, "version")
+	if r.code != 0 || r.stdout != "nexus dev\n" {
+		t.Errorf("without a daemon: got %+v", r)
+	}
+
+	writeDaemonJSON(t, ws, daemonInfo{PID: os.Getpid(), Version: "1.2.3", Workspace: ws, GRPCAddress: "unix:///nowhere.sock"})
+	r = run(t, "", "--workspace", ws, "version")
+	if want := "nexus dev\nnexusd 1.2.3 (pid " + strconv.Itoa(os.Getpid()) + ", workspace " + ws + ")\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("with a daemon: got %+v; want stdout %q", r, want)
+	}
+
+	r = run(t, "", "--workspace", ws, "--json", "version")
+	var got struct {
+		Version string
+		Daemon  *daemonInfo
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Version != "dev" || got.Daemon == nil || got.Daemon.Version != "1.2.3" {
+		t.Errorf("--json: got %+v (%v) from %q", got, err, r.stdout)
+	}
+}
+
+func TestCodeName(t *testing.T) {
+	for code, want := range map[codes.Code]string{
+		codes.NotFound:           "not_found",
+		codes.Aborted:            "aborted",
+		codes.FailedPrecondition: "failed_precondition",
+		codes.Unauthenticated:    "unauthenticated",
+	} {
+		if got := codeName(code); got != want {
+			t.Errorf("codeName(%v) = %q; want %q", code, got, want)
+		}
+	}
+}
