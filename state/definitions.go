@@ -232,7 +232,7 @@ func (s *Definitions) recoverHead() (plumbing.Hash, error) {
 			s.logger.Warn("history ref was damaged; recovered to the last complete commit",
 				"problem", err.Error(), "commit", h.String())
 			now := s.opts.Now().Unix()
-			if werr := s.repo.writeRef(plumbing.ZeroHash, h, "nexusd", "recover: "+err.Error(), now); werr != nil {
+			if _, werr := s.repo.writeRef(plumbing.ZeroHash, h, "nexusd", "recover: "+err.Error(), now); werr != nil {
 				return plumbing.ZeroHash, werr
 			}
 			return h, nil
@@ -690,10 +690,12 @@ func (s *Definitions) checkExpected(path, expected string) error {
 
 // commitLocked makes one commit that sets (or deletes) one path, with
 // writeMu held. The working file and every object are durable before the
-// branch moves, and the branch is durable before it returns:
+// branch moves, and the branch is durable before it returns, in three
+// rounds of fsyncs:
 //
-//	temp files (working file, objects) → fsync all → rename into place →
-//	fsync directories → ref lock file → fsync → rename → fsync refs dir.
+//	temp files (working file, objects, ref lock) → fsync all in parallel →
+//	rename working file and objects into place → fsync their directories →
+//	rename the lock over the ref → fsync refs/heads.
 //
 // A crash before the ref moves leaves the old history intact; a working file
 // already renamed is then found on the next open and committed as "disk".
@@ -751,11 +753,20 @@ func (s *Definitions) commitLocked(path string, content []byte, del bool, w Writ
 		dw.abort()
 		return plumbing.ZeroHash, fmt.Errorf("write history objects: %w", err)
 	}
+	if err := s.repo.stageRef(dw, commit.hash); err != nil {
+		dw.abort()
+		return plumbing.ZeroHash, err
+	}
 	if err := dw.finish(); err != nil {
+		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
 		return plumbing.ZeroHash, fmt.Errorf("write definition %q: %w", path, err)
 	}
-	if err := s.repo.writeRef(head, commit.hash, w.Author, w.Message, now.Unix()); err != nil {
+	reflogErr, err := s.repo.commitRef(head, commit.hash, w.Author, w.Message, now.Unix())
+	if err != nil {
 		return plumbing.ZeroHash, err
+	}
+	if reflogErr != nil {
+		s.logger.Warn("reflog not appended; recovery from a damaged ref will not reach this commit", "error", reflogErr.Error())
 	}
 
 	change := Modified
@@ -1081,7 +1092,10 @@ func (s *Definitions) Diff(path, display, from, to string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return unifiedDiff(display, a, b), nil
+	packs := s.repo.openPackIndexes()
+	defer closePackIndexes(packs)
+	abbrev := func(h plumbing.Hash) string { return s.repo.abbrev(h, packs) }
+	return unifiedDiff(display, a, b, abbrev), nil
 }
 
 func (s *Definitions) side(commit plumbing.Hash, ok bool, path string) (side, error) {

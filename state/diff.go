@@ -22,7 +22,7 @@ type side struct {
 // unifiedDiff renders the change of one file the way `git diff A B -- path`
 // does: git's headers, hunks with three lines of context, and git's default
 // function-name context after each hunk header.
-func unifiedDiff(name string, a, b side) string {
+func unifiedDiff(name string, a, b side, abbrev func(plumbing.Hash) string) string {
 	if a.exists == b.exists && a.hash == b.hash {
 		return ""
 	}
@@ -31,9 +31,9 @@ func unifiedDiff(name string, a, b side) string {
 	fmt.Fprintf(&out, "diff --git %s %s\n", qa, qb)
 	switch {
 	case !a.exists:
-		fmt.Fprintf(&out, "new file mode 100644\nindex 0000000..%s\n", abbrev(b.hash))
+		fmt.Fprintf(&out, "new file mode 100644\nindex %s..%s\n", abbrev(plumbing.ZeroHash), abbrev(b.hash))
 	case !b.exists:
-		fmt.Fprintf(&out, "deleted file mode 100644\nindex %s..0000000\n", abbrev(a.hash))
+		fmt.Fprintf(&out, "deleted file mode 100644\nindex %s..%s\n", abbrev(a.hash), abbrev(plumbing.ZeroHash))
 	default:
 		fmt.Fprintf(&out, "index %s..%s 100644\n", abbrev(a.hash), abbrev(b.hash))
 	}
@@ -55,8 +55,6 @@ func diffName(exists bool, q string) string {
 	}
 	return q
 }
-
-func abbrev(h plumbing.Hash) string { return h.String()[:7] }
 
 func isBinary(b []byte) bool {
 	n := min(len(b), 8000) // git looks for a NUL in the first 8000 bytes

@@ -15,6 +15,8 @@ type durableWrite struct {
 	files   []*os.File
 	renames []rename
 	dirs    map[string]bool
+	// cleanup are files that abort removes besides the renames' sources.
+	cleanup []string
 	// rootRenames are renames inside the definitions root, done through
 	// os.Root so that they cannot leave it.
 	root        *os.Root
@@ -36,6 +38,9 @@ func (w *durableWrite) abort() {
 	}
 	for _, r := range w.renames {
 		os.Remove(r.from)
+	}
+	for _, p := range w.cleanup {
+		os.Remove(p)
 	}
 	for _, r := range w.rootRenames {
 		w.root.Remove(r.from)

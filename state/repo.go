@@ -2,11 +2,15 @@ package state
 
 import (
 	"bytes"
+	"encoding/binary"
+	hexpkg "encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -33,17 +37,25 @@ type repo struct {
 	// concurrent use.
 	objMu   sync.Mutex
 	storage *filesystem.Storage
+
+	blobs *blobCache
 }
 
 // openRepo opens the bare repository at dir, creating it when missing, and
 // removes temporary files that a previous run left behind.
 func openRepo(dir string) (*repo, error) {
-	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp")}
+	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), blobs: newBlobCache(32 << 20)}
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := initRepo(dir); err != nil {
 			return nil, fmt.Errorf("create history repository %s: %w", dir, err)
 		}
 	} else if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs", "refs", "heads"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := makeFanout(filepath.Join(dir, "objects")); err != nil {
 		return nil, err
 	}
 	if err := os.RemoveAll(r.tmpDir); err != nil {
@@ -60,6 +72,24 @@ func openRepo(dir string) (*repo, error) {
 	r.storage = filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
 		filesystem.Options{KeepDescriptors: true})
 	return r, nil
+}
+
+// makeFanout creates the 256 directories of loose objects once, so that a
+// write never has to create one and sync its parent.
+func makeFanout(objects string) error {
+	created := false
+	for i := range 256 {
+		d := filepath.Join(objects, fmt.Sprintf("%02x", i))
+		if err := os.Mkdir(d, 0o755); err == nil {
+			created = true
+		} else if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	if created {
+		return syncDirs(objects)
+	}
+	return nil
 }
 
 func initRepo(dir string) error {
@@ -122,8 +152,118 @@ func (r *repo) readTyped(h plumbing.Hash, want plumbing.ObjectType) ([]byte, err
 	return data, nil
 }
 
+// readBlob returns a blob's content. Blobs are immutable, so recent ones are
+// kept in memory; callers must not modify the slice.
 func (r *repo) readBlob(h plumbing.Hash) ([]byte, error) {
-	return r.readTyped(h, plumbing.BlobObject)
+	if data, ok := r.blobs.get(h); ok {
+		return data, nil
+	}
+	data, err := r.readTyped(h, plumbing.BlobObject)
+	if err == nil {
+		r.blobs.put(h, data)
+	}
+	return data, err
+}
+
+// abbrev abbreviates a hash as git does by default (core.abbrev=auto): the
+// length grows with the number of packed objects (half the bits of the
+// count, at least 7 hex digits), then until no other object shares the
+// prefix.
+func (r *repo) abbrev(h plumbing.Hash, packs []packIndex) string {
+	var packed uint64
+	for _, p := range packs {
+		packed += uint64(p.count)
+	}
+	n := max(7, (bits.Len64(packed)+1)/2)
+	full := h.String()
+	if h.IsZero() {
+		return full[:n]
+	}
+	loose, _ := os.ReadDir(filepath.Join(r.dir, "objects", full[:2]))
+	for ; n < len(full); n++ {
+		ambiguous := false
+		for _, e := range loose {
+			if name := e.Name(); full[:2]+name != full && strings.HasPrefix(full[:2]+name, full[:n]) {
+				ambiguous = true
+			}
+		}
+		for _, p := range packs {
+			ambiguous = ambiguous || p.hasOther(h, full[:n])
+		}
+		if !ambiguous {
+			break
+		}
+	}
+	return full[:n]
+}
+
+// packIndex is a version 2 pack index (objects/pack/*.idx): a fan-out table
+// of 256 counts, then the sorted object names.
+type packIndex struct {
+	f      *os.File
+	fanout [256]uint32
+	count  uint32
+}
+
+// openPackIndexes opens the pack indexes of the repository; close them
+// with closePackIndexes.
+func (r *repo) openPackIndexes() []packIndex {
+	paths, _ := filepath.Glob(filepath.Join(r.dir, "objects", "pack", "*.idx"))
+	var out []packIndex
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		var hdr [8 + 256*4]byte
+		if _, err := f.ReadAt(hdr[:], 0); err != nil || !bytes.Equal(hdr[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
+			f.Close()
+			continue
+		}
+		idx := packIndex{f: f}
+		for i := range 256 {
+			idx.fanout[i] = binary.BigEndian.Uint32(hdr[8+4*i:])
+		}
+		idx.count = idx.fanout[255]
+		out = append(out, idx)
+	}
+	return out
+}
+
+func closePackIndexes(packs []packIndex) {
+	for _, p := range packs {
+		p.f.Close()
+	}
+}
+
+// hasOther reports whether the pack holds an object other than h whose
+// name starts with the hex prefix.
+func (p packIndex) hasOther(h plumbing.Hash, prefix string) bool {
+	first := h[0]
+	lo := uint32(0)
+	if first > 0 {
+		lo = p.fanout[first-1]
+	}
+	hi := p.fanout[first]
+	name := func(i uint32) string {
+		var b [20]byte
+		if _, err := p.f.ReadAt(b[:], int64(8+256*4+20*i)); err != nil {
+			return ""
+		}
+		return hexpkg.EncodeToString(b[:])
+	}
+	// The first name not below the prefix, then its neighbours.
+	i := lo + uint32(sort.Search(int(hi-lo), func(k int) bool { return name(lo+uint32(k)) >= prefix }))
+	for ; i < hi; i++ {
+		n := name(i)
+		if !strings.HasPrefix(n, prefix) {
+			return false
+		}
+		if n != h.String() {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *repo) readTree(h plumbing.Hash) (*object.Tree, error) {
@@ -219,12 +359,6 @@ func (r *repo) stageObjects(w *durableWrite, objs []pendingObject) error {
 			continue // content-addressed: already there
 		}
 		dir := filepath.Dir(final)
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return err
-			}
-			w.dirs[filepath.Dir(dir)] = true
-		}
 		f, err := os.CreateTemp(r.tmpDir, "obj-")
 		if err != nil {
 			return err
@@ -281,43 +415,58 @@ func (r *repo) readPackedRef() (plumbing.Hash, error) {
 	return plumbing.ZeroHash, nil
 }
 
-// writeRef makes the branch point to commit, durably: a lock file is written
-// and synced, renamed over the ref, and the directory synced. It then appends
-// to the reflog, which recovery reads when the ref itself is lost.
-func (r *repo) writeRef(old, commit plumbing.Hash, who, message string, when int64) error {
-	path := filepath.Join(r.dir, branchRef)
-	lock := path + ".lock"
+// stageRef writes the branch's lock file with the new commit into the
+// durable write, so that it is synced in the same round as the objects.
+// git treats the lock file as a lock, so a git command cannot update the
+// branch meanwhile.
+func (r *repo) stageRef(w *durableWrite, commit plumbing.Hash) error {
+	lock := filepath.Join(r.dir, branchRef+".lock")
 	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
 	}
+	w.files = append(w.files, f)
+	w.cleanup = append(w.cleanup, lock)
 	_, err = f.WriteString(commit.String() + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(lock, path)
-	}
-	if err != nil {
-		os.Remove(lock)
-		return fmt.Errorf("update %s: %w", branchRef, err)
+	return err
+}
+
+// commitRef moves the branch to the commit whose lock file finish made
+// durable: rename, then sync the directory. It then appends to the reflog,
+// which recovery reads when the ref itself is lost; the commit is made by
+// then, so a failure there is only reported.
+func (r *repo) commitRef(old, commit plumbing.Hash, who, message string, when int64) (reflogErr, err error) {
+	path := filepath.Join(r.dir, branchRef)
+	if err := os.Rename(path+".lock", path); err != nil {
+		os.Remove(path + ".lock")
+		return nil, fmt.Errorf("update %s: %w", branchRef, err)
 	}
 	if err := syncDirs(filepath.Dir(path)); err != nil {
-		return err
+		return nil, err
 	}
 	line := fmt.Sprintf("%s %s %s <%s> %d +0000\t%s\n", old, commit, who, authorEmail, when, firstLine(message))
 	lf, err := os.OpenFile(filepath.Join(r.dir, "logs", branchRef), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return err, nil
 	}
 	_, err = lf.WriteString(line)
 	if cerr := lf.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return err, nil
+}
+
+// writeRef moves the branch on its own (recovery uses it).
+func (r *repo) writeRef(old, commit plumbing.Hash, who, message string, when int64) (reflogErr, err error) {
+	w := newDurableWrite(nil)
+	if err := r.stageRef(w, commit); err != nil {
+		w.abort()
+		return nil, err
+	}
+	if err := w.finish(); err != nil {
+		return nil, err
+	}
+	return r.commitRef(old, commit, who, message, when)
 }
 
 // reflog returns the commits of the branch's reflog, newest first.

@@ -1,0 +1,384 @@
+// Command bench measures Nexus against its anchors in one run and prints
+// each figure beside its anchor as a ratio: durable writes against
+// `git add && git commit`, history against `git log -- path`, diffs against
+// `git diff A B -- path`, and gRPC reads against a health check (the
+// cheapest RPC) on the same socket.
+//
+//	go run ./bench [-commits 10000] [-files 500]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/nexuscocreate/nexus/daemon"
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/state"
+)
+
+func main() {
+	commits := flag.Int("commits", 10000, "commits of history in the large workspace")
+	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
+	files := flag.Int("files", 500, "files in the history")
+	writes := flag.Int("writes", 200, "writes to time for set")
+	flag.Parse()
+	if err := run(*commits, *small, *files, *writes); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(commits, small, files, writes int) error {
+	tmp, err := os.MkdirTemp("", "nexus-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Printf("nexus bench: %d and %d commits over %d files; anchors measured in the same run\n\n", small, commits, files)
+
+	wsSmall := filepath.Join(tmp, "small")
+	wsLarge := filepath.Join(tmp, "large")
+	for _, c := range []struct {
+		ws      string
+		commits int
+	}{{wsSmall, small}, {wsLarge, commits}} {
+		t := time.Now()
+		if err := makeHistory(c.ws, c.commits, files); err != nil {
+			return err
+		}
+		fmt.Printf("setup: %d commits with git fast-import in %v\n", c.commits, time.Since(t).Round(time.Millisecond))
+	}
+
+	stores := map[string]*state.Definitions{}
+	for _, ws := range []string{wsSmall, wsLarge} {
+		t := time.Now()
+		s, err := state.OpenDefinitions(state.DefinitionsOptions{
+			Dir: filepath.Join(ws, ".nexus", "definitions"), HistoryDir: filepath.Join(ws, ".nexus", "history.git")})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("setup: first open of %s (index built from the repository) in %v\n", filepath.Base(ws), time.Since(t).Round(time.Millisecond))
+		s.Close()
+		t = time.Now()
+		if s, err = state.OpenDefinitions(state.DefinitionsOptions{
+			Dir: filepath.Join(ws, ".nexus", "definitions"), HistoryDir: filepath.Join(ws, ".nexus", "history.git")}); err != nil {
+			return err
+		}
+		fmt.Printf("setup: reopen of %s (index read and verified) in %v\n", filepath.Base(ws), time.Since(t).Round(time.Millisecond))
+		stores[ws] = s
+	}
+	fmt.Println()
+
+	large := stores[wsLarge]
+	if err := benchSet(large, wsLarge, tmp, writes, files); err != nil {
+		return err
+	}
+	for _, ws := range []string{wsSmall, wsLarge} {
+		if err := benchHistory(stores[ws], ws); err != nil {
+			return err
+		}
+	}
+	if err := benchDiff(large, wsLarge); err != nil {
+		return err
+	}
+	for _, s := range stores {
+		s.Close()
+	}
+	return benchGRPC(wsLarge)
+}
+
+func filePath(i int) string { return fmt.Sprintf("app%02d/flows/file%03d.yaml", i%20, i) }
+
+func fileContent(i, version int) string {
+	return fmt.Sprintf("name: file %d\nversion: %d\nsteps:\n  - plan\n  - build %d\n  - review\nnotes: |\n  %s\n",
+		i, version, version*7, strings.Repeat("lorem ipsum ", 10))
+}
+
+// makeHistory writes a workspace whose history has n commits over files
+// files (the first adds them all, each later one changes one), and checks
+// the newest version out into the definitions root.
+func makeHistory(ws string, n, files int) error {
+	hist := filepath.Join(ws, ".nexus", "history.git")
+	defs := filepath.Join(ws, ".nexus", "definitions")
+	if err := os.MkdirAll(defs, 0o755); err != nil {
+		return err
+	}
+	if err := gitRun("", "init", "-q", "--bare", "-b", "main", hist); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	when := int64(1_700_000_000)
+	commit := func(msg string) {
+		fmt.Fprintf(&b, "commit refs/heads/main\ncommitter bench <nexus@localhost> %d +0000\ndata %d\n%s\n", when, len(msg), msg)
+		when++
+	}
+	commit("initial")
+	for i := range files {
+		c := fileContent(i, 0)
+		fmt.Fprintf(&b, "M 100644 inline %s\ndata %d\n%s\n", filePath(i), len(c), c)
+	}
+	for k := 1; k < n; k++ {
+		i := (k * 7919) % files
+		commit(fmt.Sprintf("change %d", k))
+		c := fileContent(i, k)
+		fmt.Fprintf(&b, "M 100644 inline %s\ndata %d\n%s\n", filePath(i), len(c), c)
+	}
+	cmd := gitCmd(hist, "fast-import", "--quiet")
+	cmd.Stdin = &b
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("fast-import: %v: %s", err, out)
+	}
+	archive := gitCmd(hist, "archive", "main")
+	tar := exec.Command("tar", "-x", "-C", defs)
+	pipe, _ := archive.StdoutPipe()
+	tar.Stdin = pipe
+	if err := tar.Start(); err != nil {
+		return err
+	}
+	if err := archive.Run(); err != nil {
+		return err
+	}
+	return tar.Wait()
+}
+
+func gitCmd(gitDir string, args ...string) *exec.Cmd {
+	if gitDir != "" {
+		args = append([]string{"--git-dir", gitDir}, args...)
+	}
+	cmd := exec.Command("git", args...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=b@x",
+		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=b@x")
+	return cmd
+}
+
+func gitRun(gitDir string, args ...string) error {
+	if out, err := gitCmd(gitDir, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("git %v: %v: %s", args, err, out)
+	}
+	return nil
+}
+
+// timeIt returns the median duration of n runs of fn.
+func timeIt(n int, fn func() error) (time.Duration, error) {
+	ds := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(t))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+func report(name string, ours, anchor time.Duration, anchorName, target string) {
+	fmt.Printf("%-44s %10v   %-34s %10v   ratio %.4f×   (target %s)\n",
+		name, ours.Round(time.Microsecond/10), "vs "+anchorName, anchor.Round(time.Microsecond/10),
+		float64(ours)/float64(anchor), target)
+}
+
+func benchSet(s *state.Definitions, ws, tmp string, writes, files int) error {
+	i := 0
+	ours, err := timeIt(writes, func() error {
+		i++
+		_, err := s.Set(filePath(i%files), []byte(fileContent(i%files, 1_000_000+i)), state.WriteOptions{Author: "bench"})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// The anchor: a clone of the same history with a work tree.
+	clone := filepath.Join(tmp, "anchor")
+	if err := gitRun("", "clone", "-q", filepath.Join(ws, ".nexus", "history.git"), clone); err != nil {
+		return err
+	}
+	j := 0
+	anchor, err := timeIt(writes, func() error {
+		j++
+		p := filePath(j % files)
+		if err := os.WriteFile(filepath.Join(clone, p), []byte(fileContent(j%files, 2_000_000+j)), 0o644); err != nil {
+			return err
+		}
+		cmd := exec.Command("sh", "-c", "git add -- \"$1\" && git commit -q -m bench", "sh", p)
+		cmd.Dir = clone
+		cmd.Env = gitCmd("").Env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	report(fmt.Sprintf("set, durable (fsync), p50 at %d commits", len(strings.Fields(gitOut(ws, "rev-list", "HEAD")))), ours, anchor, "git add && git commit", "≤ 0.5×")
+	return nil
+}
+
+func gitOut(ws string, args ...string) string {
+	out, _ := gitCmd(filepath.Join(ws, ".nexus", "history.git"), args...).Output()
+	return string(out)
+}
+
+func benchHistory(s *state.Definitions, ws string) error {
+	p := filePath(123)
+	var n int
+	ours, err := timeIt(200, func() error {
+		h, _, err := s.History(p, 100000, "")
+		n = len(h)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	hist := filepath.Join(ws, ".nexus", "history.git")
+	anchor, err := timeIt(15, func() error {
+		out, err := gitCmd(hist, "log", "--format=%H", "--", p).Output()
+		if got := len(strings.Fields(string(out))); err == nil && got != n {
+			return fmt.Errorf("history has %d entries, git log %d", n, got)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	commits := len(strings.Fields(gitOut(ws, "rev-list", "HEAD")))
+	report(fmt.Sprintf("history of one file (%d entries), %d commits", n, commits), ours, anchor, "git log --format=%H -- path", "≤ 0.05×, flat")
+	return nil
+}
+
+func benchDiff(s *state.Definitions, ws string) error {
+	p := filePath(123)
+	h, _, err := s.History(p, 100000, "")
+	if err != nil || len(h) < 3 {
+		return fmt.Errorf("history for diff: %d entries, %v", len(h), err)
+	}
+	a, b := h[len(h)-1].Revision, h[0].Revision
+	var ours string
+	d, err := timeIt(200, func() error {
+		ours, err = s.Diff(p, "", a, b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	hist := filepath.Join(ws, ".nexus", "history.git")
+	var theirs []byte
+	anchor, err := timeIt(50, func() error {
+		theirs, err = gitCmd(hist, "diff", a, b, "--", p).Output()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	same := "same output as git"
+	if ours != string(theirs) {
+		same = "OUTPUT DIFFERS from git"
+		ol, tl := strings.Split(ours, "\n"), strings.Split(string(theirs), "\n")
+		for i := range min(len(ol), len(tl)) {
+			if ol[i] != tl[i] {
+				same += fmt.Sprintf(" at line %d: %q vs git %q", i+1, ol[i], tl[i])
+				break
+			}
+		}
+	}
+	report("diff of one file between two revisions", d, anchor, "git diff A B -- path", "≤ 0.3×")
+	fmt.Printf("%44s (%s)\n", "", same)
+	return nil
+}
+
+// benchGRPC starts the daemon on the large workspace and measures reads
+// over its unix socket against a health check on the same socket.
+func benchGRPC(ws string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	devnull, _ := os.Open(os.DevNull)
+	go func() {
+		done <- daemon.Run(ctx, daemon.Options{Workspace: ws, LogLevel: "error", Stderr: devnull, Version: "bench"})
+	}()
+	defer func() { cancel(); <-done }()
+	var info struct{ GRPCAddress, AdminTokenFile string }
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "daemon.json"))
+		if err == nil && jsonUnmarshal(data, &info) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon not ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tok, err := os.ReadFile(info.AdminTokenFile)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(info.GRPCAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	health := healthpb.NewHealthClient(conn)
+	cf := nexusv1.NewCoreFrameworkClient(conn)
+	if _, err := cf.SetRuntimeValue(actx, &nexusv1.SetRuntimeValueRequest{Namespace: "bench", Key: "k", Value: "a small value"}); err != nil {
+		return err
+	}
+	const n = 5000
+	calls := []struct {
+		name string
+		fn   func() error
+	}{
+		{"echo", func() error { _, err := health.Check(actx, &healthpb.HealthCheckRequest{}); return err }},
+		{"GetRuntimeValue", func() error {
+			_, err := cf.GetRuntimeValue(actx, &nexusv1.GetRuntimeValueRequest{Namespace: "bench", Key: "k"})
+			return err
+		}},
+		{"GetDefinitionFileContent", func() error {
+			_, err := cf.GetDefinitionFileContent(actx, &nexusv1.GetDefinitionFileContentRequest{Path: filePath(123)})
+			return err
+		}},
+	}
+	for _, c := range calls { // warm up
+		for range 500 {
+			if err := c.fn(); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+		}
+	}
+	// Interleave the three so that the machine's noise falls on all alike.
+	samples := make([][]time.Duration, len(calls))
+	for range n {
+		for i, c := range calls {
+			t := time.Now()
+			if err := c.fn(); err != nil {
+				return err
+			}
+			samples[i] = append(samples[i], time.Since(t))
+		}
+	}
+	p50 := make([]time.Duration, len(calls))
+	for i, s := range samples {
+		slices.Sort(s)
+		p50[i] = s[len(s)/2]
+	}
+	report("GetRuntimeValue over gRPC, p50", p50[1], p50[0], "health check on the same socket", "≤ 1.5×")
+	report("GetDefinitionFileContent over gRPC, p50", p50[2], p50[0], "health check on the same socket", "≤ 1.5×")
+	return nil
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
