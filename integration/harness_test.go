@@ -161,8 +161,10 @@ func (d *daemon) kill() {
 	<-d.exited
 }
 
-func (d *daemon) framework() nexusv1.CoreFrameworkClient { return nexusv1.NewCoreFrameworkClient(d.conn) }
-func (d *daemon) tools() nexusv1.ToolManagerClient       { return nexusv1.NewToolManagerClient(d.conn) }
+func (d *daemon) framework() nexusv1.CoreFrameworkClient {
+	return nexusv1.NewCoreFrameworkClient(d.conn)
+}
+func (d *daemon) tools() nexusv1.ToolManagerClient { return nexusv1.NewToolManagerClient(d.conn) }
 
 // as returns a context that carries a bearer token.
 func as(token string) context.Context {

@@ -476,3 +476,40 @@ func TestDiskChangesWhileClosedAreCommitted(t *testing.T) {
 	}
 	s.fsck(t)
 }
+
+func TestWorksAfterGitGC(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	var revs []string
+	for i := range 20 {
+		revs = append(revs, mustSetDef(t, s, "g/file.md", fmt.Sprintf("line a\nline %d\nline c\n", i)))
+		mustSetDef(t, s, fmt.Sprintf("g/other%d.md", i%4), fmt.Sprint(i))
+	}
+	s.Close()
+	s.git(t, "gc", "-q", "--aggressive", "--prune=now")
+	if _, err := os.Stat(filepath.Join(s.hist, "refs/heads/main")); !os.IsNotExist(err) {
+		t.Fatalf("git gc kept the loose ref (%v); the test wants it packed", err)
+	}
+	s = openTestStore(t, dir)
+	if s.Head() != revs[19] && s.Head() == "" {
+		t.Fatalf("head after gc = %q", s.Head())
+	}
+	if got := fmt.Sprint(len(s.mustHistory(t, "g/file.md"))); got != "20" {
+		t.Errorf("history after gc has %s entries", got)
+	}
+	if f, err := s.Get("g/file.md", revs[3]); err != nil || string(f.Content) != "line a\nline 3\nline c\n" {
+		t.Errorf("packed read = %q, %v", f.Content, err)
+	}
+	ours, err := s.Diff("g/file.md", "", revs[0], revs[19])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs := s.git(t, "diff", revs[0], revs[19], "--", "g/file.md"); ours != theirs {
+		t.Errorf("diff of packed objects:\n%s\ngit:\n%s", ours, theirs)
+	}
+	r := mustSetDef(t, s, "g/file.md", "after gc\n")
+	if got := strings.TrimSpace(s.git(t, "rev-parse", "main")); got != r {
+		t.Errorf("git sees main at %s, want %s", got, r)
+	}
+	s.fsck(t)
+}
