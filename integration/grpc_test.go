@@ -2,18 +2,23 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
@@ -452,5 +457,48 @@ func TestLongWorkspacePathUsesShortSocket(t *testing.T) {
 	}
 	if _, err := d.framework().SetRuntimeValue(as(d.admin), &nexusv1.SetRuntimeValueRequest{Namespace: "n", Key: "k", Value: "v"}); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestTCPAndReflection(t *testing.T) {
+	ws := newWorkspace(t, "")
+	d := startDaemon(t, ws, "--grpc-addr", "127.0.0.1:0")
+	var info struct{ GRPCTCPAddress string }
+	data, _ := os.ReadFile(filepath.Join(ws, ".nexus/run/daemon.json"))
+	if err := json.Unmarshal(data, &info); err != nil || !strings.HasPrefix(info.GRPCTCPAddress, "127.0.0.1:") {
+		t.Fatalf("daemon.json tcp address: %q %v", info.GRPCTCPAddress, err)
+	}
+	conn, err := grpc.NewClient(info.GRPCTCPAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cf := nexusv1.NewCoreFrameworkClient(conn)
+	if _, err := cf.SetRuntimeValue(as(d.admin), &nexusv1.SetRuntimeValueRequest{Namespace: "n", Key: "k", Value: "over tcp"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cf.GetRuntimeValue(context.Background(), &nexusv1.GetRuntimeValueRequest{Namespace: "n", Key: "k"}); code(err) != codes.Unauthenticated {
+		t.Errorf("tcp without a token: %v", err)
+	}
+	// Reflection lists the services, so grpcurl works without .proto files.
+	stream, err := reflectionpb.NewServerReflectionClient(d.conn).ServerReflectionInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		names = append(names, s.Name)
+	}
+	for _, want := range []string{"nexus.v1.CoreFramework", "nexus.v1.ToolManager", "grpc.health.v1.Health"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("reflection lists %v, missing %s", names, want)
+		}
 	}
 }
