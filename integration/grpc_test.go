@@ -502,3 +502,25 @@ func TestTCPAndReflection(t *testing.T) {
 		}
 	}
 }
+
+func TestWatchPrefixIsADirectory(t *testing.T) {
+	ws := newWorkspace(t, twoApps)
+	d := startDaemon(t, ws)
+	cf := d.framework()
+	admin := as(d.admin)
+	ctx, cancel := context.WithCancel(admin)
+	defer cancel()
+	w, err := cf.WatchDefinitions(ctx, &nexusv1.WatchDefinitionsRequest{PathPrefix: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"docsx/a.md", "docs.md", "docs/in.md"} {
+		if _, err := cf.SetDefinitionFileContent(admin, &nexusv1.SetDefinitionFileContentRequest{Path: p, Content: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, err := w.Recv()
+	if err != nil || ev.Path != "docs/in.md" {
+		t.Errorf("first event = %v, %v; want docs/in.md only", ev, err)
+	}
+}

@@ -32,11 +32,7 @@ type frameworkService struct {
 var _ nexusv1.CoreFrameworkServer = (*frameworkService)(nil)
 
 func (s *frameworkService) GetDefinitionFileContent(ctx context.Context, req *nexusv1.GetDefinitionFileContentRequest) (*nexusv1.GetDefinitionFileContentResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.defPath(req.GetPath(), false)
+	_, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +44,17 @@ func (s *frameworkService) GetDefinitionFileContent(ctx context.Context, req *ne
 		return nil, err
 	}
 	return &nexusv1.GetDefinitionFileContentResponse{Content: string(f.Content), Revision: f.Revision}, nil
+}
+
+// definitionPath resolves who acts and the root-relative path of a
+// definition request, and checks that the caller may read (or write) it.
+func (s *frameworkService) definitionPath(ctx context.Context, appID, path string, write bool) (caller, string, error) {
+	c, err := s.callerFor(ctx, appID)
+	if err != nil {
+		return caller{}, "", err
+	}
+	p, err := c.defPath(path, write)
+	return c, p, err
 }
 
 // validText refuses to send a file that is not UTF-8 (only a file put on
@@ -64,11 +71,7 @@ func (s *frameworkService) write(c caller, message, expected string) state.Write
 }
 
 func (s *frameworkService) SetDefinitionFileContent(ctx context.Context, req *nexusv1.SetDefinitionFileContentRequest) (*nexusv1.SetDefinitionFileContentResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.defPath(req.GetPath(), true)
+	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +83,7 @@ func (s *frameworkService) SetDefinitionFileContent(ctx context.Context, req *ne
 }
 
 func (s *frameworkService) ApplyDefinitionDiff(ctx context.Context, req *nexusv1.ApplyDefinitionDiffRequest) (*nexusv1.ApplyDefinitionDiffResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.defPath(req.GetPath(), true)
+	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +95,7 @@ func (s *frameworkService) ApplyDefinitionDiff(ctx context.Context, req *nexusv1
 }
 
 func (s *frameworkService) DeleteDefinitionFile(ctx context.Context, req *nexusv1.DeleteDefinitionFileRequest) (*nexusv1.DeleteDefinitionFileResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.defPath(req.GetPath(), true)
+	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +107,7 @@ func (s *frameworkService) DeleteDefinitionFile(ctx context.Context, req *nexusv
 }
 
 func (s *frameworkService) RestoreDefinitionFile(ctx context.Context, req *nexusv1.RestoreDefinitionFileRequest) (*nexusv1.RestoreDefinitionFileResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.defPath(req.GetPath(), true)
+	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -159,11 +150,7 @@ func (s *frameworkService) ListDefinitionDirectory(ctx context.Context, req *nex
 }
 
 func (s *frameworkService) GetDefinitionFileHistory(ctx context.Context, req *nexusv1.GetDefinitionFileHistoryRequest) (*nexusv1.GetDefinitionFileHistoryResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.defPath(req.GetPath(), false)
+	_, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -195,11 +182,7 @@ func changeType(c state.ChangeType) nexusv1.ChangeType {
 }
 
 func (s *frameworkService) GetDefinitionFileDiff(ctx context.Context, req *nexusv1.GetDefinitionFileDiffRequest) (*nexusv1.GetDefinitionFileDiffResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.defPath(req.GetPath(), false)
+	_, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +212,7 @@ func (s *frameworkService) WatchDefinitions(req *nexusv1.WatchDefinitionsRequest
 	abs := strings.HasPrefix(req.GetPathPrefix(), "/")
 	sub := s.bus.Subscribe(func(ev any) bool {
 		ch, ok := ev.(state.DefinitionChange)
-		return ok && underPrefix(ch.Path, dir) && c.mayAccess(ch.Path, false) == nil
+		return ok && underDir(ch.Path, dir) && c.mayAccess(ch.Path, false) == nil
 	}, watchBuffer)
 	defer sub.Close()
 	return forward(stream.Context(), sub, func(ev any) error {
@@ -239,9 +222,9 @@ func (s *frameworkService) WatchDefinitions(req *nexusv1.WatchDefinitionsRequest
 	})
 }
 
-// underPrefix is a directory prefix match, or a plain prefix of a name.
-func underPrefix(p, prefix string) bool {
-	return prefix == "" || strings.HasPrefix(p, prefix)
+// underDir reports whether p is dir or lies below it ("" is the root).
+func underDir(p, dir string) bool {
+	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // forward sends the events of a subscription until the client goes away or
@@ -365,7 +348,11 @@ func (s *frameworkService) LogMessage(ctx context.Context, req *nexusv1.LogMessa
 	if req.GetMessage() == "" {
 		return nil, status.Error(codes.InvalidArgument, "message is empty")
 	}
-	attrs := []slog.Attr{slog.String("source", "app"), slog.String("app", c.appID)}
+	source := "app"
+	if c.id.Admin {
+		source = "cli"
+	}
+	attrs := []slog.Attr{slog.String("source", source), slog.String("app", c.appID)}
 	if req.GetTaskId() != "" {
 		attrs = append(attrs, slog.String("task", req.GetTaskId()))
 	}

@@ -1221,7 +1221,8 @@ func (x *GetDefinitionFileDiffResponse) GetDiff() string {
 type WatchDefinitionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	AppId string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
-	// path_prefix limits the stream to paths under it (same addressing as path).
+	// path_prefix is a directory (same addressing as path): the stream carries
+	// the changes of the files below it. Empty is the caller's root.
 	PathPrefix    string `protobuf:"bytes,2,opt,name=path_prefix,json=pathPrefix,proto3" json:"path_prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
