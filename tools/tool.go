@@ -1,0 +1,102 @@
+// Package tools is the ToolManager: the registry of tools, the validation
+// of their arguments, the permission check, and the lifecycle of every tool
+// call (initiated → running → completed / error), published on the event
+// bus. The core tools live in tools/core, the process runner in
+// tools/command, and the permission policy in tools/policy. Start with
+// [NewManager].
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Kind says what a tool does.
+type Kind string
+
+const (
+	KindRead    Kind = "read"
+	KindEdit    Kind = "edit"
+	KindDelete  Kind = "delete"
+	KindMove    Kind = "move"
+	KindSearch  Kind = "search"
+	KindExecute Kind = "execute"
+	KindFetch   Kind = "fetch"
+	KindOther   Kind = "other"
+)
+
+// Risk is how much harm a tool can do.
+type Risk string
+
+const (
+	RiskLow    Risk = "low"
+	RiskMedium Risk = "medium"
+	RiskHigh   Risk = "high"
+)
+
+// Definition describes a tool.
+type Definition struct {
+	Name        string
+	Title       string
+	Description string
+	// ServerName is empty for core tools, the MCP server's name otherwise.
+	ServerName   string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	Kind         Kind
+	Risk         Risk
+}
+
+// Error codes of a tool call that ended with status error: a closed set.
+const (
+	CodeInvalidArguments   = "invalid_arguments"
+	CodeUnknownTool        = "unknown_tool"
+	CodePermissionDenied   = "permission_denied"
+	CodeTimeout            = "timeout"
+	CodeCancelled          = "cancelled"
+	CodeOutputLimit        = "output_limit"
+	CodeServerUnavailable  = "server_unavailable"
+	CodeExecutionFailed    = "execution_failed"
+	CodeSandboxUnavailable = "sandbox_unavailable"
+)
+
+// Error is the error of a tool call, with a code of the closed set.
+type Error struct {
+	Code    string
+	Message string
+	// Output, when set, is a partial result that goes with the error (for
+	// output_limit: the head and tail that were kept).
+	Output json.RawMessage
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invocation is what a handler knows of the call besides its arguments.
+type Invocation struct {
+	CallID string
+	// AppID is the calling app; empty for the person (CLI, editor).
+	AppID string
+	// Author is the state-layer author of writes the call makes:
+	// "app:<id>", "cli" or "editor".
+	Author string
+	// Progress reports progress of a long call; it never blocks.
+	Progress func(progress, total float64, message string)
+}
+
+// Handler runs a tool with arguments that already passed the input schema.
+// It returns the result as JSON. An *Error gives the call's error code; any
+// other error is execution_failed. A handler must return soon after ctx is
+// cancelled.
+type Handler func(ctx context.Context, inv *Invocation, args json.RawMessage) (json.RawMessage, error)
+
+// Tool is a definition with its handler.
+type Tool struct {
+	Definition
+	Handler Handler
+}
