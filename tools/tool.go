@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Kind says what a tool does.
@@ -99,4 +100,7 @@ type Handler func(ctx context.Context, inv *Invocation, args json.RawMessage) (j
 type Tool struct {
 	Definition
 	Handler Handler
+	// Timeout bounds a call: 0 is the manager's default, negative none (a
+	// tool that enforces its own limit, like execute_command).
+	Timeout time.Duration
 }

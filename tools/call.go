@@ -1,0 +1,68 @@
+package tools
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Statuses of a tool call.
+const (
+	StatusInitiated = "initiated"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusError     = "error"
+)
+
+// Call is one execution of a tool, with the fields of the Tool Call data
+// model. The manager publishes a copy on the event bus at every status
+// change; a Call taken from an event is never modified afterwards.
+type Call struct {
+	ID            string          `json:"toolCallId"`
+	ToolName      string          `json:"toolName"`
+	ServerName    string          `json:"serverName"`
+	ArgumentsJSON json.RawMessage `json:"argumentsJson"`
+	Status        string          `json:"status"`
+	ResultJSON    json.RawMessage `json:"resultJson,omitempty"`
+	Error         *CallError      `json:"error,omitempty"`
+	AppID         string          `json:"appId,omitempty"`
+	TaskID        string          `json:"taskId,omitempty"`
+	RequestID     string          `json:"requestId,omitempty"`
+	Title         string          `json:"title,omitempty"`
+	Kind          Kind            `json:"kind,omitempty"`
+	StartedAt     time.Time       `json:"startedAt"`
+	EndedAt       time.Time       `json:"endedAt,omitzero"`
+	Progress      *Progress       `json:"progress,omitempty"`
+	ICERC         *ICERC          `json:"icerc,omitempty"`
+}
+
+// Done reports whether the call has ended.
+func (c Call) Done() bool { return c.Status == StatusCompleted || c.Status == StatusError }
+
+// CallError is the error of a call that ended with status error.
+type CallError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Progress is the progress of a long call.
+type Progress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// ICERC is the record shown to a person before a risky call: intent,
+// command, expected outcome, risk.
+type ICERC struct {
+	Intent          string         `json:"intent"`
+	Command         string         `json:"command"`
+	ExpectedOutcome string         `json:"expectedOutcome"`
+	Risk            RiskAssessment `json:"risk"`
+}
+
+// RiskAssessment is the R of ICERC.
+type RiskAssessment struct {
+	Level   Risk     `json:"level"`
+	Scope   string   `json:"scope"`
+	Details []string `json:"details,omitempty"`
+}

@@ -1,0 +1,458 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
+
+	"github.com/nexuscocreate/nexus/events"
+)
+
+// Gate decides whether a call may run; it may block while a person is
+// asked, and calls setICERC first so that the record is on the call the
+// person sees. It returns nil to allow the call, or an error (an *Error with
+// code permission_denied) to refuse it.
+type Gate func(ctx context.Context, req GateRequest, setICERC func(ICERC)) error
+
+// GateRequest is what a Gate decides on.
+type GateRequest struct {
+	Call            Call
+	Tool            Definition
+	Args            json.RawMessage
+	Intent          string
+	ExpectedOutcome string
+}
+
+// Options configure NewManager. Zero values get defaults.
+type Options struct {
+	Bus    *events.Bus
+	Logger *slog.Logger
+	// Gate is the permission check; nil refuses every call.
+	Gate Gate
+	// Timeout bounds a call whose tool does not set its own; default 60s.
+	Timeout time.Duration
+	// OutputLimit bounds a result, in bytes; default 1 MiB.
+	OutputLimit int
+	// Recent is how many finished calls stay queryable; default 1000.
+	Recent int
+	// AuditFile, when set, receives one JSON line per finished call; it is
+	// rotated at AuditMaxSize (default 10 MiB), keeping three old files.
+	AuditFile    string
+	AuditMaxSize int64
+	Now          func() time.Time
+}
+
+// ExecuteRequest is one request to run a tool.
+type ExecuteRequest struct {
+	ToolName   string
+	ServerName string
+	Arguments  json.RawMessage
+	// AppID is the calling app, empty for the person; Author is the author
+	// of state writes the call makes.
+	AppID     string
+	Author    string
+	TaskID    string
+	RequestID string
+	// Intent and ExpectedOutcome go into the ICERC record.
+	Intent          string
+	ExpectedOutcome string
+	// OnUpdate, when set, sees every status change of this call, in order,
+	// on the executing goroutine; it must not block.
+	OnUpdate func(Call)
+}
+
+type toolKey struct{ server, name string }
+
+type registered struct {
+	Tool
+	schema *jsonschema.Resolved
+}
+
+// Manager is the registry of tools and the engine of tool calls.
+type Manager struct {
+	opts   Options
+	logger *slog.Logger
+	audit  *auditLog
+
+	toolsMu sync.RWMutex
+	tools   map[toolKey]*registered
+
+	callsMu sync.Mutex
+	running map[string]*liveCall
+	recent  []Call // finished, oldest first, at most opts.Recent
+	closed  bool
+}
+
+type liveCall struct {
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	call     Call
+	onUpdate func(Call)
+}
+
+// errCancelled is the cause of a call cancelled through Cancel.
+var errCancelled = errors.New("cancelled")
+
+// NewManager returns a manager with no tools registered.
+func NewManager(opts Options) (*Manager, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.OutputLimit <= 0 {
+		opts.OutputLimit = 1 << 20
+	}
+	if opts.Recent <= 0 {
+		opts.Recent = 1000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Bus == nil {
+		opts.Bus = events.New()
+	}
+	m := &Manager{opts: opts, logger: opts.Logger, tools: map[toolKey]*registered{}, running: map[string]*liveCall{}}
+	if opts.AuditFile != "" {
+		a, err := openAuditLog(opts.AuditFile, opts.AuditMaxSize)
+		if err != nil {
+			return nil, err
+		}
+		m.audit = a
+	}
+	return m, nil
+}
+
+// Register adds a tool. Its input schema must be a valid JSON Schema
+// object; a name is unique per server (core tools have server "").
+func (m *Manager) Register(t Tool) error {
+	if t.Name == "" || t.Handler == nil {
+		return fmt.Errorf("tool %q: a name and a handler are required", t.Name)
+	}
+	switch t.Risk {
+	case RiskLow, RiskMedium, RiskHigh:
+	default:
+		return fmt.Errorf("tool %q: risk %q is not low, medium or high", t.Name, t.Risk)
+	}
+	if t.Kind == "" {
+		t.Kind = KindOther
+	}
+	if len(t.InputSchema) == 0 {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &s); err != nil {
+		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+	}
+	m.toolsMu.Lock()
+	defer m.toolsMu.Unlock()
+	k := toolKey{t.ServerName, t.Name}
+	if _, dup := m.tools[k]; dup {
+		return fmt.Errorf("tool %q of server %q is already registered", t.Name, t.ServerName)
+	}
+	m.tools[k] = &registered{Tool: t, schema: rs}
+	return nil
+}
+
+// Unregister removes a tool; calls already running go on.
+func (m *Manager) Unregister(server, name string) {
+	m.toolsMu.Lock()
+	defer m.toolsMu.Unlock()
+	delete(m.tools, toolKey{server, name})
+}
+
+// List returns the definitions of the tools of one server ("" = all),
+// sorted by server and name.
+func (m *Manager) List(server string) []Definition {
+	m.toolsMu.RLock()
+	defer m.toolsMu.RUnlock()
+	var out []Definition
+	for k, t := range m.tools {
+		if server == "" || k.server == server {
+			out = append(out, t.Definition)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ServerName != out[j].ServerName {
+			return out[i].ServerName < out[j].ServerName
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Lookup finds a tool by name and server ("" for core tools).
+func (m *Manager) Lookup(name, server string) (Definition, bool) {
+	m.toolsMu.RLock()
+	defer m.toolsMu.RUnlock()
+	t, ok := m.tools[toolKey{server, name}]
+	if !ok {
+		return Definition{}, false
+	}
+	return t.Definition, true
+}
+
+// Execute runs one tool call to its end and returns the final call. Every
+// status change is published on the bus. The call ends with status error
+// and code cancelled when ctx is cancelled or Cancel is called.
+func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	id, err := uuid.NewV7()
+	if err != nil {
+		id = uuid.New()
+	}
+	args := req.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	lc := &liveCall{cancel: cancel, onUpdate: req.OnUpdate, call: Call{
+		ID: id.String(), ToolName: req.ToolName, ServerName: req.ServerName, ArgumentsJSON: args,
+		Status: StatusInitiated, AppID: req.AppID, TaskID: req.TaskID, RequestID: req.RequestID,
+		StartedAt: m.opts.Now().UTC(),
+	}}
+	m.callsMu.Lock()
+	if m.closed {
+		m.callsMu.Unlock()
+		lc.call.Status = StatusError
+		lc.call.Error = &CallError{CodeServerUnavailable, "the daemon is shutting down"}
+		lc.call.EndedAt = lc.call.StartedAt
+		return lc.call
+	}
+	m.running[lc.call.ID] = lc
+	m.callsMu.Unlock()
+
+	m.toolsMu.RLock()
+	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
+	m.toolsMu.RUnlock()
+	if ok {
+		lc.update(func(c *Call) { c.Title, c.Kind = t.Title, t.Kind })
+	}
+	m.publish(lc)
+	if !ok {
+		where := "core tool"
+		if req.ServerName != "" {
+			where = fmt.Sprintf("tool of server %q", req.ServerName)
+		}
+		return m.finish(lc, nil, Errorf(CodeUnknownTool, "no %s named %q", where, req.ToolName))
+	}
+	if err := validate(t.schema, args); err != nil {
+		return m.finish(lc, nil, err)
+	}
+	if m.opts.Gate == nil {
+		return m.finish(lc, nil, Errorf(CodePermissionDenied, "no permission policy is configured"))
+	}
+	err = m.opts.Gate(ctx, GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args,
+		Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome}, func(r ICERC) {
+		lc.update(func(c *Call) { c.ICERC = &r })
+		m.publish(lc)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return m.finish(lc, nil, m.ctxError(ctx, "while waiting for permission"))
+		}
+		var te *Error
+		if !errors.As(err, &te) {
+			te = Errorf(CodePermissionDenied, "%v", err)
+		}
+		return m.finish(lc, nil, te)
+	}
+	lc.update(func(c *Call) { c.Status = StatusRunning })
+	m.publish(lc)
+
+	runCtx := ctx
+	if t.Timeout >= 0 {
+		timeout := m.opts.Timeout
+		if t.Timeout > 0 {
+			timeout = t.Timeout
+		}
+		var cancelTimeout context.CancelFunc
+		runCtx, cancelTimeout = context.WithTimeout(ctx, timeout)
+		defer cancelTimeout()
+	}
+	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Progress: func(p, total float64, msg string) {
+		lc.update(func(c *Call) { c.Progress = &Progress{Progress: p, Total: total, Message: msg} })
+		m.publish(lc)
+	}}
+	out, err := t.Handler(runCtx, inv, args)
+	if runCtx.Err() != nil && (err != nil || ctx.Err() != nil) {
+		return m.finish(lc, nil, m.ctxError(runCtx, ""))
+	}
+	if err != nil {
+		var te *Error
+		if !errors.As(err, &te) {
+			te = Errorf(CodeExecutionFailed, "%v", err)
+		}
+		return m.finish(lc, nil, te)
+	}
+	if len(out) > m.opts.OutputLimit {
+		return m.finish(lc, nil, Errorf(CodeOutputLimit, "the result is %d bytes, over the limit of %d (tools.outputLimit)", len(out), m.opts.OutputLimit))
+	}
+	return m.finish(lc, out, nil)
+}
+
+// ctxError names why a call's context ended.
+func (m *Manager) ctxError(ctx context.Context, when string) *Error {
+	if when != "" {
+		when = " " + when
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled):
+		return Errorf(CodeCancelled, "the call was cancelled%s", when)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return Errorf(CodeTimeout, "the call did not finish in time%s", when)
+	default:
+		return Errorf(CodeCancelled, "the caller went away%s", when)
+	}
+}
+
+func validate(rs *jsonschema.Resolved, args json.RawMessage) *Error {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return Errorf(CodeInvalidArguments, "arguments are not valid JSON: %v", err)
+	}
+	if err := rs.Validate(v); err != nil {
+		return Errorf(CodeInvalidArguments, "arguments do not match the tool's input schema: %v", err)
+	}
+	return nil
+}
+
+func (lc *liveCall) update(fn func(*Call)) {
+	lc.mu.Lock()
+	fn(&lc.call)
+	lc.mu.Unlock()
+}
+
+func (lc *liveCall) snapshot() Call {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.call
+}
+
+// publish sends a copy of the call to the bus and the caller's OnUpdate.
+func (m *Manager) publish(lc *liveCall) {
+	lc.mu.Lock()
+	c := lc.call
+	if lc.onUpdate != nil {
+		lc.onUpdate(c)
+	}
+	lc.mu.Unlock()
+	m.opts.Bus.Publish(c)
+}
+
+func (m *Manager) finish(lc *liveCall, out json.RawMessage, cerr *Error) Call {
+	lc.update(func(c *Call) {
+		c.EndedAt = m.opts.Now().UTC()
+		if cerr != nil {
+			c.Status = StatusError
+			c.Error = &CallError{Code: cerr.Code, Message: cerr.Message}
+			c.ResultJSON = cerr.Output
+		} else {
+			c.Status = StatusCompleted
+			c.ResultJSON = out
+		}
+	})
+	m.publish(lc)
+	final := lc.snapshot()
+	m.callsMu.Lock()
+	delete(m.running, final.ID)
+	m.recent = append(m.recent, final)
+	if over := len(m.recent) - m.opts.Recent; over > 0 {
+		m.recent = slices.Delete(m.recent, 0, over)
+	}
+	m.callsMu.Unlock()
+	if m.audit != nil {
+		if err := m.audit.append(final); err != nil {
+			m.logger.Warn("audit log not written", "error", err.Error(), "call", final.ID)
+		}
+	}
+	return final
+}
+
+// Cancel ends a running call with code cancelled; it reports whether the
+// call was running.
+func (m *Manager) Cancel(id string) bool {
+	m.callsMu.Lock()
+	lc, ok := m.running[id]
+	m.callsMu.Unlock()
+	if ok {
+		lc.cancel(errCancelled)
+	}
+	return ok
+}
+
+// Get returns a running or recent call.
+func (m *Manager) Get(id string) (Call, bool) {
+	m.callsMu.Lock()
+	lc, ok := m.running[id]
+	if !ok {
+		defer m.callsMu.Unlock()
+		for i := len(m.recent) - 1; i >= 0; i-- {
+			if m.recent[i].ID == id {
+				return m.recent[i], true
+			}
+		}
+		return Call{}, false
+	}
+	m.callsMu.Unlock()
+	return lc.snapshot(), true
+}
+
+// CallFilter selects calls for Calls; zero fields match everything.
+type CallFilter struct {
+	AppID  string
+	Status string
+	Limit  int
+}
+
+// Calls returns the running and recent calls that match, newest first.
+func (m *Manager) Calls(f CallFilter) []Call {
+	m.callsMu.Lock()
+	all := make([]Call, 0, len(m.running)+len(m.recent))
+	for _, lc := range m.running {
+		all = append(all, lc.snapshot())
+	}
+	all = append(all, m.recent...)
+	m.callsMu.Unlock()
+	sort.SliceStable(all, func(i, j int) bool { return all[i].ID > all[j].ID }) // UUIDv7: newest first
+	out := all[:0]
+	for _, c := range all {
+		if (f.AppID == "" || c.AppID == f.AppID) && (f.Status == "" || strings.EqualFold(c.Status, f.Status)) {
+			out = append(out, c)
+			if f.Limit > 0 && len(out) == f.Limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Close cancels the running calls and refuses new ones.
+func (m *Manager) Close() error {
+	m.callsMu.Lock()
+	m.closed = true
+	for _, lc := range m.running {
+		lc.cancel(errCancelled)
+	}
+	m.callsMu.Unlock()
+	if m.audit != nil {
+		return m.audit.close()
+	}
+	return nil
+}
