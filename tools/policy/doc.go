@@ -1,0 +1,103 @@
+// Package policy decides whether a tool call may run — allow, ask or deny
+// (TEPS) — builds the ICERC record shown to the person when it asks, and
+// remembers their "always" answers. Start with [New].
+//
+// # Deciding
+//
+// [Policy.Decide] walks these levels, most specific first; the first level
+// that has something to say about the call decides:
+//
+//	level                         source                         applies to
+//	0  command deny rules         Rules.Commands (deny)          execute_command
+//	1  the app's lists            apps[].grants.tools            calls of that app
+//	2  per-tool policy            tools.policy (Rules.Tools)     every caller
+//	3  command allow/ask rules    Rules.Commands (allow, ask)    execute_command
+//	4  the admin default          Rules.Admin (default allow)    the person (AppID "")
+//	5  the risk default           Definition.Risk                every caller
+//
+// The risk defaults are: low → allow, medium → ask, high → ask; a risk that
+// is none of these is treated as high. The policy trusts only
+// Definition.Risk as the registry set it: hints a tool gives about itself
+// (MCP readOnlyHint and the like) never lower it here.
+//
+// Within one level a deny that matches wins over everything else that
+// matches at that level; otherwise the most specific match wins, and between
+// equally specific ask and allow, ask wins.
+//
+// Command deny rules come first, not at level 3 with the other command rules,
+// so that neither an app's "allow execute_command" nor tools.policy
+// "execute_command: allow" can unlock a command that a rule denies. Command
+// allow rules stay below tools.policy: when tools.policy or the app's lists
+// name execute_command, that entry decides every command.
+//
+// After the levels:
+//
+//   - A remembered "always" answer (see [Approvals]) for the same app, tool
+//     and definition hash turns an ask into allow or deny. It never changes
+//     an allow or a deny, so it never overrides a deny from the config. A
+//     stored answer for another definition hash (the tool changed) does not
+//     apply.
+//   - For execute_command, an allow becomes ask when the command line does
+//     not parse (the deny rules could not be checked) or when a command in
+//     it may match a deny rule through words that are only known when the
+//     shell runs ("$X -rf /" against "rm **").
+//
+// # Tool names in rules
+//
+// Keys of Rules.Tools and the names in an app's lists are:
+//
+//	read_file         the core tool read_file (core tools have no server)
+//	github/list_prs   the tool list_prs of the MCP server github
+//	github/*          every tool of the MCP server github
+//	*/list_prs        the tool list_prs of any MCP server
+//	*/*               every MCP tool
+//	*                 every tool, core or MCP
+//
+// Specificity is the number of literal parts: a core tool name and
+// "server/tool" count 2, "server/*" and "*/tool" count 1, "*/*" and "*"
+// count 0.
+//
+// # Command rules
+//
+// A command rule is a pattern of words separated by spaces, without
+// quoting: "*" matches exactly one word and a final "**" matches any number
+// of remaining words, none included ("git status", "git log **",
+// "go test **"). In .nexus/config.yaml a command rule is a tools.policy key
+// "execute_command:<pattern>" (see [FromConfig]). The execute_command arguments are {command} (run by sh -c),
+// parsed with mvdan.cc/sh/v3/syntax in bash mode, or {argv}, taken as is.
+//
+// An allow or ask rule applies only when the whole program is exactly one
+// simple command: no redirections, pipes, lists (; && ||), background &,
+// negation, subshells or groups, command or process substitution, no
+// variable assignment in front (FOO=1 git status), and every word a plain or
+// quoted literal with no parameter expansion, glob, tilde or brace; its argv
+// must then equal the pattern word for word. The call must also set no env
+// (an environment can change what an allowed program does). Otherwise the
+// rule does not apply and the decision falls to the next level, typically
+// ask.
+//
+// A deny rule applies when any simple command anywhere in the program —
+// inside lists, pipes, substitutions, subshells, control flow — has a
+// literal argv that matches it. It also looks, best effort, through
+// wrappers (sudo, env, xargs, nohup, timeout and the like: every suffix of
+// their arguments is tried), find -exec, shells run with a script argument
+// (sh -c, bash -c) and eval, whose strings are parsed in turn; and the
+// first word matches by its base name too (/bin/rm matches "rm"). This is a
+// guard against mistakes, not a sandbox: a shell can always build a command
+// that no static rule sees.
+//
+// # Asking and remembering
+//
+// When the decision is ask, [BuildICERC] builds the record the person sees
+// (intent, command, expected outcome, risk assessment). Their answer goes to
+// [Policy.Record]: "always" answers are kept in [Approvals] with the hash of
+// the tool definition ([DefinitionHash]), so that a changed tool is asked
+// about again. An allow_always on execute_command covers every command of
+// that app that the rules would ask about; deny rules and the parse check
+// still apply.
+//
+// # Checking without running
+//
+// [Policy.Check] answers the CoreFramework.CheckPermission RPC with the same
+// rules: see its documentation for how an action maps to a tool.
+package policy

@@ -1,0 +1,101 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+// Approver asks the person about a call and returns their answer. The
+// editor is the approver (nexus/requestPermission); until one is attached,
+// calls the policy asks about are denied.
+type Approver func(ctx context.Context, call tools.Call, record ICERC) (Answer, error)
+
+// Approvers holds the approver of the moment: one may attach and detach
+// while the daemon runs.
+type Approvers struct {
+	mu       sync.Mutex
+	approver Approver
+}
+
+// Set attaches an approver (nil detaches).
+func (a *Approvers) Set(fn Approver) {
+	a.mu.Lock()
+	a.approver = fn
+	a.mu.Unlock()
+}
+
+func (a *Approvers) get() Approver {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.approver
+}
+
+// Gate returns the permission check of the ToolManager: allow and deny
+// decide at once; ask puts the ICERC record on the call and waits for the
+// approver, at most timeout. No approver, no answer in time, or an error
+// from the approver: the call is denied, never allowed.
+func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.Logger) tools.Gate {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return func(ctx context.Context, gr tools.GateRequest, setICERC func(tools.ICERC)) error {
+		req := Request{AppID: gr.Call.AppID, Tool: gr.Tool, Args: gr.Args}
+		v := p.Decide(req)
+		switch v.Decision {
+		case Allow:
+			return nil
+		case Deny:
+			return tools.Errorf(tools.CodePermissionDenied, "denied by policy: %s", v.Reason)
+		}
+		record := BuildICERC(req, gr.Intent, gr.ExpectedOutcome)
+		setICERC(record)
+		approver := approvers.get()
+		if approver == nil {
+			return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to approve it", v.Reason)
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		call := gr.Call
+		call.ICERC = &record
+		ans, err := approver(actx, call, record)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil:
+			return tools.Errorf(tools.CodePermissionDenied, "no answer to the permission request within %v: denied", timeout)
+		case err != nil:
+			return tools.Errorf(tools.CodePermissionDenied, "the permission request failed (%v): denied", err)
+		case !ans.Valid():
+			return tools.Errorf(tools.CodePermissionDenied, "the answer %q is not one of allow_once, allow_always, reject_once, reject_always: denied", ans)
+		}
+		if ans.Always() {
+			if err := p.Record(req, ans, time.Now()); err != nil {
+				logger.Warn("an \"always\" answer could not be remembered", "error", err.Error(), "tool", gr.Tool.Name, "app", gr.Call.AppID)
+			}
+		}
+		if !ans.Allows() {
+			return tools.Errorf(tools.CodePermissionDenied, "rejected by the person (%s)", ans)
+		}
+		return nil
+	}
+}
+
+// CheckWith answers CheckPermission for a manager's tools.
+func (p *Policy) CheckWith(m *tools.Manager) func(appID, action, resource string) (string, string) {
+	return func(appID, action, resource string) (string, string) {
+		v := p.Check(appID, action, resource, func(name string) (tools.Definition, bool) { return m.Lookup(name, "") })
+		return string(v.Decision), v.Reason
+	}
+}
+
+// Describe is a short form of a verdict for logs.
+func (v Verdict) String() string { return fmt.Sprintf("%s (%s)", v.Decision, v.Reason) }
