@@ -1,0 +1,42 @@
+package core
+
+import (
+	"testing"
+	"time"
+	_ "time/tzdata" // the zones, wherever the test runs
+
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+func TestCurrentTime(t *testing.T) {
+	e := newEnv(t) // the clock says 2025-03-04T05:06:07Z
+	unix := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC).Unix()
+	tests := []struct {
+		zone string
+		want timeResult
+	}{
+		{"UTC", timeResult{ISO8601: "2025-03-04T05:06:07Z", Unix: unix, Timezone: "UTC"}},
+		{"Europe/Berlin", timeResult{ISO8601: "2025-03-04T06:06:07+01:00", Unix: unix, Timezone: "Europe/Berlin"}},
+		{"America/New_York", timeResult{ISO8601: "2025-03-04T00:06:07-05:00", Unix: unix, Timezone: "America/New_York"}},
+		{"Asia/Kolkata", timeResult{ISO8601: "2025-03-04T10:36:07+05:30", Unix: unix, Timezone: "Asia/Kolkata"}},
+	}
+	for _, tt := range tests {
+		var got timeResult
+		e.mustCall("get_current_time", map[string]any{"timezone": tt.zone}, &got)
+		if got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.zone, got, tt.want)
+		}
+	}
+
+	var got timeResult
+	e.mustCall("get_current_time", map[string]any{}, &got)
+	at, err := time.Parse(time.RFC3339, got.ISO8601)
+	if err != nil || at.Unix() != unix || got.Unix != unix || got.Timezone == "" {
+		t.Errorf("local time: %+v, %v", got, err)
+	}
+
+	for _, zone := range []string{"Mars/Olympus_Mons", "../../etc/passwd", "/etc/localtime"} {
+		_, err := e.call("get_current_time", map[string]any{"timezone": zone})
+		wantCode(t, err, tools.CodeInvalidArguments, `unknown timezone "`+zone+`"`)
+	}
+}
