@@ -89,6 +89,9 @@ directory, or the nearest of its parents that holds .nexus/run/daemon.json.`,
 		e.defCommand(),
 		e.rtCommand(),
 		e.logCommand(),
+		e.toolsCommand(),
+		e.callsCommand(),
+		e.permCommand(),
 		e.versionCommand(),
 	)
 	return root

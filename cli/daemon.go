@@ -133,6 +133,18 @@ func readToken(name string) (string, error) {
 // call connects to the daemon of the workspace with the admin token, runs fn
 // with a client and closes the connection.
 func (e *env) call(ctx context.Context, fn func(ctx context.Context, c nexusv1.CoreFrameworkClient) error) error {
+	return e.dial(func(conn *grpc.ClientConn) error { return fn(ctx, nexusv1.NewCoreFrameworkClient(conn)) })
+}
+
+// callTools is call with a ToolManager client besides.
+func (e *env) callTools(ctx context.Context, fn func(ctx context.Context, t nexusv1.ToolManagerClient, c nexusv1.CoreFrameworkClient) error) error {
+	return e.dial(func(conn *grpc.ClientConn) error {
+		return fn(ctx, nexusv1.NewToolManagerClient(conn), nexusv1.NewCoreFrameworkClient(conn))
+	})
+}
+
+// dial connects to the daemon of the workspace with the admin token.
+func (e *env) dial(fn func(conn *grpc.ClientConn) error) error {
 	ws, info, err := e.locateDaemon()
 	if err != nil {
 		return err
@@ -149,12 +161,24 @@ func (e *env) call(ctx context.Context, fn func(ctx context.Context, c nexusv1.C
 			grpc.MaxCallSendMsgSize(maxMessageSize),
 		),
 		grpc.WithChainUnaryInterceptor(reportUnreachable(ws)),
+		grpc.WithChainStreamInterceptor(reportUnreachableStream(ws)),
 	)
 	if err != nil {
 		return fmt.Errorf("daemon address %q: %w", info.GRPCAddress, err)
 	}
 	defer conn.Close()
-	return fn(ctx, nexusv1.NewCoreFrameworkClient(conn))
+	return fn(conn)
+}
+
+// reportUnreachableStream is reportUnreachable for streams.
+func reportUnreachableStream(ws string) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if unreachable(err) {
+			return nil, &notRunningError{workspace: ws}
+		}
+		return s, err
+	}
 }
 
 // bearerToken sends "authorization: Bearer <token>" with every call.

@@ -99,6 +99,12 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer rt.Close()
 
+	toolManager, approvals, perms, err := openTools(ws, l, cfg, defs, bus, logger)
+	if err != nil {
+		return err
+	}
+	defer toolManager.Close()
+
 	adminToken, err := l.writeAdminToken()
 	if err != nil {
 		return err
@@ -115,6 +121,9 @@ func Run(ctx context.Context, opts Options) error {
 		Auth:           rpc.NewAuthenticator(adminToken, apps, appTokens),
 		Logger:         logger,
 		MaxMessageSize: maxMsg,
+		Tools:          toolManager,
+		Permissions:    perms,
+		Approvals:      approvals,
 	})
 
 	sock, err := l.socketPath()
@@ -156,6 +165,7 @@ func Run(ctx context.Context, opts Options) error {
 		<-gctx.Done()
 		logger.Info("nexusd stopping")
 		os.Remove(l.daemonJSON) // new clients should not find a daemon that is leaving
+		toolManager.Close()     // cancels running tool calls (their processes are killed)
 		bus.Close()             // ends watch streams, so that graceful stop can finish
 		done := make(chan struct{})
 		go func() { srv.GracefulStop(); close(done) }()

@@ -121,10 +121,10 @@ func TestIdentityAndAddressing(t *testing.T) {
 			_, err := cf.GetRuntimeValue(admin, &nexusv1.GetRuntimeValueRequest{Key: "k"})
 			return err
 		}, codes.InvalidArgument},
-		{"tools not served yet", func() error {
-			_, err := d.tools().ListTools(planner, &nexusv1.ListToolsRequest{})
+		{"a tool call in another app's name", func() error {
+			_, err := cf.ExecuteTool(coder, &nexusv1.ExecuteToolRequest{ToolName: "get_current_time", RequestingAppId: "planner"})
 			return err
-		}, codes.Unimplemented},
+		}, codes.PermissionDenied},
 	}
 	for _, c := range denied {
 		if err := c.call(); code(err) != c.want {
@@ -276,8 +276,14 @@ func TestWatchStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Streams are established once the daemon has the subscription; a
-	// write from the admin to another app's root must not reach planner.
+	// The headers say the watches are in place.
+	if _, err := defs.Header(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Header(); err != nil {
+		t.Fatal(err)
+	}
+	// A write from the admin to another app's root must not reach planner.
 	admin := as(d.admin)
 	if _, err := cf.SetDefinitionFileContent(admin, &nexusv1.SetDefinitionFileContentRequest{AppId: "coder", Path: "x.md", Content: "c"}); err != nil {
 		t.Fatal(err)
@@ -512,6 +518,9 @@ func TestWatchPrefixIsADirectory(t *testing.T) {
 	defer cancel()
 	w, err := cf.WatchDefinitions(ctx, &nexusv1.WatchDefinitionsRequest{PathPrefix: "docs"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Header(); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"docsx/a.md", "docs.md", "docs/in.md"} {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -17,8 +19,8 @@ import (
 )
 
 // frameworkService is the CoreFramework API: a thin adapter from protobuf
-// to the state layer. Tool execution and permission checks come with the
-// ToolManager.
+// to the state layer, and to the ToolManager for tool execution and
+// permission checks.
 type frameworkService struct {
 	nexusv1.UnimplementedCoreFrameworkServer
 
@@ -27,6 +29,7 @@ type frameworkService struct {
 	bus     *events.Bus
 	logger  *slog.Logger
 	apps    map[string]*App
+	tools   *toolService
 }
 
 var _ nexusv1.CoreFrameworkServer = (*frameworkService)(nil)
@@ -215,6 +218,9 @@ func (s *frameworkService) WatchDefinitions(req *nexusv1.WatchDefinitionsRequest
 		return ok && underDir(ch.Path, dir) && c.mayAccess(ch.Path, false) == nil
 	}, watchBuffer)
 	defer sub.Close()
+	if err := live(stream); err != nil {
+		return err
+	}
 	return forward(stream.Context(), sub, func(ev any) error {
 		ch := ev.(state.DefinitionChange)
 		return stream.Send(&nexusv1.DefinitionChange{Path: c.display(ch.Path, abs), Revision: ch.Revision, Author: ch.Author,
@@ -225,6 +231,13 @@ func (s *frameworkService) WatchDefinitions(req *nexusv1.WatchDefinitionsRequest
 // underDir reports whether p is dir or lies below it ("" is the root).
 func underDir(p, dir string) bool {
 	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// live tells the client that its subscription is in place by sending the
+// stream's headers: a client that waits for them (stream.Header()) misses
+// no change made after that.
+func live(stream grpc.ServerStream) error {
+	return stream.SendHeader(metadata.MD{})
 }
 
 // forward sends the events of a subscription until the client goes away or
@@ -324,6 +337,9 @@ func (s *frameworkService) WatchRuntimeValues(req *nexusv1.WatchRuntimeValuesReq
 		return ok && ch.Namespace == ns && strings.HasPrefix(ch.Key, prefix)
 	}, watchBuffer)
 	defer sub.Close()
+	if err := live(stream); err != nil {
+		return err
+	}
 	return forward(stream.Context(), sub, func(ev any) error {
 		ch := ev.(state.RuntimeChange)
 		return stream.Send(&nexusv1.RuntimeChange{Namespace: ch.Namespace, Key: ch.Key, Change: ch.Change,

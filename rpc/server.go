@@ -12,6 +12,8 @@ import (
 	"github.com/nexuscocreate/nexus/events"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/state"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // Config is what the gRPC server serves.
@@ -21,6 +23,10 @@ type Config struct {
 	Bus         *events.Bus
 	Auth        *Authenticator
 	Logger      *slog.Logger
+	// Tools runs tool calls; Permissions answers CheckPermission.
+	Tools       *tools.Manager
+	Permissions Permissions
+	Approvals   *policy.Approvals
 	// MaxMessageSize bounds a request or response, in bytes.
 	MaxMessageSize int
 }
@@ -35,11 +41,11 @@ func NewServer(cfg Config) *grpc.Server {
 		grpc.MaxRecvMsgSize(cfg.MaxMessageSize),
 		grpc.MaxSendMsgSize(cfg.MaxMessageSize),
 	)
+	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{
-		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps,
+		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps, tools: ts,
 	})
-	// The ToolManager answers UNIMPLEMENTED until the tool engine lands.
-	nexusv1.RegisterToolManagerServer(srv, nexusv1.UnimplementedToolManagerServer{})
+	nexusv1.RegisterToolManagerServer(srv, ts)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(nexusv1.CoreFramework_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

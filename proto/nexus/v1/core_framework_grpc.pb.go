@@ -61,7 +61,9 @@ type CoreFrameworkClient interface {
 	ListDefinitionDirectory(ctx context.Context, in *ListDefinitionDirectoryRequest, opts ...grpc.CallOption) (*ListDefinitionDirectoryResponse, error)
 	GetDefinitionFileHistory(ctx context.Context, in *GetDefinitionFileHistoryRequest, opts ...grpc.CallOption) (*GetDefinitionFileHistoryResponse, error)
 	GetDefinitionFileDiff(ctx context.Context, in *GetDefinitionFileDiffRequest, opts ...grpc.CallOption) (*GetDefinitionFileDiffResponse, error)
-	// WatchDefinitions streams every committed change under a path prefix.
+	// WatchDefinitions streams every committed change under a directory. The
+	// stream's headers are sent once the watch is in place: a client that
+	// waits for them misses no later change. The same holds for every Watch.
 	WatchDefinitions(ctx context.Context, in *WatchDefinitionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DefinitionChange], error)
 	GetRuntimeValue(ctx context.Context, in *GetRuntimeValueRequest, opts ...grpc.CallOption) (*GetRuntimeValueResponse, error)
 	SetRuntimeValue(ctx context.Context, in *SetRuntimeValueRequest, opts ...grpc.CallOption) (*SetRuntimeValueResponse, error)
@@ -313,7 +315,9 @@ type CoreFrameworkServer interface {
 	ListDefinitionDirectory(context.Context, *ListDefinitionDirectoryRequest) (*ListDefinitionDirectoryResponse, error)
 	GetDefinitionFileHistory(context.Context, *GetDefinitionFileHistoryRequest) (*GetDefinitionFileHistoryResponse, error)
 	GetDefinitionFileDiff(context.Context, *GetDefinitionFileDiffRequest) (*GetDefinitionFileDiffResponse, error)
-	// WatchDefinitions streams every committed change under a path prefix.
+	// WatchDefinitions streams every committed change under a directory. The
+	// stream's headers are sent once the watch is in place: a client that
+	// waits for them misses no later change. The same holds for every Watch.
 	WatchDefinitions(*WatchDefinitionsRequest, grpc.ServerStreamingServer[DefinitionChange]) error
 	GetRuntimeValue(context.Context, *GetRuntimeValueRequest) (*GetRuntimeValueResponse, error)
 	SetRuntimeValue(context.Context, *SetRuntimeValueRequest) (*SetRuntimeValueResponse, error)

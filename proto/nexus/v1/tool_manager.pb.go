@@ -1178,6 +1178,278 @@ func (x *CancelToolCallResponse) GetCancelled() bool {
 	return false
 }
 
+// Approval is a remembered "always" answer of the person.
+type Approval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// app_id is empty for the person's own calls.
+	AppId      string `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	ToolName   string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	ServerName string `protobuf:"bytes,3,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// definition_hash pins the tool definition that was approved: when the
+	// tool changes, the answer no longer applies.
+	DefinitionHash string                 `protobuf:"bytes,4,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
+	Allow          bool                   `protobuf:"varint,5,opt,name=allow,proto3" json:"allow,omitempty"`
+	Time           *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Approval) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *Approval) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *Approval) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *Approval) GetDefinitionHash() string {
+	if x != nil {
+		return x.DefinitionHash
+	}
+	return ""
+}
+
+func (x *Approval) GetAllow() bool {
+	if x != nil {
+		return x.Allow
+	}
+	return false
+}
+
+func (x *Approval) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+type ListApprovalsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsRequest) Reset() {
+	*x = ListApprovalsRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsRequest) ProtoMessage() {}
+
+func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
+func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{18}
+}
+
+type ListApprovalsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approvals     []*Approval            `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsResponse) Reset() {
+	*x = ListApprovalsResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsResponse) ProtoMessage() {}
+
+func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
+func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListApprovalsResponse) GetApprovals() []*Approval {
+	if x != nil {
+		return x.Approvals
+	}
+	return nil
+}
+
+type RevokeApprovalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	ToolName      string                 `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	ServerName    string                 `protobuf:"bytes,3,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeApprovalRequest) Reset() {
+	*x = RevokeApprovalRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeApprovalRequest) ProtoMessage() {}
+
+func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeApprovalRequest.ProtoReflect.Descriptor instead.
+func (*RevokeApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RevokeApprovalRequest) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *RevokeApprovalRequest) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *RevokeApprovalRequest) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+type RevokeApprovalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Revoked       bool                   `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeApprovalResponse) Reset() {
+	*x = RevokeApprovalResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeApprovalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeApprovalResponse) ProtoMessage() {}
+
+func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeApprovalResponse.ProtoReflect.Descriptor instead.
+func (*RevokeApprovalResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RevokeApprovalResponse) GetRevoked() bool {
+	if x != nil {
+		return x.Revoked
+	}
+	return false
+}
+
 var File_nexus_v1_tool_manager_proto protoreflect.FileDescriptor
 
 const file_nexus_v1_tool_manager_proto_rawDesc = "" +
@@ -1282,14 +1554,34 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"toolCallId\x12\x15\n" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\"6\n" +
 	"\x16CancelToolCallResponse\x12\x1c\n" +
-	"\tcancelled\x18\x01 \x01(\bR\tcancelled2\xed\x03\n" +
+	"\tcancelled\x18\x01 \x01(\bR\tcancelled\"\xce\x01\n" +
+	"\bApproval\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12\x1f\n" +
+	"\vserver_name\x18\x03 \x01(\tR\n" +
+	"serverName\x12'\n" +
+	"\x0fdefinition_hash\x18\x04 \x01(\tR\x0edefinitionHash\x12\x14\n" +
+	"\x05allow\x18\x05 \x01(\bR\x05allow\x12.\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x16\n" +
+	"\x14ListApprovalsRequest\"I\n" +
+	"\x15ListApprovalsResponse\x120\n" +
+	"\tapprovals\x18\x01 \x03(\v2\x12.nexus.v1.ApprovalR\tapprovals\"l\n" +
+	"\x15RevokeApprovalRequest\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12\x1f\n" +
+	"\vserver_name\x18\x03 \x01(\tR\n" +
+	"serverName\"2\n" +
+	"\x16RevokeApprovalResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\bR\arevoked2\x94\x05\n" +
 	"\vToolManager\x12D\n" +
 	"\tListTools\x12\x1a.nexus.v1.ListToolsRequest\x1a\x1b.nexus.v1.ListToolsResponse\x12\\\n" +
 	"\x11GetToolDefinition\x12\".nexus.v1.GetToolDefinitionRequest\x1a#.nexus.v1.GetToolDefinitionResponse\x12J\n" +
 	"\vExecuteTool\x12\x1c.nexus.v1.ExecuteToolRequest\x1a\x1d.nexus.v1.ExecuteToolResponse\x12G\n" +
 	"\x0eWatchToolCalls\x12\x1f.nexus.v1.WatchToolCallsRequest\x1a\x12.nexus.v1.ToolCall0\x01\x12P\n" +
 	"\rListToolCalls\x12\x1e.nexus.v1.ListToolCallsRequest\x1a\x1f.nexus.v1.ListToolCallsResponse\x12S\n" +
-	"\x0eCancelToolCall\x12\x1f.nexus.v1.CancelToolCallRequest\x1a .nexus.v1.CancelToolCallResponseB7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
+	"\x0eCancelToolCall\x12\x1f.nexus.v1.CancelToolCallRequest\x1a .nexus.v1.CancelToolCallResponse\x12P\n" +
+	"\rListApprovals\x12\x1e.nexus.v1.ListApprovalsRequest\x1a\x1f.nexus.v1.ListApprovalsResponse\x12S\n" +
+	"\x0eRevokeApproval\x12\x1f.nexus.v1.RevokeApprovalRequest\x1a .nexus.v1.RevokeApprovalResponseB7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
 
 var (
 	file_nexus_v1_tool_manager_proto_rawDescOnce sync.Once
@@ -1303,7 +1595,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),            // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),          // 1: nexus.v1.ListToolsRequest
@@ -1322,35 +1614,46 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ListToolCallsResponse)(nil),     // 14: nexus.v1.ListToolCallsResponse
 	(*CancelToolCallRequest)(nil),     // 15: nexus.v1.CancelToolCallRequest
 	(*CancelToolCallResponse)(nil),    // 16: nexus.v1.CancelToolCallResponse
-	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
+	(*Approval)(nil),                  // 17: nexus.v1.Approval
+	(*ListApprovalsRequest)(nil),      // 18: nexus.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),     // 19: nexus.v1.ListApprovalsResponse
+	(*RevokeApprovalRequest)(nil),     // 20: nexus.v1.RevokeApprovalRequest
+	(*RevokeApprovalResponse)(nil),    // 21: nexus.v1.RevokeApprovalResponse
+	(*timestamppb.Timestamp)(nil),     // 22: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	8,  // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	17, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	17, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	22, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	22, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	9,  // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	10, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	11, // 7: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
 	7,  // 8: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	1,  // 9: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 10: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 11: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	12, // 12: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	13, // 13: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	15, // 14: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	2,  // 15: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 16: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 17: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 18: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	14, // 19: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	16, // 20: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	22, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	17, // 10: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
+	1,  // 11: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 12: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 13: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	12, // 14: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	13, // 15: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	15, // 16: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	18, // 17: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	20, // 18: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	2,  // 19: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 20: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 21: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 22: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	14, // 23: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	16, // 24: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	19, // 25: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	21, // 26: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	19, // [19:27] is the sub-list for method output_type
+	11, // [11:19] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -1364,7 +1667,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,8 @@ const (
 	ToolManager_WatchToolCalls_FullMethodName    = "/nexus.v1.ToolManager/WatchToolCalls"
 	ToolManager_ListToolCalls_FullMethodName     = "/nexus.v1.ToolManager/ListToolCalls"
 	ToolManager_CancelToolCall_FullMethodName    = "/nexus.v1.ToolManager/CancelToolCall"
+	ToolManager_ListApprovals_FullMethodName     = "/nexus.v1.ToolManager/ListApprovals"
+	ToolManager_RevokeApproval_FullMethodName    = "/nexus.v1.ToolManager/RevokeApproval"
 )
 
 // ToolManagerClient is the client API for ToolManager service.
@@ -46,6 +48,11 @@ type ToolManagerClient interface {
 	ListToolCalls(ctx context.Context, in *ListToolCallsRequest, opts ...grpc.CallOption) (*ListToolCallsResponse, error)
 	// CancelToolCall ends a running call with status error and code cancelled.
 	CancelToolCall(ctx context.Context, in *CancelToolCallRequest, opts ...grpc.CallOption) (*CancelToolCallResponse, error)
+	// ListApprovals lists the remembered "always" answers (admin token only).
+	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
+	// RevokeApproval forgets the remembered answer of an app for a tool
+	// (admin token only).
+	RevokeApproval(ctx context.Context, in *RevokeApprovalRequest, opts ...grpc.CallOption) (*RevokeApprovalResponse, error)
 }
 
 type toolManagerClient struct {
@@ -125,6 +132,26 @@ func (c *toolManagerClient) CancelToolCall(ctx context.Context, in *CancelToolCa
 	return out, nil
 }
 
+func (c *toolManagerClient) ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListApprovalsResponse)
+	err := c.cc.Invoke(ctx, ToolManager_ListApprovals_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) RevokeApproval(ctx context.Context, in *RevokeApprovalRequest, opts ...grpc.CallOption) (*RevokeApprovalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeApprovalResponse)
+	err := c.cc.Invoke(ctx, ToolManager_RevokeApproval_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolManagerServer is the server API for ToolManager service.
 // All implementations must embed UnimplementedToolManagerServer
 // for forward compatibility.
@@ -144,6 +171,11 @@ type ToolManagerServer interface {
 	ListToolCalls(context.Context, *ListToolCallsRequest) (*ListToolCallsResponse, error)
 	// CancelToolCall ends a running call with status error and code cancelled.
 	CancelToolCall(context.Context, *CancelToolCallRequest) (*CancelToolCallResponse, error)
+	// ListApprovals lists the remembered "always" answers (admin token only).
+	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
+	// RevokeApproval forgets the remembered answer of an app for a tool
+	// (admin token only).
+	RevokeApproval(context.Context, *RevokeApprovalRequest) (*RevokeApprovalResponse, error)
 	mustEmbedUnimplementedToolManagerServer()
 }
 
@@ -171,6 +203,12 @@ func (UnimplementedToolManagerServer) ListToolCalls(context.Context, *ListToolCa
 }
 func (UnimplementedToolManagerServer) CancelToolCall(context.Context, *CancelToolCallRequest) (*CancelToolCallResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CancelToolCall not implemented")
+}
+func (UnimplementedToolManagerServer) ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListApprovals not implemented")
+}
+func (UnimplementedToolManagerServer) RevokeApproval(context.Context, *RevokeApprovalRequest) (*RevokeApprovalResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RevokeApproval not implemented")
 }
 func (UnimplementedToolManagerServer) mustEmbedUnimplementedToolManagerServer() {}
 func (UnimplementedToolManagerServer) testEmbeddedByValue()                     {}
@@ -294,6 +332,42 @@ func _ToolManager_CancelToolCall_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolManager_ListApprovals_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListApprovalsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).ListApprovals(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_ListApprovals_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).ListApprovals(ctx, req.(*ListApprovalsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_RevokeApproval_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeApprovalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).RevokeApproval(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_RevokeApproval_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).RevokeApproval(ctx, req.(*RevokeApprovalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolManager_ServiceDesc is the grpc.ServiceDesc for ToolManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -320,6 +394,14 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelToolCall",
 			Handler:    _ToolManager_CancelToolCall_Handler,
+		},
+		{
+			MethodName: "ListApprovals",
+			Handler:    _ToolManager_ListApprovals_Handler,
+		},
+		{
+			MethodName: "RevokeApproval",
+			Handler:    _ToolManager_RevokeApproval_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

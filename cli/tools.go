@@ -1,0 +1,318 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+)
+
+// toolsCommand is "nexus tools": list, describe and run tools.
+func (e *env) toolsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List, describe and run tools",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  needVerb,
+	}
+	var server string
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the tools",
+		Args:  argsBetween(0, 0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				resp, err := t.ListTools(ctx, &nexusv1.ListToolsRequest{ServerName: server})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					tw := newTable(w)
+					fmt.Fprintln(tw, "NAME\tSERVER\tKIND\tRISK\tDESCRIPTION")
+					for _, d := range resp.GetTools() {
+						srv := d.GetServerName()
+						if srv == "" {
+							srv = "core"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.GetName(), srv, d.GetKind(), d.GetRisk(), firstSentence(d.GetDescription()))
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	ls.Flags().StringVar(&server, "server", "", "only the tools of MCP server `NAME`")
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Describe a tool, with its input and output schemas",
+		Args:  argsBetween(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				resp, err := t.GetToolDefinition(ctx, &nexusv1.GetToolDefinitionRequest{Name: args[0], ServerName: server})
+				if err != nil {
+					return err
+				}
+				if !resp.GetFound() {
+					return fmt.Errorf("no tool %q", args[0])
+				}
+				return e.output(resp, func(w io.Writer) error {
+					d := resp.GetTool()
+					fmt.Fprintf(w, "%s (%s, risk %s)\n%s\n\ninput schema:\n%s\n", d.GetName(), d.GetKind(), d.GetRisk(), d.GetDescription(), indentJSON(d.GetInputSchemaJson()))
+					if d.GetOutputSchemaJson() != "" {
+						fmt.Fprintf(w, "\noutput schema:\n%s\n", indentJSON(d.GetOutputSchemaJson()))
+					}
+					return nil
+				})
+			})
+		},
+	}
+	show.Flags().StringVar(&server, "server", "", "the MCP server `NAME` of the tool")
+	var argsJSON, app, intent string
+	run := &cobra.Command{
+		Use:   "run NAME [--args JSON]",
+		Short: "Run a tool and show its status changes live",
+		Args:  argsBetween(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if argsJSON == "" {
+				argsJSON = "{}"
+			}
+			if !json.Valid([]byte(argsJSON)) {
+				return usagef("--args is not valid JSON")
+			}
+			return e.callTools(cmd.Context(), func(ctx context.Context, _ nexusv1.ToolManagerClient, c nexusv1.CoreFrameworkClient) error {
+				stream, err := c.ExecuteToolStream(ctx, &nexusv1.ExecuteToolRequest{ToolName: args[0], ServerName: server,
+					ArgumentsJson: argsJSON, RequestingAppId: app, Intent: intent})
+				if err != nil {
+					return err
+				}
+				var last *nexusv1.ToolCall
+				for {
+					call, err := stream.Recv()
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						return err
+					}
+					last = call
+					if e.json {
+						if err := e.printJSON(call); err != nil {
+							return err
+						}
+						continue
+					}
+					line := fmt.Sprintf("%s %s %s", call.GetToolCallId(), call.GetToolName(), call.GetStatus())
+					if p := call.GetProgress(); p != nil {
+						line += fmt.Sprintf(" (%g/%g %s)", p.GetProgress(), p.GetTotal(), p.GetMessage())
+					}
+					fmt.Fprintln(e.stderr, line)
+				}
+				if last == nil {
+					return errors.New("the daemon sent no status")
+				}
+				if last.GetStatus() == "error" {
+					if !e.json && last.GetResultJson() != "" {
+						fmt.Fprintln(e.stdout, indentJSON(last.GetResultJson()))
+					}
+					return fmt.Errorf("%s: %s", last.GetError().GetCode(), last.GetError().GetMessage())
+				}
+				if !e.json {
+					fmt.Fprintln(e.stdout, indentJSON(last.GetResultJson()))
+				}
+				return nil
+			})
+		},
+	}
+	run.Flags().StringVar(&argsJSON, "args", "", "the arguments, a JSON object")
+	run.Flags().StringVar(&server, "server", "", "the MCP server `NAME` of the tool")
+	run.Flags().StringVar(&app, "app", "", "run with the rules of app `ID`")
+	run.Flags().StringVar(&intent, "intent", "", "why the call is made, shown when permission is asked")
+	cmd.AddCommand(ls, show, run)
+	return cmd
+}
+
+// callsCommand is "nexus calls": the recent tool calls, or a live view.
+func (e *env) callsCommand() *cobra.Command {
+	var watch bool
+	var app, status string
+	var limit int32
+	cmd := &cobra.Command{
+		Use:   "calls [--watch]",
+		Short: "List the recent tool calls, or watch them live",
+		Args:  argsBetween(0, 0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				if watch {
+					stream, err := t.WatchToolCalls(ctx, &nexusv1.WatchToolCallsRequest{AppId: app})
+					if err != nil {
+						return err
+					}
+					for {
+						call, err := stream.Recv()
+						if err != nil {
+							if ctx.Err() != nil {
+								return nil
+							}
+							return err
+						}
+						if e.json {
+							if err := e.printJSON(call); err != nil {
+								return err
+							}
+							continue
+						}
+						fmt.Fprintln(e.stdout, callLine(call))
+					}
+				}
+				resp, err := t.ListToolCalls(ctx, &nexusv1.ListToolCallsRequest{AppId: app, Status: status, Limit: limit})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					tw := newTable(w)
+					fmt.Fprintln(tw, "ID\tSTARTED\tAPP\tTOOL\tSTATUS\tERROR")
+					for _, c := range resp.GetToolCalls() {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.GetToolCallId(), c.GetStartedAt().AsTime().Local().Format(time.RFC3339),
+							orDash(c.GetAppId()), toolLabel(c), c.GetStatus(), c.GetError().GetCode())
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&watch, "watch", false, "stream every status change until interrupted")
+	cmd.Flags().StringVar(&app, "app", "", "only the calls of app `ID`")
+	cmd.Flags().StringVar(&status, "status", "", "only calls with this `STATUS`")
+	cmd.Flags().Int32Var(&limit, "limit", 50, "at most `N` calls")
+	return cmd
+}
+
+func callLine(c *nexusv1.ToolCall) string {
+	line := fmt.Sprintf("%s %s %s %s", c.GetToolCallId(), orDash(c.GetAppId()), toolLabel(c), c.GetStatus())
+	if e := c.GetError(); e != nil {
+		line += fmt.Sprintf(" %s: %s", e.GetCode(), e.GetMessage())
+	}
+	return line
+}
+
+func toolLabel(c *nexusv1.ToolCall) string {
+	if c.GetServerName() != "" {
+		return c.GetServerName() + "/" + c.GetToolName()
+	}
+	return c.GetToolName()
+}
+
+// permCommand is "nexus perm": check the policy, list and revoke the
+// remembered answers.
+func (e *env) permCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "perm",
+		Short: "Check permissions and manage remembered answers",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  needVerb,
+	}
+	var app, server string
+	check := &cobra.Command{
+		Use:   "check TOOL [RESOURCE]",
+		Short: "Say whether an app may call a tool: allow, ask or deny, and why",
+		Args:  argsBetween(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resource := ""
+			if len(args) == 2 {
+				resource = args[1]
+			}
+			return e.call(cmd.Context(), func(ctx context.Context, c nexusv1.CoreFrameworkClient) error {
+				resp, err := c.CheckPermission(ctx, &nexusv1.CheckPermissionRequest{AppId: app, Action: args[0], Resource: resource})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "%s: %s\n", resp.GetDecision(), resp.GetReason())
+					return err
+				})
+			})
+		},
+	}
+	check.Flags().StringVar(&app, "app", "", "the app `ID` (default: the person at the terminal)")
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the remembered \"always\" answers",
+		Args:  argsBetween(0, 0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				resp, err := t.ListApprovals(ctx, &nexusv1.ListApprovalsRequest{})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					tw := newTable(w)
+					fmt.Fprintln(tw, "APP\tTOOL\tANSWER\tSINCE")
+					for _, a := range resp.GetApprovals() {
+						answer := "reject_always"
+						if a.GetAllow() {
+							answer = "allow_always"
+						}
+						tool := a.GetToolName()
+						if a.GetServerName() != "" {
+							tool = a.GetServerName() + "/" + tool
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDash(a.GetAppId()), tool, answer, a.GetTime().AsTime().Local().Format(time.RFC3339))
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke TOOL --app ID",
+		Short: "Forget the remembered answer of an app for a tool",
+		Args:  argsBetween(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				resp, err := t.RevokeApproval(ctx, &nexusv1.RevokeApprovalRequest{AppId: app, ToolName: args[0], ServerName: server})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					if resp.GetRevoked() {
+						_, err := fmt.Fprintln(w, "revoked")
+						return err
+					}
+					_, err := fmt.Fprintln(w, "nothing remembered")
+					return err
+				})
+			})
+		},
+	}
+	revoke.Flags().StringVar(&app, "app", "", "the app `ID` (empty: the person's own answers)")
+	revoke.Flags().StringVar(&server, "server", "", "the MCP server `NAME` of the tool")
+	cmd.AddCommand(check, ls, revoke)
+	return cmd
+}
+
+func firstSentence(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if i := strings.Index(s, ". "); i > 0 {
+		s = s[:i+1]
+	}
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func indentJSON(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}

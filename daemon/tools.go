@@ -1,0 +1,68 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/rpc"
+	"github.com/nexuscocreate/nexus/state"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/core"
+	"github.com/nexuscocreate/nexus/tools/policy"
+	"github.com/nexuscocreate/nexus/workspace"
+)
+
+// approvalTimeout is how long a call waits for the person's answer before
+// it is denied.
+const approvalTimeout = 2 * time.Minute
+
+// openTools builds the ToolManager with the core tools and the permission
+// policy of the configuration.
+func openTools(ws string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, rpc.Permissions, error) {
+	rules, err := policy.FromConfig(cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("tool policy: %w", err)
+	}
+	approvals, err := policy.OpenApprovals(filepath.Join(l.nexusDir, "approvals.json"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pol := policy.New(rules, approvals)
+	// The editor attaches as the approver (editor protocol); until then,
+	// calls the policy asks about are denied with a message saying so.
+	approvers := &policy.Approvers{}
+	outputLimit := int(cfg.Tools.OutputLimit)
+	m, err := tools.NewManager(tools.Options{
+		Bus:    bus,
+		Logger: logger,
+		Gate:   pol.Gate(approvers, approvalTimeout, logger),
+		// A result carries at most tools.outputLimit bytes of content;
+		// JSON escaping can double it.
+		OutputLimit: 2*outputLimit + 64<<10,
+		Timeout:     time.Duration(cfg.Tools.Timeout),
+		AuditFile:   filepath.Join(l.nexusDir, "audit", "toolcalls.jsonl"),
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ct, err := core.New(core.Config{
+		Workspace:      ws,
+		Definitions:    defs,
+		DefinitionsDir: l.resolve(cfg.Definitions.Root),
+		ReadLimit:      int64(outputLimit),
+	})
+	if err != nil {
+		m.Close()
+		return nil, nil, nil, fmt.Errorf("core tools: %w", err)
+	}
+	for _, t := range ct.List() {
+		if err := m.Register(t); err != nil {
+			m.Close()
+			return nil, nil, nil, err
+		}
+	}
+	return m, approvals, pol.CheckWith(m), nil
+}

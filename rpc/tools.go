@@ -1,0 +1,274 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nexuscocreate/nexus/events"
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
+)
+
+// Permissions answers CheckPermission and hides the tools an app is denied.
+// action is a tool name; decision is allow, ask or deny.
+type Permissions func(appID, action, resource string) (decision, reason string)
+
+// toolService is the ToolManager API and the tool RPCs of CoreFramework: a
+// thin adapter from protobuf to the tools.Manager.
+type toolService struct {
+	nexusv1.UnimplementedToolManagerServer
+
+	tools     *tools.Manager
+	perms     Permissions
+	approvals *policy.Approvals
+	bus       *events.Bus
+	apps      map[string]*App
+}
+
+var _ nexusv1.ToolManagerServer = (*toolService)(nil)
+
+func (s *toolService) caller(ctx context.Context, appID string) (caller, error) {
+	return (&frameworkService{apps: s.apps}).callerFor(ctx, appID)
+}
+
+func (s *toolService) ListTools(ctx context.Context, req *nexusv1.ListToolsRequest) (*nexusv1.ListToolsResponse, error) {
+	c, err := s.caller(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	resp := &nexusv1.ListToolsResponse{}
+	for _, d := range s.tools.List(req.GetServerName()) {
+		if s.perms != nil && c.appID != "" {
+			if decision, _ := s.perms(c.appID, d.Name, d.ServerName); decision == "deny" {
+				continue
+			}
+		}
+		resp.Tools = append(resp.Tools, toolDefinition(d))
+	}
+	return resp, nil
+}
+
+func (s *toolService) GetToolDefinition(ctx context.Context, req *nexusv1.GetToolDefinitionRequest) (*nexusv1.GetToolDefinitionResponse, error) {
+	if _, err := s.caller(ctx, req.GetAppId()); err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "name is required")
+	}
+	d, ok := s.tools.Lookup(req.GetName(), req.GetServerName())
+	if !ok {
+		return &nexusv1.GetToolDefinitionResponse{Found: false}, nil
+	}
+	return &nexusv1.GetToolDefinitionResponse{Found: true, Tool: toolDefinition(d)}, nil
+}
+
+func toolDefinition(d tools.Definition) *nexusv1.ToolDefinition {
+	return &nexusv1.ToolDefinition{Name: d.Name, Title: d.Title, Description: d.Description, ServerName: d.ServerName,
+		InputSchemaJson: string(d.InputSchema), OutputSchemaJson: string(d.OutputSchema), Kind: string(d.Kind), Risk: string(d.Risk)}
+}
+
+// executeRequest turns a request into a tools.ExecuteRequest for the caller.
+func (s *toolService) executeRequest(ctx context.Context, req *nexusv1.ExecuteToolRequest) (tools.ExecuteRequest, error) {
+	c, err := s.caller(ctx, req.GetRequestingAppId())
+	if err != nil {
+		return tools.ExecuteRequest{}, err
+	}
+	if req.GetToolName() == "" {
+		return tools.ExecuteRequest{}, status.Error(codes.InvalidArgument, "toolName is required")
+	}
+	args := json.RawMessage(req.GetArgumentsJson())
+	if strings.TrimSpace(req.GetArgumentsJson()) == "" {
+		args = json.RawMessage("{}")
+	}
+	return tools.ExecuteRequest{
+		ToolName: req.GetToolName(), ServerName: req.GetServerName(), Arguments: args,
+		AppID: c.appID, Author: c.author, TaskID: req.GetTaskId(), RequestID: req.GetRequestId(),
+		Intent: req.GetIntent(), ExpectedOutcome: req.GetExpectedOutcome(),
+	}, nil
+}
+
+func (s *toolService) ExecuteTool(ctx context.Context, req *nexusv1.ExecuteToolRequest) (*nexusv1.ExecuteToolResponse, error) {
+	er, err := s.executeRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c := s.tools.Execute(ctx, er)
+	resp := &nexusv1.ExecuteToolResponse{Success: c.Status == tools.StatusCompleted, OutputJson: string(c.ResultJSON), ToolCallId: c.ID}
+	if c.Error != nil {
+		resp.ErrorCode, resp.Message = c.Error.Code, c.Error.Message
+	}
+	return resp, nil
+}
+
+// executeStream runs a call and streams its status changes. A slow reader
+// may miss intermediate changes; the final status is always sent.
+func (s *toolService) executeStream(ctx context.Context, req *nexusv1.ExecuteToolRequest, send func(*nexusv1.ToolCall) error) error {
+	er, err := s.executeRequest(ctx, req)
+	if err != nil {
+		return err
+	}
+	updates := make(chan tools.Call, 256)
+	er.OnUpdate = func(c tools.Call) {
+		if c.Done() {
+			return // sent below, never dropped
+		}
+		select {
+		case updates <- c:
+		default:
+		}
+	}
+	go func() {
+		final := s.tools.Execute(ctx, er)
+		updates <- final
+		close(updates)
+	}()
+	var sendErr error
+	for c := range updates {
+		if sendErr == nil {
+			sendErr = send(toolCall(c))
+		}
+	}
+	return sendErr
+}
+
+func (s *toolService) WatchToolCalls(req *nexusv1.WatchToolCallsRequest, stream nexusv1.ToolManager_WatchToolCallsServer) error {
+	c, err := s.caller(stream.Context(), req.GetAppId())
+	if err != nil {
+		return err
+	}
+	appFilter := c.appID // an app sees its own calls; the admin all, or one app's
+	id := req.GetToolCallId()
+	sub := s.bus.Subscribe(func(ev any) bool {
+		call, ok := ev.(tools.Call)
+		return ok && (appFilter == "" || call.AppID == appFilter) && (id == "" || call.ID == id)
+	}, watchBuffer)
+	defer sub.Close()
+	if err := live(stream); err != nil {
+		return err
+	}
+	return forward(stream.Context(), sub, func(ev any) error { return stream.Send(toolCall(ev.(tools.Call))) })
+}
+
+func (s *toolService) ListToolCalls(ctx context.Context, req *nexusv1.ListToolCallsRequest) (*nexusv1.ListToolCallsResponse, error) {
+	c, err := s.caller(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetLimit() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "limit %d is negative", req.GetLimit())
+	}
+	resp := &nexusv1.ListToolCallsResponse{}
+	for _, call := range s.tools.Calls(tools.CallFilter{AppID: c.appID, Status: req.GetStatus(), Limit: int(req.GetLimit())}) {
+		resp.ToolCalls = append(resp.ToolCalls, toolCall(call))
+	}
+	return resp, nil
+}
+
+func (s *toolService) CancelToolCall(ctx context.Context, req *nexusv1.CancelToolCallRequest) (*nexusv1.CancelToolCallResponse, error) {
+	c, err := s.caller(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	call, ok := s.tools.Get(req.GetToolCallId())
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no tool call %q", req.GetToolCallId())
+	}
+	if c.id.App != nil && call.AppID != c.id.App.ID {
+		return nil, status.Errorf(codes.PermissionDenied, "tool call %s belongs to another app", call.ID)
+	}
+	return &nexusv1.CancelToolCallResponse{Cancelled: s.tools.Cancel(call.ID)}, nil
+}
+
+// toolCall converts a call to its protobuf form.
+func toolCall(c tools.Call) *nexusv1.ToolCall {
+	p := &nexusv1.ToolCall{
+		ToolCallId: c.ID, ToolName: c.ToolName, ServerName: c.ServerName, ArgumentsJson: string(c.ArgumentsJSON),
+		Status: c.Status, ResultJson: string(c.ResultJSON), AppId: c.AppID, TaskId: c.TaskID, RequestId: c.RequestID,
+		Title: c.Title, Kind: string(c.Kind), StartedAt: timestamppb.New(c.StartedAt),
+	}
+	if !c.EndedAt.IsZero() {
+		p.EndedAt = timestamppb.New(c.EndedAt)
+	}
+	if c.Error != nil {
+		p.Error = &nexusv1.ToolCallError{Code: c.Error.Code, Message: c.Error.Message}
+	}
+	if c.Progress != nil {
+		p.Progress = &nexusv1.ToolCallProgress{Progress: c.Progress.Progress, Total: c.Progress.Total, Message: c.Progress.Message}
+	}
+	if c.ICERC != nil {
+		p.Icerc = &nexusv1.Icerc{Intent: c.ICERC.Intent, Command: c.ICERC.Command, ExpectedOutcome: c.ICERC.ExpectedOutcome,
+			Risk: &nexusv1.RiskAssessment{Level: string(c.ICERC.Risk.Level), Scope: c.ICERC.Risk.Scope, Details: c.ICERC.Risk.Details}}
+	}
+	return p
+}
+
+// The tool RPCs of CoreFramework.
+
+func (s *frameworkService) ExecuteTool(ctx context.Context, req *nexusv1.ExecuteToolRequest) (*nexusv1.ExecuteToolResponse, error) {
+	return s.tools.ExecuteTool(ctx, req)
+}
+
+func (s *frameworkService) ExecuteToolStream(req *nexusv1.ExecuteToolRequest, stream nexusv1.CoreFramework_ExecuteToolStreamServer) error {
+	return s.tools.executeStream(stream.Context(), req, stream.Send)
+}
+
+func (s *frameworkService) CheckPermission(ctx context.Context, req *nexusv1.CheckPermissionRequest) (*nexusv1.CheckPermissionResponse, error) {
+	c, err := s.callerFor(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetAction() == "" {
+		return nil, status.Error(codes.InvalidArgument, "action is required: a tool name")
+	}
+	if s.tools.perms == nil {
+		return &nexusv1.CheckPermissionResponse{Decision: "deny", Reason: "no permission policy is configured"}, nil
+	}
+	decision, reason := s.tools.perms(c.appID, req.GetAction(), req.GetResource())
+	return &nexusv1.CheckPermissionResponse{Allowed: decision == "allow", Decision: decision, Reason: reason}, nil
+}
+
+// adminOnly refuses app tokens: remembered answers are the person's.
+func adminOnly(ctx context.Context) error {
+	if !identityFrom(ctx).Admin {
+		return status.Error(codes.PermissionDenied, "only the admin token may list or revoke remembered answers")
+	}
+	return nil
+}
+
+func (s *toolService) ListApprovals(ctx context.Context, _ *nexusv1.ListApprovalsRequest) (*nexusv1.ListApprovalsResponse, error) {
+	if err := adminOnly(ctx); err != nil {
+		return nil, err
+	}
+	resp := &nexusv1.ListApprovalsResponse{}
+	if s.approvals == nil {
+		return resp, nil
+	}
+	for _, a := range s.approvals.List() {
+		resp.Approvals = append(resp.Approvals, &nexusv1.Approval{AppId: a.AppID, ToolName: a.Tool, ServerName: a.Server,
+			DefinitionHash: a.DefinitionHash, Allow: a.Allow, Time: timestamppb.New(a.Time)})
+	}
+	return resp, nil
+}
+
+func (s *toolService) RevokeApproval(ctx context.Context, req *nexusv1.RevokeApprovalRequest) (*nexusv1.RevokeApprovalResponse, error) {
+	if err := adminOnly(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetToolName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "toolName is required")
+	}
+	if s.approvals == nil {
+		return &nexusv1.RevokeApprovalResponse{}, nil
+	}
+	ok, err := s.approvals.Revoke(req.GetAppId(), req.GetToolName(), req.GetServerName())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "revoke: %v", err)
+	}
+	return &nexusv1.RevokeApprovalResponse{Revoked: ok}, nil
+}
