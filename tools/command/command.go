@@ -1,0 +1,185 @@
+// Package command runs the commands of execute_command: confined,
+// time-limited, output-capped, and killed as a whole tree. Start with
+// [Runner.Run].
+//
+// A command does not run as a child of the daemon directly. The daemon
+// re-executes itself as a helper ([HelperMain], selected by [HelperArg]) in
+// a new session and, where the kernel allows it, in a new PID namespace
+// (and a new network namespace when a sandboxed command has no network).
+// The helper applies the resource limits, no_new_privs and Landlock for
+// the [Mode], forks and execs the command, reaps it (it is PID 1 of the
+// namespace) and reports how it ended on a pipe. When the helper exits,
+// the kernel kills whatever is left in the namespace; on timeout or
+// cancellation the daemon SIGKILLs the helper and its process group.
+//
+// What is enforced, and how:
+//
+//   - Tree kill: the PID namespace, which catches setsid children too,
+//     plus the process group. Without CAP_SYS_ADMIN there is no PID
+//     namespace (the Runner logs it once): only the process group is
+//     killed, a child that calls setsid escapes it, and Run stops reading
+//     output that such a child holds open one second after the command.
+//   - Filesystem ([ReadOnly], [WorkspaceWrite]): Landlock at the highest
+//     ABI both the kernel and go-landlock know, never best effort, and at
+//     least ABI 3 so that truncate(2) is covered. If it cannot be enforced,
+//     the command does not run and Run returns [ErrSandboxUnavailable].
+//     Off mode has neither Landlock nor no_new_privs.
+//   - Network off ([Spec.Network] false in a sandboxed mode): Landlock
+//     denies TCP bind and connect (ABI 4+, required), UDP (ABI 10+),
+//     connecting to abstract unix sockets outside the sandbox (ABI 6+) and
+//     to pathname unix sockets (ABI 9+). Below those ABIs Landlock does
+//     not cover UDP or unix sockets, and it never covers raw sockets or
+//     Multipath TCP; the network namespace (only a loopback, down) covers
+//     all of them where it can be made.
+//   - Processes: in a PID namespace on Linux 6.14+, the namespace's
+//     pid_max holds the command to between MaxProcs and MaxProcs+300
+//     tasks, root included. Elsewhere RLIMIT_NPROC, set to MaxProcs more
+//     than the user already runs, which the kernel ignores for root.
+//   - Output: at most [Spec.OutputLimit] bytes of stdout and stderr
+//     together are kept, as heads and tails; the rest is read and dropped.
+//   - Environment: exactly [Spec.Env]; the helper itself runs with an
+//     empty environment and gets the command on a pipe.
+package command
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Mode is how a command is confined.
+type Mode string
+
+const (
+	// ReadOnly lets the command read and execute everywhere and write
+	// nowhere but a few character devices (/dev/null and the like).
+	ReadOnly Mode = "read-only"
+	// WorkspaceWrite is ReadOnly plus writing under the workspace, the
+	// temporary directory and /dev/shm.
+	WorkspaceWrite Mode = "workspace-write"
+	// Off runs the command without Landlock; the tree kill, the timeout,
+	// the output cap and the resource limits still apply.
+	Off Mode = "off"
+)
+
+// DefaultMaxProcs is the process limit when Spec.MaxProcs is 0.
+const DefaultMaxProcs = 512
+
+// ErrSandboxUnavailable means the confinement a mode asks for cannot be
+// enforced here; the command was not run.
+var ErrSandboxUnavailable = errors.New("command sandbox unavailable")
+
+// Spec is a command to run and the limits it runs under.
+type Spec struct {
+	// Argv is the program and its arguments; a program name without a
+	// slash is looked up in the PATH of Env. Exactly one of Argv or
+	// Shell is set.
+	Argv []string
+	// Shell is a script run by /bin/sh -c.
+	Shell string
+	// Dir is the absolute working directory; the caller has confined it
+	// to the workspace.
+	Dir string
+	// Env is the command's whole environment, KEY=VALUE; nothing else
+	// is inherited.
+	Env []string
+	// Timeout is how long the command may run before its tree is killed;
+	// it must be > 0.
+	Timeout time.Duration
+	// OutputLimit is how many bytes of stdout and stderr together are
+	// kept; beyond it, the head and the tail of each are kept.
+	OutputLimit int
+	Mode        Mode
+	// Workspace is the absolute workspace root, writable in
+	// WorkspaceWrite mode.
+	Workspace string
+	// Network allows network access in ReadOnly and WorkspaceWrite mode;
+	// false denies what Landlock and a network namespace can deny (see
+	// the package documentation). It is ignored in Off mode.
+	Network bool
+	// MaxProcs bounds how many processes and threads the command may
+	// have; 0 means DefaultMaxProcs. See the package documentation for
+	// how, and where it cannot be enforced.
+	MaxProcs int
+}
+
+// Result is how a command that ran ended.
+type Result struct {
+	// ExitCode is the command's exit status, or -1 when a signal ended it.
+	ExitCode int
+	// Signal names the signal that ended the command ("killed",
+	// "terminated", ...); empty when it exited.
+	Signal string
+	Stdout string
+	Stderr string
+	// Truncated is set when the output went over the limit: Stdout and
+	// Stderr then hold their head, "\n…[N bytes omitted]…\n" and their
+	// tail.
+	Truncated bool
+	// TimedOut is set when the timeout killed the command.
+	TimedOut bool
+	// Cancelled is set when the context was done before the command
+	// ended, and the command was killed for it.
+	Cancelled bool
+	Duration  time.Duration
+}
+
+func (s *Spec) validate() error {
+	switch {
+	case len(s.Argv) > 0 && s.Shell != "":
+		return errors.New("command: both argv and shell are set")
+	case len(s.Argv) == 0 && s.Shell == "":
+		return errors.New("command: neither argv nor shell is set")
+	case len(s.Argv) > 0 && s.Argv[0] == "":
+		return errors.New("command: empty program name")
+	case !filepath.IsAbs(s.Dir):
+		return fmt.Errorf("command: working directory %q is not absolute", s.Dir)
+	case s.Timeout <= 0:
+		return fmt.Errorf("command: timeout %v is not positive", s.Timeout)
+	case s.OutputLimit <= 0:
+		return fmt.Errorf("command: output limit %d is not positive", s.OutputLimit)
+	case s.MaxProcs < 0:
+		return fmt.Errorf("command: process limit %d is negative", s.MaxProcs)
+	}
+	switch s.Mode {
+	case Off, ReadOnly:
+	case WorkspaceWrite:
+		if !filepath.IsAbs(s.Workspace) {
+			return fmt.Errorf("command: workspace %q is not absolute", s.Workspace)
+		}
+	default:
+		return fmt.Errorf("command: unknown sandbox mode %q", s.Mode)
+	}
+	for _, a := range slices.Concat(s.Argv, []string{s.Shell, s.Dir, s.Workspace}) {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("command: %q contains a NUL byte", a)
+		}
+	}
+	for _, kv := range s.Env {
+		if !validEnv(kv) {
+			return fmt.Errorf("command: environment entry %q is not KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+func validEnv(kv string) bool {
+	return strings.IndexByte(kv, '=') > 0 && !strings.ContainsRune(kv, 0)
+}
+
+func (s *Spec) argv() []string {
+	if s.Shell != "" {
+		return []string{"/bin/sh", "-c", s.Shell}
+	}
+	return s.Argv
+}
+
+func (s *Spec) maxProcs() int {
+	if s.MaxProcs == 0 {
+		return DefaultMaxProcs
+	}
+	return s.MaxProcs
+}
