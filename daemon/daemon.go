@@ -34,6 +34,9 @@ type Options struct {
 	Version   string
 	// Stderr receives the log when there is no log file.
 	Stderr io.Writer
+	// HelperPath is the executable that runs commands in their sandbox
+	// (it handles command.HelperArg); default: this executable.
+	HelperPath string
 }
 
 // Info is the content of .nexus/run/daemon.json.
@@ -99,7 +102,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer rt.Close()
 
-	toolManager, approvals, perms, err := openTools(ws, l, cfg, defs, bus, logger)
+	toolManager, approvals, perms, err := openTools(ws, opts.HelperPath, l, cfg, defs, bus, logger)
 	if err != nil {
 		return err
 	}

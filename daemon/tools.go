@@ -10,6 +10,7 @@ import (
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/command"
 	"github.com/nexuscocreate/nexus/tools/core"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
@@ -21,7 +22,7 @@ const approvalTimeout = 2 * time.Minute
 
 // openTools builds the ToolManager with the core tools and the permission
 // policy of the configuration.
-func openTools(ws string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, rpc.Permissions, error) {
+func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, rpc.Permissions, error) {
 	rules, err := policy.FromConfig(cfg)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("tool policy: %w", err)
@@ -58,7 +59,15 @@ func openTools(ws string, l layout, cfg *workspace.Config, defs *state.Definitio
 		m.Close()
 		return nil, nil, nil, fmt.Errorf("core tools: %w", err)
 	}
-	for _, t := range ct.List() {
+	exec := ct.ExecuteCommand(core.ExecConfig{
+		Runner:       command.NewRunner(command.RunnerOptions{HelperPath: helperPath, Logger: logger}),
+		Mode:         command.Mode(cfg.Tools.Sandbox),
+		Network:      cfg.Tools.Network,
+		EnvAllowlist: cfg.Tools.EnvAllowlist,
+		Timeout:      time.Duration(cfg.Tools.Timeout),
+		OutputLimit:  outputLimit,
+	})
+	for _, t := range append(ct.List(), exec) {
 		if err := m.Register(t); err != nil {
 			m.Close()
 			return nil, nil, nil, err

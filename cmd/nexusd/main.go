@@ -13,12 +13,17 @@ import (
 	"syscall"
 
 	"github.com/nexuscocreate/nexus/daemon"
+	"github.com/nexuscocreate/nexus/tools/command"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	// nexusd re-executes itself as the sandbox of execute_command.
+	if len(os.Args) > 1 && os.Args[1] == command.HelperArg {
+		os.Exit(command.HelperMain(os.Args[2:]))
+	}
 	if err := run(context.Background(), os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
