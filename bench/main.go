@@ -28,15 +28,35 @@ import (
 	"github.com/nexuscocreate/nexus/daemon"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/state"
+	"github.com/nexuscocreate/nexus/tools/command"
 )
 
 func main() {
+	// The daemon runs in this process and re-executes it as the sandbox of
+	// execute_command.
+	if len(os.Args) > 1 && os.Args[1] == command.HelperArg {
+		os.Exit(command.HelperMain(os.Args[2:]))
+	}
 	commits := flag.Int("commits", 10000, "commits of history in the large workspace")
 	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
+	only := flag.String("only", "", "run only this part: state (with gRPC reads) or tools")
 	flag.Parse()
-	if err := run(*commits, *small, *files, *writes); err != nil {
+	var err error
+	switch *only {
+	case "":
+		if err = run(*commits, *small, *files, *writes); err == nil {
+			err = runTools()
+		}
+	case "state":
+		err = run(*commits, *small, *files, *writes)
+	case "tools":
+		err = runTools()
+	default:
+		err = fmt.Errorf("-only %q is not state or tools", *only)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -99,6 +119,20 @@ func run(commits, small, files, writes int) error {
 		s.Close()
 	}
 	return benchGRPC(wsLarge)
+}
+
+// runTools measures tool calls and their event stream.
+func runTools() error {
+	tmp, err := os.MkdirTemp("", "nexus-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Println()
+	if err := benchTools(tmp); err != nil {
+		return err
+	}
+	return benchEvents(tmp)
 }
 
 func filePath(i int) string { return fmt.Sprintf("app%02d/flows/file%03d.yaml", i%20, i) }
@@ -301,16 +335,16 @@ func benchDiff(s *state.Definitions, ws string) error {
 	return nil
 }
 
-// benchGRPC starts the daemon on the large workspace and measures reads
-// over its unix socket against a health check on the same socket.
-func benchGRPC(ws string) error {
+// daemonClient starts the daemon in this process on ws and returns a
+// connection to its socket with the admin token in ctx.
+func daemonClient(ws string) (*grpc.ClientConn, context.Context, func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	devnull, _ := os.Open(os.DevNull)
 	go func() {
 		done <- daemon.Run(ctx, daemon.Options{Workspace: ws, LogLevel: "error", Stderr: devnull, Version: "bench"})
 	}()
-	defer func() { cancel(); <-done }()
+	stop := func() { cancel(); <-done }
 	var info struct{ GRPCAddress, AdminTokenFile string }
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -319,20 +353,34 @@ func benchGRPC(ws string) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon not ready")
+			stop()
+			return nil, nil, nil, fmt.Errorf("daemon not ready")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	tok, err := os.ReadFile(info.AdminTokenFile)
 	if err != nil {
-		return err
+		stop()
+		return nil, nil, nil, err
 	}
-	conn, err := grpc.NewClient(info.GRPCAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(info.GRPCAddress, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	return conn, actx, func() { conn.Close(); stop() }, nil
+}
+
+// benchGRPC measures reads over the daemon's socket against a health check
+// (the cheapest RPC it serves) on the same socket.
+func benchGRPC(ws string) error {
+	conn, actx, stop, err := daemonClient(ws)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	defer stop()
 	health := healthpb.NewHealthClient(conn)
 	cf := nexusv1.NewCoreFrameworkClient(conn)
 	if _, err := cf.SetRuntimeValue(actx, &nexusv1.SetRuntimeValueRequest{Namespace: "bench", Key: "k", Value: "a small value"}); err != nil {

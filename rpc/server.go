@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"log/slog"
+	"runtime"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
@@ -40,6 +41,8 @@ func NewServer(cfg Config) *grpc.Server {
 		grpc.ChainStreamInterceptor(cfg.Auth.stream),
 		grpc.MaxRecvMsgSize(cfg.MaxMessageSize),
 		grpc.MaxSendMsgSize(cfg.MaxMessageSize),
+		// Reused workers keep their grown stacks between requests.
+		grpc.NumStreamWorkers(uint32(runtime.NumCPU())),
 	)
 	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{

@@ -87,10 +87,35 @@ type Manager struct {
 	toolsMu sync.RWMutex
 	tools   map[toolKey]*registered
 
+	// inflight counts the calls between their start and their end, so that
+	// Close can wait for them before it closes the audit log.
+	inflight sync.WaitGroup
+
 	callsMu sync.Mutex
 	running map[string]*liveCall
-	recent  []Call // finished, oldest first, at most opts.Recent
+	recent  ring // finished calls, at most opts.Recent
 	closed  bool
+}
+
+// ring keeps the last len(buf) finished calls.
+type ring struct {
+	buf  []Call
+	next int // where the next call goes
+	full bool
+}
+
+func (r *ring) add(c Call) {
+	r.buf[r.next] = c
+	r.next = (r.next + 1) % len(r.buf)
+	r.full = r.full || r.next == 0
+}
+
+// all returns the calls, oldest first.
+func (r *ring) all() []Call {
+	if !r.full {
+		return r.buf[:r.next]
+	}
+	return append(slices.Clone(r.buf[r.next:]), r.buf[:r.next]...)
 }
 
 type liveCall struct {
@@ -124,9 +149,10 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.Bus == nil {
 		opts.Bus = events.New()
 	}
-	m := &Manager{opts: opts, logger: opts.Logger, tools: map[toolKey]*registered{}, running: map[string]*liveCall{}}
+	m := &Manager{opts: opts, logger: opts.Logger, tools: map[toolKey]*registered{}, running: map[string]*liveCall{},
+		recent: ring{buf: make([]Call, opts.Recent)}}
 	if opts.AuditFile != "" {
-		a, err := openAuditLog(opts.AuditFile, opts.AuditMaxSize)
+		a, err := openAuditLog(opts.AuditFile, opts.AuditMaxSize, opts.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +262,9 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 		return lc.call
 	}
 	m.running[lc.call.ID] = lc
+	m.inflight.Add(1)
 	m.callsMu.Unlock()
+	defer m.inflight.Done()
 
 	m.toolsMu.RLock()
 	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
@@ -372,15 +400,10 @@ func (m *Manager) finish(lc *liveCall, out json.RawMessage, cerr *Error) Call {
 	final := lc.snapshot()
 	m.callsMu.Lock()
 	delete(m.running, final.ID)
-	m.recent = append(m.recent, final)
-	if over := len(m.recent) - m.opts.Recent; over > 0 {
-		m.recent = slices.Delete(m.recent, 0, over)
-	}
+	m.recent.add(final)
 	m.callsMu.Unlock()
 	if m.audit != nil {
-		if err := m.audit.append(final); err != nil {
-			m.logger.Warn("audit log not written", "error", err.Error(), "call", final.ID)
-		}
+		m.audit.append(final)
 	}
 	return final
 }
@@ -403,9 +426,9 @@ func (m *Manager) Get(id string) (Call, bool) {
 	lc, ok := m.running[id]
 	if !ok {
 		defer m.callsMu.Unlock()
-		for i := len(m.recent) - 1; i >= 0; i-- {
-			if m.recent[i].ID == id {
-				return m.recent[i], true
+		for _, c := range m.recent.buf {
+			if c.ID == id {
+				return c, true
 			}
 		}
 		return Call{}, false
@@ -424,11 +447,11 @@ type CallFilter struct {
 // Calls returns the running and recent calls that match, newest first.
 func (m *Manager) Calls(f CallFilter) []Call {
 	m.callsMu.Lock()
-	all := make([]Call, 0, len(m.running)+len(m.recent))
+	all := m.recent.all()
+	all = append(all[:len(all):len(all)], make([]Call, 0, len(m.running))...)
 	for _, lc := range m.running {
 		all = append(all, lc.snapshot())
 	}
-	all = append(all, m.recent...)
 	m.callsMu.Unlock()
 	sort.SliceStable(all, func(i, j int) bool { return all[i].ID > all[j].ID }) // UUIDv7: newest first
 	out := all[:0]
@@ -443,15 +466,18 @@ func (m *Manager) Calls(f CallFilter) []Call {
 	return out
 }
 
-// Close cancels the running calls and refuses new ones.
+// Close cancels the running calls, waits for them to end, and refuses new
+// ones. It is safe to call more than once.
 func (m *Manager) Close() error {
 	m.callsMu.Lock()
+	already := m.closed
 	m.closed = true
 	for _, lc := range m.running {
 		lc.cancel(errCancelled)
 	}
 	m.callsMu.Unlock()
-	if m.audit != nil {
+	m.inflight.Wait()
+	if m.audit != nil && !already {
 		return m.audit.close()
 	}
 	return nil
