@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"fmt"
 	"path"
 	"strings"
 
@@ -19,10 +18,13 @@ type caller struct {
 	author string
 }
 
-// callerFor checks the request's app id against the token: an app token
-// may act only for its own app (an empty app id means its own); the admin
-// token may act at the root ("") or for any known app.
-func (s *frameworkService) callerFor(ctx context.Context, appID string) (caller, error) {
+// apps are the apps the daemon knows, by id.
+type apps map[string]*App
+
+// caller checks the request's app id against the token: an app token may
+// act only for its own app (an empty app id means its own); the admin token
+// may act at the root ("") or for any known app.
+func (known apps) caller(ctx context.Context, appID string) (caller, error) {
 	id := identityFrom(ctx)
 	switch {
 	case id.App != nil:
@@ -32,7 +34,7 @@ func (s *frameworkService) callerFor(ctx context.Context, appID string) (caller,
 		return caller{id: id, appID: id.App.ID, author: state.AppAuthor(id.App.ID)}, nil
 	case id.Admin:
 		if appID != "" {
-			if _, ok := s.apps[appID]; !ok {
+			if _, ok := known[appID]; !ok {
 				return caller{}, status.Errorf(codes.NotFound, "unknown app %q: apps are declared in .nexus/config.yaml", appID)
 			}
 		}
@@ -162,11 +164,4 @@ func matchPattern(pat, parts []string) bool {
 		pat, parts = pat[1:], parts[1:]
 	}
 	return true // a directory pattern covers what is below it
-}
-
-func (c caller) String() string {
-	if c.id.App != nil {
-		return "app " + c.id.App.ID
-	}
-	return fmt.Sprintf("admin (app %q)", c.appID)
 }

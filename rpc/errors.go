@@ -25,9 +25,7 @@ func toStatus(err error) error {
 		code = codes.NotFound
 	case errors.Is(err, state.ErrConflict):
 		code = codes.Aborted
-	case errors.Is(err, state.ErrInvalid):
-		code = codes.InvalidArgument
-	case errors.Is(err, state.ErrTooLarge):
+	case errors.Is(err, state.ErrInvalid), errors.Is(err, state.ErrTooLarge):
 		code = codes.InvalidArgument
 	case errors.Is(err, state.ErrPatch):
 		code = codes.FailedPrecondition

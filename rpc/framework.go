@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,7 +29,7 @@ type frameworkService struct {
 	runtime *state.RuntimeStore
 	bus     *events.Bus
 	logger  *slog.Logger
-	apps    map[string]*App
+	apps    apps
 	tools   *toolService
 }
 
@@ -52,7 +53,7 @@ func (s *frameworkService) GetDefinitionFileContent(ctx context.Context, req *ne
 // definitionPath resolves who acts and the root-relative path of a
 // definition request, and checks that the caller may read (or write) it.
 func (s *frameworkService) definitionPath(ctx context.Context, appID, path string, write bool) (caller, string, error) {
-	c, err := s.callerFor(ctx, appID)
+	c, err := s.apps.caller(ctx, appID)
 	if err != nil {
 		return caller{}, "", err
 	}
@@ -63,7 +64,7 @@ func (s *frameworkService) definitionPath(ctx context.Context, appID, path strin
 // validText refuses to send a file that is not UTF-8 (only a file put on
 // disk by hand can be): protobuf strings must be valid UTF-8.
 func validText(p string, b []byte) error {
-	if !utf8Valid(b) {
+	if !utf8.Valid(b) {
 		return status.Errorf(codes.FailedPrecondition, "definition %q is not UTF-8 text", p)
 	}
 	return nil
@@ -125,7 +126,7 @@ func (s *frameworkService) RestoreDefinitionFile(ctx context.Context, req *nexus
 }
 
 func (s *frameworkService) ListDefinitionDirectory(ctx context.Context, req *nexusv1.ListDefinitionDirectoryRequest) (*nexusv1.ListDefinitionDirectoryResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
+	c, err := s.apps.caller(ctx, req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +194,7 @@ func (s *frameworkService) GetDefinitionFileDiff(ctx context.Context, req *nexus
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if !utf8Valid([]byte(d)) {
+	if !utf8.Valid([]byte(d)) {
 		return nil, status.Errorf(codes.FailedPrecondition, "the diff of %q is not UTF-8 text", req.GetPath())
 	}
 	return &nexusv1.GetDefinitionFileDiffResponse{Diff: d}, nil
@@ -204,7 +205,7 @@ func (s *frameworkService) GetDefinitionFileDiff(ctx context.Context, req *nexus
 const watchBuffer = 8192
 
 func (s *frameworkService) WatchDefinitions(req *nexusv1.WatchDefinitionsRequest, stream nexusv1.CoreFramework_WatchDefinitionsServer) error {
-	c, err := s.callerFor(stream.Context(), req.GetAppId())
+	c, err := s.apps.caller(stream.Context(), req.GetAppId())
 	if err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func (s *frameworkService) GetRuntimeValue(ctx context.Context, req *nexusv1.Get
 }
 
 func (s *frameworkService) runtimeNamespace(ctx context.Context, appID, ns string) (string, error) {
-	c, err := s.callerFor(ctx, appID)
+	c, err := s.apps.caller(ctx, appID)
 	if err != nil {
 		return "", err
 	}
@@ -353,7 +354,7 @@ var logLevels = map[string]slog.Level{
 }
 
 func (s *frameworkService) LogMessage(ctx context.Context, req *nexusv1.LogMessageRequest) (*nexusv1.LogMessageResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
+	c, err := s.apps.caller(ctx, req.GetAppId())
 	if err != nil {
 		return nil, err
 	}

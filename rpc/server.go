@@ -3,7 +3,6 @@ package rpc
 import (
 	"log/slog"
 	"runtime"
-	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -56,5 +55,3 @@ func NewServer(cfg Config) *grpc.Server {
 	reflection.Register(srv)
 	return srv
 }
-
-func utf8Valid(b []byte) bool { return utf8.Valid(b) }

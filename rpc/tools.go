@@ -28,17 +28,13 @@ type toolService struct {
 	perms     Permissions
 	approvals *policy.Approvals
 	bus       *events.Bus
-	apps      map[string]*App
+	apps      apps
 }
 
 var _ nexusv1.ToolManagerServer = (*toolService)(nil)
 
-func (s *toolService) caller(ctx context.Context, appID string) (caller, error) {
-	return (&frameworkService{apps: s.apps}).callerFor(ctx, appID)
-}
-
 func (s *toolService) ListTools(ctx context.Context, req *nexusv1.ListToolsRequest) (*nexusv1.ListToolsResponse, error) {
-	c, err := s.caller(ctx, req.GetAppId())
+	c, err := s.apps.caller(ctx, req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +51,7 @@ func (s *toolService) ListTools(ctx context.Context, req *nexusv1.ListToolsReque
 }
 
 func (s *toolService) GetToolDefinition(ctx context.Context, req *nexusv1.GetToolDefinitionRequest) (*nexusv1.GetToolDefinitionResponse, error) {
-	if _, err := s.caller(ctx, req.GetAppId()); err != nil {
+	if _, err := s.apps.caller(ctx, req.GetAppId()); err != nil {
 		return nil, err
 	}
 	if req.GetName() == "" {
@@ -75,7 +71,7 @@ func toolDefinition(d tools.Definition) *nexusv1.ToolDefinition {
 
 // executeRequest turns a request into a tools.ExecuteRequest for the caller.
 func (s *toolService) executeRequest(ctx context.Context, req *nexusv1.ExecuteToolRequest) (tools.ExecuteRequest, error) {
-	c, err := s.caller(ctx, req.GetRequestingAppId())
+	c, err := s.apps.caller(ctx, req.GetRequestingAppId())
 	if err != nil {
 		return tools.ExecuteRequest{}, err
 	}
@@ -138,7 +134,7 @@ func (s *toolService) executeStream(ctx context.Context, req *nexusv1.ExecuteToo
 }
 
 func (s *toolService) WatchToolCalls(req *nexusv1.WatchToolCallsRequest, stream nexusv1.ToolManager_WatchToolCallsServer) error {
-	c, err := s.caller(stream.Context(), req.GetAppId())
+	c, err := s.apps.caller(stream.Context(), req.GetAppId())
 	if err != nil {
 		return err
 	}
@@ -156,7 +152,7 @@ func (s *toolService) WatchToolCalls(req *nexusv1.WatchToolCallsRequest, stream 
 }
 
 func (s *toolService) ListToolCalls(ctx context.Context, req *nexusv1.ListToolCallsRequest) (*nexusv1.ListToolCallsResponse, error) {
-	c, err := s.caller(ctx, req.GetAppId())
+	c, err := s.apps.caller(ctx, req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +167,7 @@ func (s *toolService) ListToolCalls(ctx context.Context, req *nexusv1.ListToolCa
 }
 
 func (s *toolService) CancelToolCall(ctx context.Context, req *nexusv1.CancelToolCallRequest) (*nexusv1.CancelToolCallResponse, error) {
-	c, err := s.caller(ctx, req.GetAppId())
+	c, err := s.apps.caller(ctx, req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +215,7 @@ func (s *frameworkService) ExecuteToolStream(req *nexusv1.ExecuteToolRequest, st
 }
 
 func (s *frameworkService) CheckPermission(ctx context.Context, req *nexusv1.CheckPermissionRequest) (*nexusv1.CheckPermissionResponse, error) {
-	c, err := s.callerFor(ctx, req.GetAppId())
+	c, err := s.apps.caller(ctx, req.GetAppId())
 	if err != nil {
 		return nil, err
 	}

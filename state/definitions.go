@@ -892,9 +892,7 @@ func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []
 		walked = joinPath(walked, d)
 		info, err := s.root.Lstat(walked)
 		if errors.Is(err, os.ErrNotExist) {
-			if firstMissing == "" {
-				firstMissing = walked
-			}
+			firstMissing = walked
 			break
 		}
 		if err != nil {
@@ -919,11 +917,9 @@ func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []
 		if err := s.root.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("definition %q: %w", path, err)
 		}
-		for d := dir; ; d = parentDir(d) {
+		// Sync the new directories and the one that gained the first of them.
+		for d := dir; d != parentDir(firstMissing); d = parentDir(d) {
 			dw.rootDirs[d] = true
-			if d == parentDir(firstMissing) || d == "" {
-				break
-			}
 		}
 		dw.rootDirs[parentDir(firstMissing)] = true
 	}

@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -96,6 +95,3 @@ func (p *Policy) CheckWith(m *tools.Manager) func(appID, action, resource string
 		return string(v.Decision), v.Reason
 	}
 }
-
-// Describe is a short form of a verdict for logs.
-func (v Verdict) String() string { return fmt.Sprintf("%s (%s)", v.Decision, v.Reason) }
