@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -42,8 +43,20 @@ func main() {
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
 	only := flag.String("only", "", "run only this part: state (with gRPC reads) or tools")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (daemon included) to this file")
 	flag.Parse()
 	var err error
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	switch *only {
 	case "":
 		if err = run(*commits, *small, *files, *writes); err == nil {
@@ -57,6 +70,7 @@ func main() {
 		err = fmt.Errorf("-only %q is not state or tools", *only)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -6,6 +6,7 @@ package events
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,7 @@ var ErrClosed = errors.New("event subscription closed")
 type Bus struct {
 	mu   sync.Mutex
 	subs map[*Subscription]struct{}
+	n    atomic.Int32 // len(subs), read without mu by Listened
 }
 
 // New returns an empty bus.
@@ -55,8 +57,16 @@ func (b *Bus) Subscribe(filter func(any) bool, buffer int) *Subscription {
 	s := &Subscription{C: c, bus: b, c: c, filter: filter}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
+	b.n.Add(1)
 	b.mu.Unlock()
 	return s
+}
+
+// Listened reports whether anyone is subscribed, so that a publisher can
+// skip building an event nobody would receive. A subscription made after
+// it returns false misses the event, as if it had been made a moment later.
+func (b *Bus) Listened() bool {
+	return b.n.Load() > 0
 }
 
 // Publish delivers ev to every matching subscriber without blocking.
@@ -89,6 +99,7 @@ func (b *Bus) dropLocked(s *Subscription, err error) {
 		return
 	}
 	delete(b.subs, s)
+	b.n.Add(-1)
 	s.mu.Lock()
 	s.err = err
 	s.mu.Unlock()

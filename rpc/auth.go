@@ -55,8 +55,7 @@ func NewAuthenticator(adminToken string, apps map[string]*App, appTokens map[str
 // compared by their SHA-256, so the lookup time does not depend on how much
 // of a guess was right.
 func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
+	vals := metadata.ValueFromIncomingContext(ctx, "authorization")
 	if len(vals) == 0 {
 		return Identity{}, status.Error(codes.Unauthenticated, "missing authorization metadata: send \"authorization: Bearer <token>\"")
 	}

@@ -40,8 +40,12 @@ func NewServer(cfg Config) *grpc.Server {
 		grpc.ChainStreamInterceptor(cfg.Auth.stream),
 		grpc.MaxRecvMsgSize(cfg.MaxMessageSize),
 		grpc.MaxSendMsgSize(cfg.MaxMessageSize),
-		// Reused workers keep their grown stacks between requests.
-		grpc.NumStreamWorkers(uint32(runtime.NumCPU())),
+		// Requests run on reused workers, whose stacks stay grown between
+		// requests (growing a fresh 2 KiB stack to a tool call's depth
+		// costs more than the call). Enough workers that many concurrent
+		// callers rarely spill onto fresh goroutines; few enough that each
+		// is reused before a GC shrinks its stack again.
+		grpc.NumStreamWorkers(uint32(8*runtime.NumCPU())),
 	)
 	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ type auditLog struct {
 
 	mu     sync.Mutex
 	queued []Call
+	spare  []Call // the last batch, emptied, for queued to reuse
 	closed bool
 	stop   chan struct{}
 	done   chan struct{}
@@ -31,6 +33,8 @@ type auditLog struct {
 	f    *os.File
 	w    *bufio.Writer
 	size int64
+	line bytes.Buffer
+	enc  *json.Encoder // encodes into line
 }
 
 const (
@@ -46,6 +50,7 @@ func openAuditLog(path string, maxSize int64, logger *slog.Logger) (*auditLog, e
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	a := &auditLog{path: path, maxSize: maxSize, logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
+	a.enc = json.NewEncoder(&a.line)
 	if err := a.open(); err != nil {
 		return nil, err
 	}
@@ -96,7 +101,7 @@ func (a *auditLog) run() {
 func (a *auditLog) flush() {
 	a.mu.Lock()
 	batch := a.queued
-	a.queued = nil
+	a.queued = a.spare
 	a.mu.Unlock()
 	if len(batch) == 0 || a.w == nil {
 		return
@@ -104,6 +109,10 @@ func (a *auditLog) flush() {
 	for _, c := range batch {
 		a.write(c)
 	}
+	clear(batch)
+	a.mu.Lock()
+	a.spare = batch[:0]
+	a.mu.Unlock()
 	if a.w != nil {
 		if err := a.w.Flush(); err != nil {
 			a.logger.Warn("audit log not written", "error", err.Error())
@@ -128,11 +137,11 @@ func (a *auditLog) write(c Call) {
 		head, _ := json.Marshal(string(c.ArgumentsJSON[:auditMaxArgs]))
 		rec.ArgumentsJSON, rec.ArgumentsTruncated = head, true
 	}
-	line, err := json.Marshal(rec)
-	if err != nil || a.w == nil {
+	a.line.Reset()
+	if err := a.enc.Encode(rec); err != nil || a.w == nil { // Encode ends the line
 		return
 	}
-	line = append(line, '\n')
+	line := a.line.Bytes()
 	if a.size > 0 && a.size+int64(len(line)) > a.maxSize {
 		if err := a.rotate(); err != nil {
 			a.logger.Warn("audit log not rotated", "error", err.Error())

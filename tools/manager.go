@@ -22,7 +22,7 @@ import (
 // asked, and calls setICERC first so that the record is on the call the
 // person sees. It returns nil to allow the call, or an error (an *Error with
 // code permission_denied) to refuse it.
-type Gate func(ctx context.Context, req GateRequest, setICERC func(ICERC)) error
+type Gate func(ctx context.Context, req *GateRequest, setICERC func(ICERC)) error
 
 // GateRequest is what a Gate decides on.
 type GateRequest struct {
@@ -76,6 +76,7 @@ type toolKey struct{ server, name string }
 type registered struct {
 	Tool
 	schema *jsonschema.Resolved
+	quick  *quickSchema // nil when the schema is outside the quick subset
 }
 
 // Manager is the registry of tools and the engine of tool calls.
@@ -126,8 +127,19 @@ type liveCall struct {
 	onUpdate func(Call)
 }
 
-// errCancelled is the cause of a call cancelled through Cancel.
-var errCancelled = errors.New("cancelled")
+func init() {
+	// Call ids take their random bits from a pool filled in blocks, not
+	// from one read of the system's random source per call. The pool must
+	// be switched on before any concurrent use, hence init.
+	uuid.EnableRandPool()
+}
+
+// errCancelled is the cause of a call cancelled through Cancel, errTimeout
+// of one that ran out of time.
+var (
+	errCancelled = errors.New("cancelled")
+	errTimeout   = errors.New("timed out")
+)
 
 // NewManager returns a manager with no tools registered.
 func NewManager(opts Options) (*Manager, error) {
@@ -192,7 +204,7 @@ func (m *Manager) Register(t Tool) error {
 	if _, dup := m.tools[k]; dup {
 		return fmt.Errorf("tool %q of server %q is already registered", t.Name, t.ServerName)
 	}
-	m.tools[k] = &registered{Tool: t, schema: rs}
+	m.tools[k] = &registered{Tool: t, schema: rs, quick: compileQuick(&s)}
 	return nil
 }
 
@@ -266,6 +278,15 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	m.callsMu.Unlock()
 	defer m.inflight.Done()
 
+	out, cerr := m.run(ctx, cancel, lc, &req, args)
+	return m.finish(lc, out, cerr)
+}
+
+// run takes a started call through lookup, validation, the gate and the
+// handler, and returns its result or error. Execute and run keep no Call
+// values in their frames: every call goes through them, on a gRPC worker's
+// stack.
+func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *liveCall, req *ExecuteRequest, args json.RawMessage) (json.RawMessage, *Error) {
 	m.toolsMu.RLock()
 	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
 	m.toolsMu.RUnlock()
@@ -274,65 +295,69 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	}
 	m.publish(lc)
 	if !ok {
-		where := "core tool"
-		if req.ServerName != "" {
-			where = fmt.Sprintf("tool of server %q", req.ServerName)
-		}
-		return m.finish(lc, nil, Errorf(CodeUnknownTool, "no %s named %q", where, req.ToolName))
+		return nil, unknownTool(req)
 	}
-	if err := validate(t.schema, args); err != nil {
-		return m.finish(lc, nil, err)
+	if err := validate(t, args); err != nil {
+		return nil, err
 	}
 	if m.opts.Gate == nil {
-		return m.finish(lc, nil, Errorf(CodePermissionDenied, "no permission policy is configured"))
+		return nil, Errorf(CodePermissionDenied, "no permission policy is configured")
 	}
-	err = m.opts.Gate(ctx, GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args,
-		Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome}, func(r ICERC) {
+	gr := &GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args, Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome}
+	if err := m.opts.Gate(ctx, gr, func(r ICERC) {
 		lc.update(func(c *Call) { c.ICERC = &r })
 		m.publish(lc)
-	})
-	if err != nil {
+	}); err != nil {
 		if ctx.Err() != nil {
-			return m.finish(lc, nil, m.ctxError(ctx, "while waiting for permission"))
+			return nil, m.ctxError(ctx, "while waiting for permission")
 		}
-		var te *Error
-		if !errors.As(err, &te) {
-			te = Errorf(CodePermissionDenied, "%v", err)
-		}
-		return m.finish(lc, nil, te)
+		return nil, asError(err, CodePermissionDenied)
 	}
 	lc.update(func(c *Call) { c.Status = StatusRunning })
 	m.publish(lc)
 
-	runCtx := ctx
 	if t.Timeout >= 0 {
 		timeout := m.opts.Timeout
 		if t.Timeout > 0 {
 			timeout = t.Timeout
 		}
-		var cancelTimeout context.CancelFunc
-		runCtx, cancelTimeout = context.WithTimeout(ctx, timeout)
-		defer cancelTimeout()
+		// A timer that cancels the call's own context, rather than a
+		// context.WithTimeout: one context and no child registration per call.
+		timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
+		defer timer.Stop()
 	}
 	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Progress: func(p, total float64, msg string) {
 		lc.update(func(c *Call) { c.Progress = &Progress{Progress: p, Total: total, Message: msg} })
 		m.publish(lc)
 	}}
-	out, err := t.Handler(runCtx, inv, args)
-	if runCtx.Err() != nil && (err != nil || ctx.Err() != nil) {
-		return m.finish(lc, nil, m.ctxError(runCtx, ""))
+	out, err := t.Handler(ctx, inv, args)
+	// A result that made it in time is kept even if the timer fired after.
+	if ctx.Err() != nil && (err != nil || !errors.Is(context.Cause(ctx), errTimeout)) {
+		return nil, m.ctxError(ctx, "")
 	}
 	if err != nil {
-		var te *Error
-		if !errors.As(err, &te) {
-			te = Errorf(CodeExecutionFailed, "%v", err)
-		}
-		return m.finish(lc, nil, te)
+		return nil, asError(err, CodeExecutionFailed)
 	}
 	if len(out) > m.opts.OutputLimit {
-		return m.finish(lc, nil, Errorf(CodeOutputLimit, "the result is %d bytes, over the limit of %d (tools.outputLimit)", len(out), m.opts.OutputLimit))
+		return nil, Errorf(CodeOutputLimit, "the result is %d bytes, over the limit of %d (tools.outputLimit)", len(out), m.opts.OutputLimit)
 	}
-	return m.finish(lc, out, nil)
+	return out, nil
+}
+
+func unknownTool(req *ExecuteRequest) *Error {
+	if req.ServerName != "" {
+		return Errorf(CodeUnknownTool, "no tool of server %q named %q", req.ServerName, req.ToolName)
+	}
+	return Errorf(CodeUnknownTool, "no core tool named %q", req.ToolName)
+}
+
+// asError returns err as an *Error, with code when it is not one.
+func asError(err error, code string) *Error {
+	var te *Error
+	if !errors.As(err, &te) {
+		te = Errorf(code, "%v", err)
+	}
+	return te
 }
 
 // ctxError names why a call's context ended.
@@ -343,19 +368,22 @@ func (m *Manager) ctxError(ctx context.Context, when string) *Error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errCancelled):
 		return Errorf(CodeCancelled, "the call was cancelled%s", when)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(cause, errTimeout), errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return Errorf(CodeTimeout, "the call did not finish in time%s", when)
 	default:
 		return Errorf(CodeCancelled, "the caller went away%s", when)
 	}
 }
 
-func validate(rs *jsonschema.Resolved, args json.RawMessage) *Error {
+func validate(t *registered, args json.RawMessage) *Error {
+	if t.quick != nil && json.Valid(args) && t.quick.accepts(args) {
+		return nil
+	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return Errorf(CodeInvalidArguments, "arguments are not valid JSON: %v", err)
 	}
-	if err := rs.Validate(v); err != nil {
+	if err := t.schema.Validate(v); err != nil {
 		return Errorf(CodeInvalidArguments, "arguments do not match the tool's input schema: %v", err)
 	}
 	return nil
@@ -375,6 +403,9 @@ func (lc *liveCall) snapshot() Call {
 
 // publish sends a copy of the call to the bus and the caller's OnUpdate.
 func (m *Manager) publish(lc *liveCall) {
+	if lc.onUpdate == nil && !m.opts.Bus.Listened() {
+		return // nobody would see it: skip the copy onto the heap
+	}
 	lc.mu.Lock()
 	c := lc.call
 	if lc.onUpdate != nil {

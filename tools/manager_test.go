@@ -15,7 +15,7 @@ import (
 	"github.com/nexuscocreate/nexus/events"
 )
 
-func allowAll(context.Context, GateRequest, func(ICERC)) error { return nil }
+func allowAll(context.Context, *GateRequest, func(ICERC)) error { return nil }
 
 func newTestManager(t *testing.T, gate Gate, tools ...Tool) (*Manager, *events.Bus) {
 	t.Helper()
@@ -95,7 +95,7 @@ func TestErrorsHaveCodes(t *testing.T) {
 	big := Tool{Definition: Definition{Name: "big", Risk: RiskLow}, Handler: func(context.Context, *Invocation, json.RawMessage) (json.RawMessage, error) {
 		return json.Marshal(strings.Repeat("x", 2<<20))
 	}}
-	deny := func(_ context.Context, req GateRequest, set func(ICERC)) error {
+	deny := func(_ context.Context, req *GateRequest, set func(ICERC)) error {
 		if req.Tool.Name == "fail" {
 			return nil
 		}
@@ -180,7 +180,7 @@ func TestCancelAndTimeout(t *testing.T) {
 
 func TestCancelWhileWaitingForPermission(t *testing.T) {
 	asked := make(chan string, 1)
-	gate := func(ctx context.Context, req GateRequest, set func(ICERC)) error {
+	gate := func(ctx context.Context, req *GateRequest, set func(ICERC)) error {
 		set(ICERC{Intent: "x"})
 		asked <- req.Call.ID
 		<-ctx.Done()

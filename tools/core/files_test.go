@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -280,13 +281,30 @@ func TestEditFile(t *testing.T) {
 
 func TestBadArguments(t *testing.T) {
 	e := newEnv(t)
+	// Unknown fields are refused by the input schema, before the handler.
+	m, err := tools.NewManager(tools.Options{Gate: func(context.Context, *tools.GateRequest, func(tools.ICERC)) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
 	for _, name := range []string{"read_file", "write_file", "edit_file", "list_directory", "search_files", "get_current_time"} {
-		_, err := e.byName[name].Handler(t.Context(), e.inv, []byte(`{"unknown": 1}`))
-		wantCode(t, err, tools.CodeInvalidArguments, "unknown")
-		_, err = e.byName[name].Handler(t.Context(), e.inv, []byte(`[1]`))
+		if err := m.Register(e.byName[name]); err != nil {
+			t.Fatal(err)
+		}
+		// Otherwise valid, so that the unknown field is the error.
+		valid := map[string]string{"read_file": `"path":"a"`, "write_file": `"path":"a","content":""`,
+			"edit_file": `"path":"a","oldText":"x","newText":"y"`, "search_files": `"pattern":"x"`}[name]
+		if valid != "" {
+			valid += ","
+		}
+		c := m.Execute(t.Context(), tools.ExecuteRequest{ToolName: name, Arguments: json.RawMessage(`{` + valid + `"unknown": 1}`)})
+		if c.Error == nil || c.Error.Code != tools.CodeInvalidArguments || !strings.Contains(c.Error.Message, `unexpected additional properties ["unknown"]`) {
+			t.Errorf("%s with an unknown field: %+v", name, c.Error)
+		}
+		_, err := e.byName[name].Handler(t.Context(), e.inv, []byte(`[1]`))
 		wantCode(t, err, tools.CodeInvalidArguments)
 	}
-	_, err := e.call("write_file", map[string]any{"path": "x"})
+	_, err = e.call("write_file", map[string]any{"path": "x"})
 	wantCode(t, err, tools.CodeInvalidArguments, "content is missing")
 	_, err = e.call("edit_file", map[string]any{"path": "x", "oldText": "a"})
 	wantCode(t, err, tools.CodeInvalidArguments, "newText is missing")

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -70,7 +72,31 @@ func (t *Tools) currentTime(_ context.Context, _ *tools.Invocation, raw json.Raw
 	if name == "" {
 		name, _ = now.Zone()
 	}
-	return marshal(timeResult{ISO8601: now.Format(time.RFC3339), Unix: now.Unix(), Timezone: name})
+	// Agents ask the time often: the result is written directly rather
+	// than through encoding/json's reflection (TestCurrentTimeJSON checks
+	// that both agree).
+	out := make([]byte, 0, 96)
+	out = append(out, `{"iso8601":"`...)
+	out = now.AppendFormat(out, time.RFC3339)
+	out = append(out, `","unix":`...)
+	out = strconv.AppendInt(out, now.Unix(), 10)
+	out = append(out, `,"timezone":`...)
+	out = appendJSONString(out, name)
+	return append(out, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string, the way encoding/json
+// writes it with HTML escaping off.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			b, _ := marshal(s) // rare: let encoding/json escape it
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // localZoneName is the IANA name of the local time zone, when it can be

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 	_ "time/tzdata" // the zones, wherever the test runs
@@ -38,5 +39,33 @@ func TestCurrentTime(t *testing.T) {
 	for _, zone := range []string{"Mars/Olympus_Mons", "../../etc/passwd", "/etc/localtime"} {
 		_, err := e.call("get_current_time", map[string]any{"timezone": zone})
 		wantCode(t, err, tools.CodeInvalidArguments, `unknown timezone "`+zone+`"`)
+	}
+}
+
+// TestCurrentTimeJSON checks the hand-written result against
+// encoding/json, for ordinary zone names and for names that need escaping.
+func TestCurrentTimeJSON(t *testing.T) {
+	for _, name := range []string{"UTC", "Europe/Berlin", "Etc/GMT+5", `odd"name\`, "<zone>&", "Zürich", "tab\there", "\x01"} {
+		got := appendJSONString(nil, name)
+		want, err := marshal(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%q: got %s, encoding/json writes %s", name, got, want)
+		}
+	}
+	e := newEnv(t)
+	out, err := e.call("get_current_time", map[string]any{"timezone": "Asia/Kolkata"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r timeResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := marshal(r)
+	if string(out) != string(want) {
+		t.Errorf("result %s, encoding/json writes %s", out, want)
 	}
 }

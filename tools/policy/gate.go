@@ -46,46 +46,53 @@ func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return func(ctx context.Context, gr tools.GateRequest, setICERC func(tools.ICERC)) error {
-		req := Request{AppID: gr.Call.AppID, Tool: gr.Tool, Args: gr.Args}
-		v := p.Decide(req)
-		switch v.Decision {
-		case Allow:
+	return func(ctx context.Context, gr *tools.GateRequest, setICERC func(tools.ICERC)) error {
+		req := &Request{AppID: gr.Call.AppID, Tool: gr.Tool, Args: gr.Args}
+		v := p.decideRef(req)
+		if v.Decision == Allow {
 			return nil
-		case Deny:
-			return tools.Errorf(tools.CodePermissionDenied, "denied by policy: %s", v.Reason)
 		}
-		record := BuildICERC(req, gr.Intent, gr.ExpectedOutcome)
-		setICERC(record)
-		approver := approvers.get()
-		if approver == nil {
-			return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to approve it", v.Reason)
-		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		call := gr.Call
-		call.ICERC = &record
-		ans, err := approver(actx, call, record)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil:
-			return tools.Errorf(tools.CodePermissionDenied, "no answer to the permission request within %v: denied", timeout)
-		case err != nil:
-			return tools.Errorf(tools.CodePermissionDenied, "the permission request failed (%v): denied", err)
-		case !ans.Valid():
-			return tools.Errorf(tools.CodePermissionDenied, "the answer %q is not one of allow_once, allow_always, reject_once, reject_always: denied", ans)
-		}
-		if ans.Always() {
-			if err := p.Record(req, ans, time.Now()); err != nil {
-				logger.Warn("an \"always\" answer could not be remembered", "error", err.Error(), "tool", gr.Tool.Name, "app", gr.Call.AppID)
-			}
-		}
-		if !ans.Allows() {
-			return tools.Errorf(tools.CodePermissionDenied, "rejected by the person (%s)", ans)
-		}
-		return nil
+		return p.askOrDeny(ctx, gr, req, v, setICERC, approvers, timeout, logger)
 	}
+}
+
+// askOrDeny is the Gate for calls that are not simply allowed, kept out of
+// the Gate's own frame so that an allowed call needs little stack.
+func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Request, v Verdict, setICERC func(tools.ICERC),
+	approvers *Approvers, timeout time.Duration, logger *slog.Logger) error {
+	if v.Decision == Deny {
+		return tools.Errorf(tools.CodePermissionDenied, "denied by policy: %s", v.Reason)
+	}
+	record := BuildICERC(*req, gr.Intent, gr.ExpectedOutcome)
+	setICERC(record)
+	approver := approvers.get()
+	if approver == nil {
+		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to approve it", v.Reason)
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	call := gr.Call
+	call.ICERC = &record
+	ans, err := approver(actx, call, record)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil:
+		return tools.Errorf(tools.CodePermissionDenied, "no answer to the permission request within %v: denied", timeout)
+	case err != nil:
+		return tools.Errorf(tools.CodePermissionDenied, "the permission request failed (%v): denied", err)
+	case !ans.Valid():
+		return tools.Errorf(tools.CodePermissionDenied, "the answer %q is not one of allow_once, allow_always, reject_once, reject_always: denied", ans)
+	}
+	if ans.Always() {
+		if err := p.Record(*req, ans, time.Now()); err != nil {
+			logger.Warn("an \"always\" answer could not be remembered", "error", err.Error(), "tool", gr.Tool.Name, "app", gr.Call.AppID)
+		}
+	}
+	if !ans.Allows() {
+		return tools.Errorf(tools.CodePermissionDenied, "rejected by the person (%s)", ans)
+	}
+	return nil
 }
 
 // CheckWith answers CheckPermission for a manager's tools.

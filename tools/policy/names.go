@@ -41,7 +41,7 @@ func newNameRule(pattern string, d Decision) nameRule {
 	return r
 }
 
-func (r nameRule) matches(d tools.Definition) bool {
+func (r *nameRule) matches(d *tools.Definition) bool {
 	if !r.scoped {
 		return r.tool == "*" || (d.ServerName == "" && d.Name == r.tool)
 	}
@@ -50,17 +50,18 @@ func (r nameRule) matches(d tools.Definition) bool {
 		(r.tool == "*" || r.tool == d.Name)
 }
 
-// pickName returns the rule of rs that decides for d: a deny if any
-// matches, else the most specific match, ask before allow on a tie.
-func pickName(rs []nameRule, d tools.Definition) (nameRule, bool) {
-	var best nameRule
-	found := false
-	for _, r := range rs {
-		if r.matches(d) && (!found || betterRule(r.decision, r.spec, r.pattern, best.decision, best.spec, best.pattern)) {
-			best, found = r, true
+// pickName returns the index of the rule of rs that decides for d, or -1:
+// a deny if any matches, else the most specific match, ask before allow on
+// a tie.
+func pickName(rs []nameRule, d *tools.Definition) int {
+	best := -1
+	for i := range rs {
+		r := &rs[i]
+		if r.matches(d) && (best < 0 || betterRule(r.decision, r.spec, r.pattern, rs[best].decision, rs[best].spec, rs[best].pattern)) {
+			best = i
 		}
 	}
-	return best, found
+	return best
 }
 
 // betterRule reports whether rule a (decision, specificity, pattern) beats

@@ -207,6 +207,12 @@ func (r Rules) Validate() error {
 
 // Decide decides on a call; see the package doc for the rules.
 func (p *Policy) Decide(req Request) Verdict {
+	return p.decideRef(&req)
+}
+
+// decideRef is Decide without copying the request: the gate calls it for
+// every tool call, and its frames add to the caller's stack.
+func (p *Policy) decideRef(req *Request) Verdict {
 	var cmd *command
 	if isExecuteCommand(req.Tool) {
 		cmd = parseArgs(req.Args)
@@ -216,80 +222,71 @@ func (p *Policy) Decide(req Request) Verdict {
 
 // decide is Decide with the execute_command arguments already read; cmd is
 // nil for other tools, and for execute_command when no command is known.
-func (p *Policy) decide(req Request, cmd *command) Verdict {
+func (p *Policy) decide(req *Request, cmd *command) Verdict {
 	v := p.configured(req, cmd)
-
 	if v.Decision == Ask && p.store != nil {
-		hash := req.DefinitionHash
-		if hash == "" {
-			hash = DefinitionHash(req.Tool)
-		}
-		if a, ok := p.store.get(req.AppID, req.Tool.Name, req.Tool.ServerName, hash); ok {
-			ans, d := AllowAlways, Allow
-			if !a.Allow {
-				ans, d = RejectAlways, Deny
-			}
-			v = Verdict{
-				Decision:   d,
-				Reason:     fmt.Sprintf("remembered: %s for %s on %s", ans, caller(req.AppID), a.Time.UTC().Format(time.DateOnly)),
-				Remembered: true,
-			}
-		}
+		v = p.remembered(req, v)
 	}
-
 	if cmd != nil && v.Decision == Allow {
-		if cmd.err != nil {
-			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%v, so the deny rules cannot be checked: ask instead of allow (%s)", cmd.err, v.Reason)}
-		}
-		for _, r := range p.denyCmds {
-			if m, text := cmd.deny(r); m == maybeMatch {
-				return Verdict{Decision: Ask, Reason: fmt.Sprintf("command %q may match deny rule %q (through words or a script known only when it runs): ask instead of allow (%s)", text, r.pattern, v.Reason)}
-			}
+		return p.checkDenyRules(cmd, v)
+	}
+	return v
+}
+
+// remembered applies a remembered "always" answer to an ask.
+func (p *Policy) remembered(req *Request, v Verdict) Verdict {
+	hash := req.DefinitionHash
+	if hash == "" {
+		hash = DefinitionHash(req.Tool)
+	}
+	a, ok := p.store.get(req.AppID, req.Tool.Name, req.Tool.ServerName, hash)
+	if !ok {
+		return v
+	}
+	ans, d := AllowAlways, Allow
+	if !a.Allow {
+		ans, d = RejectAlways, Deny
+	}
+	return Verdict{
+		Decision:   d,
+		Reason:     fmt.Sprintf("remembered: %s for %s on %s", ans, caller(req.AppID), a.Time.UTC().Format(time.DateOnly)),
+		Remembered: true,
+	}
+}
+
+// checkDenyRules turns an allowed command into an ask when the deny rules
+// cannot rule it out.
+func (p *Policy) checkDenyRules(cmd *command, v Verdict) Verdict {
+	if cmd.err != nil {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%v, so the deny rules cannot be checked: ask instead of allow (%s)", cmd.err, v.Reason)}
+	}
+	for _, r := range p.denyCmds {
+		if m, text := cmd.deny(r); m == maybeMatch {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("command %q may match deny rule %q (through words or a script known only when it runs): ask instead of allow (%s)", text, r.pattern, v.Reason)}
 		}
 	}
 	return v
 }
 
-// configured is the decision of the configured levels 0–5.
-func (p *Policy) configured(req Request, cmd *command) Verdict {
-	name := displayName(req.Tool)
-
+// configured is the decision of the configured levels 0–5. The reasons are
+// built in helpers, so that its own frame stays small.
+func (p *Policy) configured(req *Request, cmd *command) Verdict {
 	// 0: command deny rules.
 	if cmd != nil {
-		for _, r := range p.denyCmds {
-			if m, text := cmd.deny(r); m == fullMatch {
-				return Verdict{Decision: Deny, Reason: fmt.Sprintf("command rule %q = deny: matches %q", r.pattern, text)}
-			}
+		if v, ok := p.commandDeny(cmd); ok {
+			return v
 		}
 	}
-
 	// 1: the app's lists.
 	if req.AppID != "" {
-		if r, ok := pickName(p.apps[req.AppID], req.Tool); ok {
-			verb := map[Decision]string{Allow: "allows", Ask: "asks for", Deny: "denies"}[r.decision]
-			reason := fmt.Sprintf("app %q %s %q", req.AppID, verb, name)
-			if r.pattern != name {
-				reason += fmt.Sprintf(" (by %q)", r.pattern)
-			}
-			if !r.raw.Valid() {
-				reason += invalidNote(r.raw)
-			}
-			return Verdict{Decision: r.decision, Reason: reason}
+		if i := pickName(p.apps[req.AppID], &req.Tool); i >= 0 {
+			return appVerdict(req, &p.apps[req.AppID][i])
 		}
 	}
-
 	// 2: tools.policy.
-	if r, ok := pickName(p.tools, req.Tool); ok {
-		reason := fmt.Sprintf("config tools.policy: %s = %s", r.pattern, r.raw)
-		if r.pattern != name {
-			reason += fmt.Sprintf(" (for %q)", name)
-		}
-		if !r.raw.Valid() {
-			reason += invalidNote(r.raw)
-		}
-		return Verdict{Decision: r.decision, Reason: reason}
+	if i := pickName(p.tools, &req.Tool); i >= 0 {
+		return toolsVerdict(req, &p.tools[i])
 	}
-
 	// 3: command allow and ask rules.
 	if cmd != nil {
 		if r, ok := cmd.pickAllow(p.cmds); ok {
@@ -300,18 +297,58 @@ func (p *Policy) configured(req Request, cmd *command) Verdict {
 			return Verdict{Decision: r.decision, Reason: reason}
 		}
 	}
-
 	// 4: the admin default.
 	if req.AppID == "" {
-		reason := fmt.Sprintf("call by the person (admin token): %s", p.admin)
-		if p.adminRaw != "" && !p.adminRaw.Valid() {
-			reason += invalidNote(p.adminRaw)
-		}
-		return Verdict{Decision: p.admin, Reason: reason}
+		return p.adminVerdict()
 	}
-
 	// 5: the risk default.
-	switch req.Tool.Risk {
+	return riskVerdict(req.Tool.Risk)
+}
+
+func (p *Policy) commandDeny(cmd *command) (Verdict, bool) {
+	for _, r := range p.denyCmds {
+		if m, text := cmd.deny(r); m == fullMatch {
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("command rule %q = deny: matches %q", r.pattern, text)}, true
+		}
+	}
+	return Verdict{}, false
+}
+
+func appVerdict(req *Request, r *nameRule) Verdict {
+	name := displayName(req.Tool)
+	verb := map[Decision]string{Allow: "allows", Ask: "asks for", Deny: "denies"}[r.decision]
+	reason := fmt.Sprintf("app %q %s %q", req.AppID, verb, name)
+	if r.pattern != name {
+		reason += fmt.Sprintf(" (by %q)", r.pattern)
+	}
+	if !r.raw.Valid() {
+		reason += invalidNote(r.raw)
+	}
+	return Verdict{Decision: r.decision, Reason: reason}
+}
+
+func toolsVerdict(req *Request, r *nameRule) Verdict {
+	name := displayName(req.Tool)
+	reason := fmt.Sprintf("config tools.policy: %s = %s", r.pattern, r.raw)
+	if r.pattern != name {
+		reason += fmt.Sprintf(" (for %q)", name)
+	}
+	if !r.raw.Valid() {
+		reason += invalidNote(r.raw)
+	}
+	return Verdict{Decision: r.decision, Reason: reason}
+}
+
+func (p *Policy) adminVerdict() Verdict {
+	reason := "call by the person (admin token): " + string(p.admin)
+	if p.adminRaw != "" && !p.adminRaw.Valid() {
+		reason += invalidNote(p.adminRaw)
+	}
+	return Verdict{Decision: p.admin, Reason: reason}
+}
+
+func riskVerdict(risk tools.Risk) Verdict {
+	switch risk {
 	case tools.RiskLow:
 		return Verdict{Decision: Allow, Reason: "default for low-risk tools: allow"}
 	case tools.RiskMedium:
@@ -319,7 +356,7 @@ func (p *Policy) configured(req Request, cmd *command) Verdict {
 	case tools.RiskHigh:
 		return Verdict{Decision: Ask, Reason: "default for high-risk tools: ask"}
 	}
-	return Verdict{Decision: Ask, Reason: fmt.Sprintf("default for tools of unknown risk %q (treated as high): ask", req.Tool.Risk)}
+	return Verdict{Decision: Ask, Reason: fmt.Sprintf("default for tools of unknown risk %q (treated as high): ask", risk)}
 }
 
 // Record stores an "always" answer for the call, with its definition hash;
@@ -377,7 +414,7 @@ func (p *Policy) Check(appID, action, resource string, lookup func(name string) 
 			line = strings.TrimSpace(resource)
 		}
 		if line == "" {
-			v := p.decide(req, nil)
+			v := p.decide(&req, nil)
 			v.Reason += " (no command line given: command rules not consulted)"
 			return v
 		}
