@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -54,10 +55,31 @@ type timeResult struct {
 	Timezone string `json:"timezone"`
 }
 
+// timeArgsQuick reads the arguments without encoding/json's reflection in
+// the common forms {} and {"timezone":"Name"}; ok is false for anything
+// else (spaces, escapes, other fields), which decode handles.
+func timeArgsQuick(raw []byte) (a timeArgs, ok bool) {
+	if string(raw) == "{}" {
+		return a, true
+	}
+	rest, found := bytes.CutPrefix(raw, []byte(`{"timezone":"`))
+	if !found {
+		return a, false
+	}
+	name, found := bytes.CutSuffix(rest, []byte(`"}`))
+	if !found || bytes.ContainsAny(name, "\\\"") || !utf8.Valid(name) {
+		return a, false
+	}
+	a.Timezone = string(name)
+	return a, true
+}
+
 func (t *Tools) currentTime(_ context.Context, _ *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-	var a timeArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
+	a, ok := timeArgsQuick(raw)
+	if !ok {
+		if err := decode(raw, &a); err != nil {
+			return nil, err
+		}
 	}
 	now := t.cfg.Now()
 	loc, name := time.Local, t.zone

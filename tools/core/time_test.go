@@ -69,3 +69,22 @@ func TestCurrentTimeJSON(t *testing.T) {
 		t.Errorf("result %s, encoding/json writes %s", out, want)
 	}
 }
+
+// The quick reading of the arguments agrees with encoding/json wherever it
+// answers.
+func TestTimeArgsQuick(t *testing.T) {
+	for _, raw := range []string{`{}`, `{"timezone":"UTC"}`, `{"timezone":"Europe/Berlin"}`, `{"timezone":""}`,
+		`{"timezone":"a\"b"}`, `{"timezone":"\u0055TC"}`, `{ "timezone": "UTC" }`, `{"timezone":"UTC","x":1}`,
+		`{"timezone":"Zürich"}`, `{"timezone":"UTC"}x`, `{"timezone":"x"}"}`, "{\"timezone\":\"\xff\"}"} {
+		got, ok := timeArgsQuick([]byte(raw))
+		if !ok {
+			continue
+		}
+		var want timeArgs
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Errorf("%s: quick reads %+v, encoding/json fails: %v", raw, got, err)
+		} else if got != want {
+			t.Errorf("%s: quick reads %+v, encoding/json %+v", raw, got, want)
+		}
+	}
+}
