@@ -85,8 +85,9 @@ type Manager struct {
 	logger *slog.Logger
 	audit  *auditLog
 
-	toolsMu sync.RWMutex
-	tools   map[toolKey]*registered
+	toolsMu  sync.RWMutex
+	tools    map[toolKey]*registered
+	resolver func(ctx context.Context, server string) bool
 
 	// inflight counts the calls between their start and their end, so that
 	// Close can wait for them before it closes the audit log.
@@ -176,6 +177,16 @@ func NewManager(opts Options) (*Manager, error) {
 // Register adds a tool. Its input schema must be a valid JSON Schema
 // object; a name is unique per server (core tools have server "").
 func (m *Manager) Register(t Tool) error {
+	return m.register(t, false)
+}
+
+// Replace registers a tool in place of the one of the same server and
+// name, if any, without a moment when neither is there.
+func (m *Manager) Replace(t Tool) error {
+	return m.register(t, true)
+}
+
+func (m *Manager) register(t Tool, replace bool) error {
 	if t.Name == "" || t.Handler == nil {
 		return fmt.Errorf("tool %q: a name and a handler are required", t.Name)
 	}
@@ -201,7 +212,7 @@ func (m *Manager) Register(t Tool) error {
 	m.toolsMu.Lock()
 	defer m.toolsMu.Unlock()
 	k := toolKey{t.ServerName, t.Name}
-	if _, dup := m.tools[k]; dup {
+	if _, dup := m.tools[k]; dup && !replace {
 		return fmt.Errorf("tool %q of server %q is already registered", t.Name, t.ServerName)
 	}
 	m.tools[k] = &registered{Tool: t, schema: rs, quick: compileQuick(&s)}
@@ -293,6 +304,11 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	if ok {
 		lc.update(func(c *Call) { c.Title, c.Kind = t.Title, t.Kind })
 	}
+	if !ok && req.ServerName != "" {
+		if t, ok = m.resolve(ctx, req); ok {
+			lc.update(func(c *Call) { c.Title, c.Kind = t.Title, t.Kind })
+		}
+	}
 	m.publish(lc)
 	if !ok {
 		return nil, unknownTool(req)
@@ -342,6 +358,28 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		return nil, Errorf(CodeOutputLimit, "the result is %d bytes, over the limit of %d (tools.outputLimit)", len(out), m.opts.OutputLimit)
 	}
 	return out, nil
+}
+
+// SetResolver installs fn, which is asked about a tool of a server the
+// manager does not know yet (a lazily started MCP server): it returns
+// true once the server's tools are registered.
+func (m *Manager) SetResolver(fn func(ctx context.Context, server string) bool) {
+	m.toolsMu.Lock()
+	m.resolver = fn
+	m.toolsMu.Unlock()
+}
+
+func (m *Manager) resolve(ctx context.Context, req *ExecuteRequest) (*registered, bool) {
+	m.toolsMu.RLock()
+	fn := m.resolver
+	m.toolsMu.RUnlock()
+	if fn == nil || !fn(ctx, req.ServerName) {
+		return nil, false
+	}
+	m.toolsMu.RLock()
+	defer m.toolsMu.RUnlock()
+	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
+	return t, ok
 }
 
 func unknownTool(req *ExecuteRequest) *Error {

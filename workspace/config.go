@@ -490,6 +490,14 @@ func expandEnv(s string, getenv func(string) (string, bool)) (string, error) {
 	}
 }
 
+// ExpandEnv expands ${VAR}, ${VAR:-default} and $$ in s, like the config file; getenv nil means os.LookupEnv.
+func ExpandEnv(s string, getenv func(string) (string, bool)) (string, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	return expandEnv(s, getenv)
+}
+
 func isEnvName(s string) bool {
 	for i, c := range s {
 		if c != '_' && !('A' <= c && c <= 'Z') && !('a' <= c && c <= 'z') && (i == 0 || !('0' <= c && c <= '9')) {

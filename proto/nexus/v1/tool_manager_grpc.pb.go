@@ -27,6 +27,12 @@ const (
 	ToolManager_CancelToolCall_FullMethodName    = "/nexus.v1.ToolManager/CancelToolCall"
 	ToolManager_ListApprovals_FullMethodName     = "/nexus.v1.ToolManager/ListApprovals"
 	ToolManager_RevokeApproval_FullMethodName    = "/nexus.v1.ToolManager/RevokeApproval"
+	ToolManager_ListMcpServers_FullMethodName    = "/nexus.v1.ToolManager/ListMcpServers"
+	ToolManager_RestartMcpServer_FullMethodName  = "/nexus.v1.ToolManager/RestartMcpServer"
+	ToolManager_ListMcpResources_FullMethodName  = "/nexus.v1.ToolManager/ListMcpResources"
+	ToolManager_ReadMcpResource_FullMethodName   = "/nexus.v1.ToolManager/ReadMcpResource"
+	ToolManager_ListMcpPrompts_FullMethodName    = "/nexus.v1.ToolManager/ListMcpPrompts"
+	ToolManager_GetMcpPrompt_FullMethodName      = "/nexus.v1.ToolManager/GetMcpPrompt"
 )
 
 // ToolManagerClient is the client API for ToolManager service.
@@ -53,6 +59,19 @@ type ToolManagerClient interface {
 	// RevokeApproval forgets the remembered answer of an app for a tool
 	// (admin token only).
 	RevokeApproval(ctx context.Context, in *RevokeApprovalRequest, opts ...grpc.CallOption) (*RevokeApprovalResponse, error)
+	// ListMcpServers reports every configured MCP server and its state.
+	ListMcpServers(ctx context.Context, in *ListMcpServersRequest, opts ...grpc.CallOption) (*ListMcpServersResponse, error)
+	// RestartMcpServer stops a server and starts it again, also a failed or
+	// lazy one (admin token only).
+	RestartMcpServer(ctx context.Context, in *RestartMcpServerRequest, opts ...grpc.CallOption) (*RestartMcpServerResponse, error)
+	// ListMcpResources lists the resources of one server, or of all ready ones.
+	ListMcpResources(ctx context.Context, in *ListMcpResourcesRequest, opts ...grpc.CallOption) (*ListMcpResourcesResponse, error)
+	// ReadMcpResource reads one resource of a server.
+	ReadMcpResource(ctx context.Context, in *ReadMcpResourceRequest, opts ...grpc.CallOption) (*ReadMcpResourceResponse, error)
+	// ListMcpPrompts lists the prompts of one server, or of all ready ones.
+	ListMcpPrompts(ctx context.Context, in *ListMcpPromptsRequest, opts ...grpc.CallOption) (*ListMcpPromptsResponse, error)
+	// GetMcpPrompt renders one prompt of a server with its arguments.
+	GetMcpPrompt(ctx context.Context, in *GetMcpPromptRequest, opts ...grpc.CallOption) (*GetMcpPromptResponse, error)
 }
 
 type toolManagerClient struct {
@@ -152,6 +171,66 @@ func (c *toolManagerClient) RevokeApproval(ctx context.Context, in *RevokeApprov
 	return out, nil
 }
 
+func (c *toolManagerClient) ListMcpServers(ctx context.Context, in *ListMcpServersRequest, opts ...grpc.CallOption) (*ListMcpServersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMcpServersResponse)
+	err := c.cc.Invoke(ctx, ToolManager_ListMcpServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) RestartMcpServer(ctx context.Context, in *RestartMcpServerRequest, opts ...grpc.CallOption) (*RestartMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestartMcpServerResponse)
+	err := c.cc.Invoke(ctx, ToolManager_RestartMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) ListMcpResources(ctx context.Context, in *ListMcpResourcesRequest, opts ...grpc.CallOption) (*ListMcpResourcesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMcpResourcesResponse)
+	err := c.cc.Invoke(ctx, ToolManager_ListMcpResources_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) ReadMcpResource(ctx context.Context, in *ReadMcpResourceRequest, opts ...grpc.CallOption) (*ReadMcpResourceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadMcpResourceResponse)
+	err := c.cc.Invoke(ctx, ToolManager_ReadMcpResource_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) ListMcpPrompts(ctx context.Context, in *ListMcpPromptsRequest, opts ...grpc.CallOption) (*ListMcpPromptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMcpPromptsResponse)
+	err := c.cc.Invoke(ctx, ToolManager_ListMcpPrompts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) GetMcpPrompt(ctx context.Context, in *GetMcpPromptRequest, opts ...grpc.CallOption) (*GetMcpPromptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetMcpPromptResponse)
+	err := c.cc.Invoke(ctx, ToolManager_GetMcpPrompt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolManagerServer is the server API for ToolManager service.
 // All implementations must embed UnimplementedToolManagerServer
 // for forward compatibility.
@@ -176,6 +255,19 @@ type ToolManagerServer interface {
 	// RevokeApproval forgets the remembered answer of an app for a tool
 	// (admin token only).
 	RevokeApproval(context.Context, *RevokeApprovalRequest) (*RevokeApprovalResponse, error)
+	// ListMcpServers reports every configured MCP server and its state.
+	ListMcpServers(context.Context, *ListMcpServersRequest) (*ListMcpServersResponse, error)
+	// RestartMcpServer stops a server and starts it again, also a failed or
+	// lazy one (admin token only).
+	RestartMcpServer(context.Context, *RestartMcpServerRequest) (*RestartMcpServerResponse, error)
+	// ListMcpResources lists the resources of one server, or of all ready ones.
+	ListMcpResources(context.Context, *ListMcpResourcesRequest) (*ListMcpResourcesResponse, error)
+	// ReadMcpResource reads one resource of a server.
+	ReadMcpResource(context.Context, *ReadMcpResourceRequest) (*ReadMcpResourceResponse, error)
+	// ListMcpPrompts lists the prompts of one server, or of all ready ones.
+	ListMcpPrompts(context.Context, *ListMcpPromptsRequest) (*ListMcpPromptsResponse, error)
+	// GetMcpPrompt renders one prompt of a server with its arguments.
+	GetMcpPrompt(context.Context, *GetMcpPromptRequest) (*GetMcpPromptResponse, error)
 	mustEmbedUnimplementedToolManagerServer()
 }
 
@@ -209,6 +301,24 @@ func (UnimplementedToolManagerServer) ListApprovals(context.Context, *ListApprov
 }
 func (UnimplementedToolManagerServer) RevokeApproval(context.Context, *RevokeApprovalRequest) (*RevokeApprovalResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RevokeApproval not implemented")
+}
+func (UnimplementedToolManagerServer) ListMcpServers(context.Context, *ListMcpServersRequest) (*ListMcpServersResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListMcpServers not implemented")
+}
+func (UnimplementedToolManagerServer) RestartMcpServer(context.Context, *RestartMcpServerRequest) (*RestartMcpServerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RestartMcpServer not implemented")
+}
+func (UnimplementedToolManagerServer) ListMcpResources(context.Context, *ListMcpResourcesRequest) (*ListMcpResourcesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListMcpResources not implemented")
+}
+func (UnimplementedToolManagerServer) ReadMcpResource(context.Context, *ReadMcpResourceRequest) (*ReadMcpResourceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReadMcpResource not implemented")
+}
+func (UnimplementedToolManagerServer) ListMcpPrompts(context.Context, *ListMcpPromptsRequest) (*ListMcpPromptsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListMcpPrompts not implemented")
+}
+func (UnimplementedToolManagerServer) GetMcpPrompt(context.Context, *GetMcpPromptRequest) (*GetMcpPromptResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetMcpPrompt not implemented")
 }
 func (UnimplementedToolManagerServer) mustEmbedUnimplementedToolManagerServer() {}
 func (UnimplementedToolManagerServer) testEmbeddedByValue()                     {}
@@ -368,6 +478,114 @@ func _ToolManager_RevokeApproval_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolManager_ListMcpServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMcpServersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).ListMcpServers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_ListMcpServers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).ListMcpServers(ctx, req.(*ListMcpServersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_RestartMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestartMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).RestartMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_RestartMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).RestartMcpServer(ctx, req.(*RestartMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_ListMcpResources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMcpResourcesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).ListMcpResources(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_ListMcpResources_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).ListMcpResources(ctx, req.(*ListMcpResourcesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_ReadMcpResource_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadMcpResourceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).ReadMcpResource(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_ReadMcpResource_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).ReadMcpResource(ctx, req.(*ReadMcpResourceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_ListMcpPrompts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMcpPromptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).ListMcpPrompts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_ListMcpPrompts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).ListMcpPrompts(ctx, req.(*ListMcpPromptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_GetMcpPrompt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetMcpPromptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).GetMcpPrompt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_GetMcpPrompt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).GetMcpPrompt(ctx, req.(*GetMcpPromptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolManager_ServiceDesc is the grpc.ServiceDesc for ToolManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -402,6 +620,30 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeApproval",
 			Handler:    _ToolManager_RevokeApproval_Handler,
+		},
+		{
+			MethodName: "ListMcpServers",
+			Handler:    _ToolManager_ListMcpServers_Handler,
+		},
+		{
+			MethodName: "RestartMcpServer",
+			Handler:    _ToolManager_RestartMcpServer_Handler,
+		},
+		{
+			MethodName: "ListMcpResources",
+			Handler:    _ToolManager_ListMcpResources_Handler,
+		},
+		{
+			MethodName: "ReadMcpResource",
+			Handler:    _ToolManager_ReadMcpResource_Handler,
+		},
+		{
+			MethodName: "ListMcpPrompts",
+			Handler:    _ToolManager_ListMcpPrompts_Handler,
+		},
+		{
+			MethodName: "GetMcpPrompt",
+			Handler:    _ToolManager_GetMcpPrompt_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,320 @@
+// Package mcp is the McpHub: it connects the MCP servers a workspace
+// configures and serves their tools through the [tools.Manager] like core
+// tools: listed, validated, permission-checked, executed, streamed and
+// audited. It supervises the servers (restart with backoff, failed after
+// repeated crashes), keeps their tool lists current, and lists and reads
+// their resources and prompts.
+//
+// Start with [New], [Hub.Apply] the servers of [LoadConfig], and
+// [Hub.Watch] the configuration files.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+// States of a server.
+const (
+	StateStarting = "starting"
+	StateReady    = "ready"
+	StateFailed   = "failed"
+	StateDisabled = "disabled"
+)
+
+// Status is the state of one server. The hub publishes a Status on the bus
+// at every change.
+type Status struct {
+	Name      string
+	State     string
+	Transport string
+	Source    string
+	Tools     int
+	// Error is the last error: why the server failed, or why it is
+	// restarting.
+	Error    string
+	Restarts int
+	Since    time.Time
+	Lazy     bool
+	// PID is the process of a running stdio server, else 0.
+	PID int
+}
+
+// Options configure a Hub. Zero values get the defaults of the mcp section
+// of the config.
+type Options struct {
+	Workspace string
+	Tools     *tools.Manager
+	Bus       *events.Bus
+	Logger    *slog.Logger
+	// CallTimeout (default 60s) and StartupTimeout (default 30s) apply to
+	// servers that do not set their own.
+	CallTimeout    time.Duration
+	StartupTimeout time.Duration
+	// Restart is "always", "on-failure" (default) or "never"; a server
+	// that exits more than MaxRestarts (default 5) times in a row is failed.
+	// (No restarts at all is Restart "never".)
+	Restart     string
+	MaxRestarts int
+	// OutputLimit bounds the content of a tool result, in bytes (default
+	// 1 MiB); a larger result is cut with code output_limit.
+	OutputLimit int
+	// BlobDir receives images and binary resources, which results refer to
+	// by path (default <workspace>/.nexus/mcp/blobs).
+	BlobDir string
+	// Parallel bounds how many servers start at once (default 4).
+	Parallel int
+	// BaseEnv names the daemon's environment variables every stdio server
+	// gets (default PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TMPDIR, TERM).
+	BaseEnv []string
+	Version string
+}
+
+// ErrUnknownServer is the error for a server name that is not configured.
+var ErrUnknownServer = errors.New("no MCP server of that name is configured")
+
+// Hub runs the configured MCP servers.
+type Hub struct {
+	opts   Options
+	logger *slog.Logger
+	sem    chan struct{}
+
+	mu      sync.Mutex
+	servers map[string]*server
+	closed  bool
+
+	// progress maps a progress token (the tool call id) to the call's
+	// progress function.
+	progress sync.Map
+}
+
+// New returns a hub with no servers.
+func New(opts Options) *Hub {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 60 * time.Second
+	}
+	if opts.StartupTimeout <= 0 {
+		opts.StartupTimeout = 30 * time.Second
+	}
+	if opts.Restart == "" {
+		opts.Restart = "on-failure"
+	}
+	if opts.MaxRestarts <= 0 {
+		opts.MaxRestarts = 5
+	}
+	if opts.OutputLimit <= 0 {
+		opts.OutputLimit = 1 << 20
+	}
+	if opts.BlobDir == "" {
+		opts.BlobDir = filepath.Join(opts.Workspace, ".nexus", "mcp", "blobs")
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	if opts.BaseEnv == nil {
+		opts.BaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "TERM"}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Bus == nil {
+		opts.Bus = events.New()
+	}
+	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
+	if opts.Tools != nil {
+		opts.Tools.SetResolver(h.resolve)
+	}
+	return h
+}
+
+// Apply makes the running servers those of cfgs: it starts the new ones,
+// stops the removed ones, and restarts the ones whose configuration
+// changed. Servers whose configuration is unchanged go on undisturbed.
+func (h *Hub) Apply(cfgs map[string]ServerConfig) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	for _, name := range sortedNames(h.servers) {
+		s := h.servers[name]
+		c, ok := cfgs[name]
+		switch {
+		case !ok:
+			h.logger.Info("MCP server removed from the configuration", "server", name)
+			s.close()
+			delete(h.servers, name)
+		case !sameConfig(s.cfg, c):
+			h.logger.Info("MCP server configuration changed: restarting it", "server", name, "source", c.Source)
+			s.close()
+			h.servers[name] = h.start(c)
+		}
+	}
+	for _, name := range sortedNames(cfgs) {
+		if _, ok := h.servers[name]; !ok {
+			h.servers[name] = h.start(cfgs[name])
+		}
+	}
+}
+
+// Servers returns the status of every configured server, sorted by name.
+func (h *Hub) Servers() []Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Status, 0, len(h.servers))
+	for _, name := range sortedNames(h.servers) {
+		out = append(out, h.servers[name].statusNow())
+	}
+	return out
+}
+
+// Restart stops a server and starts it again: a failed server gets a new
+// series of attempts, and a lazy one starts.
+func (h *Hub) Restart(name string) error {
+	s, err := h.server(name)
+	if err != nil {
+		return err
+	}
+	if !s.cfg.Enabled {
+		return fmt.Errorf("MCP server %q is disabled in %s", name, s.cfg.Source)
+	}
+	if s.cfg.Err != nil {
+		return fmt.Errorf("MCP server %q cannot start: %v", name, s.cfg.Err)
+	}
+	s.restart()
+	return nil
+}
+
+// WaitReady waits until every enabled, non-lazy server is ready or failed,
+// or ctx ends.
+func (h *Hub) WaitReady(ctx context.Context) error {
+	for {
+		settled := true
+		for _, st := range h.Servers() {
+			if st.State == StateStarting {
+				settled = false
+			}
+		}
+		if settled {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops every server.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	servers := h.servers
+	h.servers = map[string]*server{}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+}
+
+func (h *Hub) server(name string) (*server, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.servers[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	}
+	return s, nil
+}
+
+// resolve is the manager's resolver: it starts a lazy server on its first
+// use and reports whether the server became ready.
+func (h *Hub) resolve(ctx context.Context, name string) bool {
+	s, err := h.server(name)
+	if err != nil || !s.cfg.Enabled || s.cfg.Err != nil {
+		return false
+	}
+	s.wake()
+	return s.waitSettled(ctx) == StateReady
+}
+
+// ready returns the ready servers among name ("" = all).
+func (h *Hub) ready(name string) ([]*server, error) {
+	if name != "" {
+		s, err := h.server(name)
+		if err != nil {
+			return nil, err
+		}
+		if st := s.statusNow(); st.State != StateReady {
+			return nil, fmt.Errorf("MCP server %q is %s%s", name, st.State, errorSuffix(st.Error))
+		}
+		return []*server{s}, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*server
+	for _, n := range sortedNames(h.servers) {
+		if s := h.servers[n]; s.statusNow().State == StateReady {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func errorSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return ": " + e
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// sameConfig reports whether two configurations of a server would run the
+// same thing.
+func sameConfig(a, b ServerConfig) bool {
+	errText := func(e error) string {
+		if e == nil {
+			return ""
+		}
+		return e.Error()
+	}
+	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
+		a.Cwd == b.Cwd && mapsEqual(a.Env, b.Env) && slices.Equal(a.InheritEnv, b.InheritEnv) &&
+		a.URL == b.URL && mapsEqual(a.Headers, b.Headers) && a.Enabled == b.Enabled &&
+		a.CallTimeout == b.CallTimeout && a.StartupTimeout == b.StartupTimeout &&
+		slices.Equal(a.AllowTools, b.AllowTools) && slices.Equal(a.DenyTools, b.DenyTools) &&
+		a.Lazy == b.Lazy && a.Source == b.Source && errText(a.Err) == errText(b.Err)
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

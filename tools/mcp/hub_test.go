@@ -1,0 +1,467 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
+)
+
+// serverBin returns the path of an installed test MCP server
+// (scripts/mcp-servers.sh, run by make test).
+func serverBin(t testing.TB, name string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "mcp-servers", "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed: run scripts/mcp-servers.sh (make test does): %v", name, err)
+	}
+	return p
+}
+
+type testHub struct {
+	*Hub
+	m   *tools.Manager
+	bus *events.Bus
+	ws  string
+}
+
+func newTestHub(t *testing.T, opts Options) *testHub {
+	t.Helper()
+	bus := events.New()
+	m, err := tools.NewManager(tools.Options{Bus: bus, Gate: func(context.Context, *tools.GateRequest, func(tools.ICERC)) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if opts.Workspace == "" {
+		opts.Workspace = t.TempDir()
+	}
+	opts.Tools, opts.Bus = m, bus
+	if opts.Logger == nil && testing.Verbose() {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	h := New(opts)
+	t.Cleanup(h.Close)
+	return &testHub{Hub: h, m: m, bus: bus, ws: opts.Workspace}
+}
+
+func (th *testHub) waitState(t *testing.T, name, state string) Status {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, st := range th.Servers() {
+			if st.Name == name && st.State == state {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s never became %s: %+v", name, state, th.Servers())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (th *testHub) call(t *testing.T, server, tool, args string) tools.Call {
+	t.Helper()
+	return th.m.Execute(t.Context(), tools.ExecuteRequest{ServerName: server, ToolName: tool, Arguments: json.RawMessage(args)})
+}
+
+func stdio(name, command string, args ...string) ServerConfig {
+	return ServerConfig{Name: name, Source: "test", Transport: "stdio", Command: command, Args: args, Enabled: true}
+}
+
+// changing runs integration/mcpservers/changing.mjs, installed beside the
+// TypeScript SDK it imports.
+func changing(t testing.TB) ServerConfig {
+	bin := serverBin(t, "mcp-server-everything")
+	script := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(bin))), "changing.mjs")
+	return stdio("changing", "node", script)
+}
+
+func wantCompleted(t *testing.T, c tools.Call, contains string) {
+	t.Helper()
+	if c.Status != tools.StatusCompleted || !strings.Contains(string(c.ResultJSON), contains) {
+		t.Fatalf("%s/%s: status %s, error %+v, result %s; want a result containing %q", c.ServerName, c.ToolName, c.Status, c.Error, c.ResultJSON, contains)
+	}
+}
+
+func wantError(t *testing.T, c tools.Call, code, contains string) {
+	t.Helper()
+	if c.Status != tools.StatusError || c.Error == nil || c.Error.Code != code || !strings.Contains(c.Error.Message, contains) {
+		t.Fatalf("%s/%s: status %s, error %+v, result %s; want code %s with %q", c.ServerName, c.ToolName, c.Status, c.Error, c.ResultJSON, code, contains)
+	}
+}
+
+func TestEverythingOverStdio(t *testing.T) {
+	t.Setenv("NEXUS_TEST_SECRET", "must-not-leak")
+	th := newTestHub(t, Options{})
+	cfg := stdio("everything", serverBin(t, "mcp-server-everything"))
+	cfg.Env = map[string]string{"GIVEN": "given-value"}
+	th.Apply(map[string]ServerConfig{"everything": cfg})
+	st := th.waitState(t, "everything", StateReady)
+	if st.Tools < 10 || st.PID == 0 || st.Transport != "stdio" {
+		t.Fatalf("status %+v", st)
+	}
+	if defs := th.m.List("everything"); len(defs) != st.Tools || defs[0].ServerName != "everything" {
+		t.Fatalf("%d tools registered, status says %d", len(defs), st.Tools)
+	}
+	wantCompleted(t, th.call(t, "everything", "echo", `{"message":"hello"}`), "Echo: hello")
+	wantCompleted(t, th.call(t, "everything", "get-sum", `{"a":2,"b":40}`), "42")
+	// Schema validation happens before the server sees the call.
+	wantError(t, th.call(t, "everything", "get-sum", `{"a":"two","b":40}`), tools.CodeInvalidArguments, "type")
+	wantError(t, th.call(t, "everything", "no-such-tool", `{}`), tools.CodeUnknownTool, "no tool of server")
+
+	// Structured content is kept.
+	c := th.call(t, "everything", "get-structured-content", `{"location":"Chicago"}`)
+	wantCompleted(t, c, `"structuredContent":{`)
+
+	// An image is written to the blob directory and referred to by path.
+	c = th.call(t, "everything", "get-tiny-image", `{}`)
+	wantCompleted(t, c, `"blob":".nexus/mcp/blobs/`)
+	var res struct {
+		Content []struct{ Type, MimeType, Blob string }
+	}
+	json.Unmarshal(c.ResultJSON, &res)
+	var blob string
+	for _, item := range res.Content {
+		if item.Type == "image" {
+			blob = item.Blob
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(th.ws, blob)); err != nil || !strings.HasPrefix(string(data), "\x89PNG") {
+		t.Fatalf("image blob %q: %v", blob, err)
+	}
+
+	// The server's environment is explicit: its own variables, never the
+	// daemon's whole environment.
+	c = th.call(t, "everything", "get-env", `{}`)
+	wantCompleted(t, c, "given-value")
+	if strings.Contains(string(c.ResultJSON), "must-not-leak") {
+		t.Fatal("the daemon's environment leaked to the server")
+	}
+}
+
+func TestProgressTimeoutAndCancel(t *testing.T) {
+	var logs syncBuffer
+	th := newTestHub(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ev := stdio("everything", serverBin(t, "mcp-server-everything"))
+	ch := changing(t)
+	ch.CallTimeout = 700 * time.Millisecond
+	th.Apply(map[string]ServerConfig{"everything": ev, "changing": ch})
+	th.waitState(t, "everything", StateReady)
+	th.waitState(t, "changing", StateReady)
+
+	// Progress notifications become the call's progress.
+	var progress []float64
+	c := th.m.Execute(t.Context(), tools.ExecuteRequest{ServerName: "everything", ToolName: "trigger-long-running-operation",
+		Arguments: json.RawMessage(`{"duration":0.4,"steps":4}`), OnUpdate: func(c tools.Call) {
+			if c.Progress != nil && c.Status == tools.StatusRunning {
+				progress = append(progress, c.Progress.Progress)
+			}
+		}})
+	wantCompleted(t, c, "Long running operation completed")
+	// The last notification may come after the result: the SDK delivers
+	// notifications apart from responses.
+	if len(progress) < 3 || !slices.IsSorted(progress) || progress[0] != 1 {
+		t.Fatalf("progress updates %v, want 1, 2, 3 (and maybe 4)", progress)
+	}
+
+	// The per-server call timeout, with notifications/cancelled to the server.
+	c = th.call(t, "changing", "sleep", `{"ms":30000}`)
+	wantError(t, c, tools.CodeTimeout, "did not finish in time")
+	logs.waitFor(t, "sleep cancelled")
+
+	// Cancel by id.
+	ids := make(chan string, 1)
+	done := make(chan tools.Call, 1)
+	go func() {
+		done <- th.m.Execute(t.Context(), tools.ExecuteRequest{ServerName: "everything", ToolName: "trigger-long-running-operation",
+			Arguments: json.RawMessage(`{"duration":30,"steps":30}`), OnUpdate: func(c tools.Call) {
+				if c.Status == tools.StatusRunning {
+					ids <- c.ID
+				}
+			}})
+	}()
+	th.m.Cancel(<-ids)
+	wantError(t, <-done, tools.CodeCancelled, "cancelled")
+	wantCompleted(t, th.call(t, "everything", "echo", `{"message":"still there"}`), "still there")
+}
+
+func TestServerKilledMidCall(t *testing.T) {
+	th := newTestHub(t, Options{})
+	th.Apply(map[string]ServerConfig{"changing": changing(t)})
+	st := th.waitState(t, "changing", StateReady)
+	done := make(chan tools.Call, 1)
+	running := make(chan struct{})
+	go func() {
+		done <- th.m.Execute(t.Context(), tools.ExecuteRequest{ServerName: "changing", ToolName: "sleep",
+			Arguments: json.RawMessage(`{"ms":60000}`), OnUpdate: func(c tools.Call) {
+				if c.Status == tools.StatusRunning {
+					close(running)
+				}
+			}})
+	}()
+	<-running
+	time.Sleep(100 * time.Millisecond) // the request is at the server
+	killed := time.Now()
+	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c := <-done
+	t.Logf("the call ended %v after the kill", time.Since(killed).Round(time.Millisecond))
+	wantError(t, c, tools.CodeServerUnavailable, "ended during the call")
+	// It comes back, and the next call works.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st2 := th.statusOf("changing")
+		if st2.State == StateReady && st2.PID != st.PID {
+			if st2.Restarts != 1 {
+				t.Errorf("restarts %d, want 1", st2.Restarts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not back: %+v", st2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wantCompleted(t, th.call(t, "changing", "greet", `{"name":"again"}`), "hello again")
+}
+
+func (th *testHub) statusOf(name string) Status {
+	for _, st := range th.Servers() {
+		if st.Name == name {
+			return st
+		}
+	}
+	return Status{}
+}
+
+func TestMissingCommandLeavesOthersAlone(t *testing.T) {
+	th := newTestHub(t, Options{MaxRestarts: 1})
+	th.Apply(map[string]ServerConfig{
+		"ghost":      stdio("ghost", "/nonexistent/mcp-server-ghost"),
+		"everything": stdio("everything", serverBin(t, "mcp-server-everything")),
+	})
+	th.waitState(t, "everything", StateReady)
+	st := th.waitState(t, "ghost", StateFailed)
+	for _, want := range []string{`starting "/nonexistent/mcp-server-ghost"`, "no such file or directory", "gave up after 2 attempts"} {
+		if !strings.Contains(st.Error, want) {
+			t.Errorf("ghost's error %q does not say %q", st.Error, want)
+		}
+	}
+	wantError(t, th.call(t, "ghost", "anything", `{}`), tools.CodeUnknownTool, "ghost")
+	wantCompleted(t, th.call(t, "everything", "echo", `{"message":"fine"}`), "fine")
+	// A restart asked for by the person tries again (and fails again).
+	if err := th.Restart("ghost"); err != nil {
+		t.Fatal(err)
+	}
+	th.waitState(t, "ghost", StateFailed)
+}
+
+func TestToolListChangesAndDefinitionPins(t *testing.T) {
+	var logs syncBuffer
+	th := newTestHub(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	th.Apply(map[string]ServerConfig{"changing": changing(t)})
+	th.waitState(t, "changing", StateReady)
+
+	// notifications/tools/list_changed refreshes the list.
+	wantCompleted(t, th.call(t, "changing", "add", `{}`), "added")
+	waitTool(t, th.m, "changing", "added", true)
+	wantCompleted(t, th.call(t, "changing", "added", `{}`), "I was added")
+	wantCompleted(t, th.call(t, "changing", "remove", `{}`), "removed")
+	waitTool(t, th.m, "changing", "added", false)
+
+	// A changed description is a new definition, with a new hash: answers
+	// remembered for the old one do not apply to it, and the change is logged.
+	before, _ := th.m.Lookup("greet", "changing")
+	wantCompleted(t, th.call(t, "changing", "change", `{}`), "version 2")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		after, _ := th.m.Lookup("greet", "changing")
+		if strings.Contains(after.Description, "version 2") {
+			if policy.DefinitionHash(after) == policy.DefinitionHash(before) {
+				t.Fatal("the changed definition has the same hash")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("greet is still %q", after.Description)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	logs.waitFor(t, "MCP tool definition changed: remembered answers for it no longer apply")
+}
+
+func waitTool(t *testing.T, m *tools.Manager, server, name string, present bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := m.Lookup(name, server); ok == present {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tool %s/%s present=%v never came", server, name, present)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestErrorsAndOutputLimit(t *testing.T) {
+	th := newTestHub(t, Options{OutputLimit: 4096})
+	th.Apply(map[string]ServerConfig{"changing": changing(t)})
+	th.waitState(t, "changing", StateReady)
+	c := th.call(t, "changing", "fail", `{}`)
+	wantError(t, c, tools.CodeExecutionFailed, "MCP tool changing/fail reported an error: it went wrong on purpose")
+	if !strings.Contains(string(c.ResultJSON), `"isError":true`) {
+		t.Errorf("the error's result is %s", c.ResultJSON)
+	}
+	c = th.call(t, "changing", "big", `{"bytes":100000}`)
+	wantError(t, c, tools.CodeOutputLimit, "over the limit of 4096")
+	var cut struct {
+		Content       []struct{ Text string }
+		Truncated     bool
+		OriginalBytes int
+	}
+	if err := json.Unmarshal(c.ResultJSON, &cut); err != nil || !cut.Truncated || len(cut.Content[0].Text) != 2048 || cut.OriginalBytes < 100000 {
+		t.Fatalf("cut result %s (%v)", c.ResultJSON, err)
+	}
+	wantCompleted(t, th.call(t, "changing", "big", `{"bytes":100}`), "xxxx")
+}
+
+func TestFilesystemAndMemory(t *testing.T) {
+	th := newTestHub(t, Options{})
+	files := filepath.Join(th.ws, "files")
+	os.MkdirAll(files, 0o755)
+	os.WriteFile(filepath.Join(files, "note.txt"), []byte("a note for the filesystem server\n"), 0o644)
+	mem := stdio("memory", serverBin(t, "mcp-server-memory"))
+	mem.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(th.ws, "memory.jsonl")}
+	th.Apply(map[string]ServerConfig{
+		"filesystem": stdio("filesystem", serverBin(t, "mcp-server-filesystem"), files),
+		"memory":     mem,
+	})
+	th.waitState(t, "filesystem", StateReady)
+	th.waitState(t, "memory", StateReady)
+	wantCompleted(t, th.call(t, "filesystem", "list_directory", `{"path":"`+files+`"}`), "note.txt")
+	wantCompleted(t, th.call(t, "filesystem", "read_text_file", `{"path":"`+filepath.Join(files, "note.txt")+`"}`), "a note for the filesystem server")
+	c := th.call(t, "filesystem", "read_text_file", `{"path":"/etc/hostname"}`)
+	if c.Status != tools.StatusError {
+		t.Fatalf("the filesystem server read outside its directory: %s", c.ResultJSON)
+	}
+	wantCompleted(t, th.call(t, "memory", "create_entities", `{"entities":[{"name":"Nexus","entityType":"project","observations":["a daemon"]}]}`), "Nexus")
+	wantCompleted(t, th.call(t, "memory", "read_graph", `{}`), "a daemon")
+}
+
+func TestResourcesAndPrompts(t *testing.T) {
+	th := newTestHub(t, Options{})
+	th.Apply(map[string]ServerConfig{"everything": stdio("everything", serverBin(t, "mcp-server-everything")), "memory": stdio("memory", serverBin(t, "mcp-server-memory"))})
+	th.waitState(t, "everything", StateReady)
+	th.waitState(t, "memory", StateReady)
+	rs, err := th.Resources(t.Context(), "")
+	if err != nil || len(rs) == 0 {
+		t.Fatalf("resources: %v %v", rs, err)
+	}
+	servers := map[string]bool{}
+	for _, r := range rs {
+		servers[r.Server] = true
+		if r.Server == "memory" && r.URI != "memory://knowledge-graph" {
+			t.Errorf("memory's resource: %+v", r)
+		}
+	}
+	if !servers["everything"] || !servers["memory"] {
+		t.Errorf("resources from %v", servers)
+	}
+	data, err := th.ReadResource(t.Context(), "everything", rs[0].URI)
+	if err != nil || !strings.Contains(string(data), rs[0].URI) {
+		t.Fatalf("read %s: %s %v", rs[0].URI, data, err)
+	}
+	ps, err := th.Prompts(t.Context(), "everything")
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("prompts: %v %v", ps, err)
+	}
+	out, err := th.GetPrompt(t.Context(), "everything", "simple-prompt", nil)
+	if err != nil || !strings.Contains(string(out), "messages") {
+		t.Fatalf("simple-prompt: %s %v", out, err)
+	}
+	if _, err := th.Resources(t.Context(), "nope"); err == nil {
+		t.Fatal("resources of an unknown server")
+	}
+}
+
+func TestLazyAndApply(t *testing.T) {
+	th := newTestHub(t, Options{})
+	lazy := changing(t)
+	lazy.Lazy = true
+	th.Apply(map[string]ServerConfig{"changing": lazy})
+	if st := th.statusOf("changing"); st.State != StateDisabled || !st.Lazy {
+		t.Fatalf("lazy server before use: %+v", st)
+	}
+	// The first call starts it.
+	wantCompleted(t, th.call(t, "changing", "greet", `{"name":"lazy"}`), "hello lazy")
+	th.waitState(t, "changing", StateReady)
+
+	// Changed configuration: restarted; removed: its tools go.
+	ev := stdio("everything", serverBin(t, "mcp-server-everything"))
+	th.Apply(map[string]ServerConfig{"everything": ev})
+	th.waitState(t, "everything", StateReady)
+	if _, ok := th.m.Lookup("greet", "changing"); ok {
+		t.Fatal("a removed server's tool is still registered")
+	}
+	if len(th.Servers()) != 1 {
+		t.Fatalf("servers %+v", th.Servers())
+	}
+	pid := th.statusOf("everything").PID
+	ev2 := ev
+	ev2.Env = map[string]string{"X": "1"}
+	th.Apply(map[string]ServerConfig{"everything": ev2})
+	st := th.waitState(t, "everything", StateReady)
+	if st.PID == pid {
+		t.Fatal("a changed server was not restarted")
+	}
+	th.Apply(map[string]ServerConfig{"everything": ev2})
+	if st2 := th.statusOf("everything"); st2.PID != st.PID {
+		t.Fatal("an unchanged server was restarted")
+	}
+}
+
+// syncBuffer is a log sink tests can wait on.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		ok := strings.Contains(b.buf.String(), s)
+		b.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never said %q", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,660 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
+)
+
+// server supervises one configured MCP server: it connects, keeps its
+// tools registered while it is ready, and restarts it with backoff when it
+// dies.
+type server struct {
+	hub *Hub
+	cfg ServerConfig
+
+	mu      sync.Mutex
+	status  Status
+	session *mcp.ClientSession
+	alive   context.Context // ends when the session does; calls follow it
+	hashes  map[string]string
+	settled chan struct{} // closed and replaced at every settled state
+
+	wakeCh    chan struct{} // starts a lazy server
+	restartCh chan struct{}
+	refreshCh chan struct{} // the tool list changed
+	stop      context.CancelFunc
+	done      chan struct{}
+}
+
+// errServerGone is the cause of a call's end when its server died.
+var errServerGone = errors.New("the MCP server ended")
+
+func (h *Hub) start(cfg ServerConfig) *server {
+	ctx, stop := context.WithCancel(context.Background())
+	s := &server{
+		hub: h, cfg: cfg, hashes: map[string]string{}, settled: make(chan struct{}),
+		wakeCh: make(chan struct{}, 1), restartCh: make(chan struct{}, 1), refreshCh: make(chan struct{}, 1),
+		stop: stop, done: make(chan struct{}),
+		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Since: time.Now()},
+	}
+	switch {
+	case !cfg.Enabled:
+		s.status.State = StateDisabled
+	case cfg.Err != nil:
+		s.status.State, s.status.Error = StateFailed, cfg.Err.Error()
+	case cfg.Lazy:
+		s.status.State = StateDisabled
+	default:
+		s.status.State = StateStarting
+	}
+	h.opts.Bus.Publish(s.status)
+	go s.run(ctx)
+	return s
+}
+
+func (s *server) statusNow() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// setStatus changes the status, publishes it, and wakes those waiting for a
+// settled state.
+func (s *server) setStatus(fn func(*Status)) {
+	s.mu.Lock()
+	old := s.status
+	fn(&s.status)
+	if s.status.State != old.State {
+		s.status.Since = time.Now()
+	}
+	st := s.status
+	if st.State != StateStarting {
+		close(s.settled)
+		s.settled = make(chan struct{})
+	}
+	s.mu.Unlock()
+	s.hub.opts.Bus.Publish(st)
+	if st.State != old.State || st.Error != old.Error {
+		s.hub.logger.Info("MCP server "+st.State, "server", st.Name, "tools", st.Tools, "error", st.Error, "restarts", st.Restarts)
+	}
+}
+
+// waitSettled waits until the server is not starting, and returns its state.
+func (s *server) waitSettled(ctx context.Context) string {
+	timeout := time.NewTimer(s.startupTimeout() + time.Second)
+	defer timeout.Stop()
+	for {
+		s.mu.Lock()
+		st, ch := s.status.State, s.settled
+		s.mu.Unlock()
+		if st != StateStarting && !(st == StateDisabled && s.cfg.Lazy) {
+			return st
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st
+		case <-timeout.C:
+			return st
+		}
+	}
+}
+
+func (s *server) wake() {
+	select {
+	case s.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (s *server) restart() {
+	select {
+	case s.restartCh <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the server and unregisters its tools; it returns when both
+// are done.
+func (s *server) close() {
+	s.stop()
+	<-s.done
+}
+
+func (s *server) startupTimeout() time.Duration {
+	if s.cfg.StartupTimeout > 0 {
+		return s.cfg.StartupTimeout
+	}
+	return s.hub.opts.StartupTimeout
+}
+
+func (s *server) callTimeout() time.Duration {
+	if s.cfg.CallTimeout > 0 {
+		return s.cfg.CallTimeout
+	}
+	return s.hub.opts.CallTimeout
+}
+
+// run is the supervisor loop.
+func (s *server) run(ctx context.Context) {
+	defer close(s.done)
+	defer s.unregisterAll()
+	if s.cfg.Err != nil || !s.cfg.Enabled {
+		<-ctx.Done()
+		return
+	}
+	if s.cfg.Lazy {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wakeCh:
+		case <-s.restartCh:
+		}
+		s.setStatus(func(st *Status) { st.State, st.Error = StateStarting, "" })
+	}
+	crashes := 0
+	for {
+		upFor, clean, lastErr := s.runSession(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if lastErr == nil { // a restart was asked for
+			crashes = 0
+			s.setStatus(func(st *Status) { st.State, st.Error, st.Restarts, st.PID = StateStarting, "", st.Restarts+1, 0 })
+			continue
+		}
+		if upFor >= time.Minute {
+			crashes = 0 // it worked for a while: a new series
+		}
+		crashes++
+		policy := s.hub.opts.Restart
+		give := policy == "never" || (policy == "on-failure" && clean) || crashes > s.hub.opts.MaxRestarts
+		if give {
+			msg := lastErr.Error()
+			if crashes > s.hub.opts.MaxRestarts && policy != "never" && !(policy == "on-failure" && clean) {
+				msg = fmt.Sprintf("%s (gave up after %d attempts in a row; nexus mcp restart %s tries again)", msg, crashes, s.cfg.Name)
+			}
+			s.unregisterAll()
+			s.setStatus(func(st *Status) { st.State, st.Error, st.PID = StateFailed, msg, 0 })
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.restartCh:
+				crashes = 0
+				s.setStatus(func(st *Status) { st.State, st.Error, st.Restarts = StateStarting, "", st.Restarts+1 })
+				continue
+			}
+		}
+		backoff := min(200*time.Millisecond<<(crashes-1), 30*time.Second)
+		s.setStatus(func(st *Status) {
+			st.State, st.Error, st.PID = StateStarting, fmt.Sprintf("%v; restarting in %v", lastErr, backoff), 0
+		})
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		case <-s.restartCh:
+			crashes = 0
+		}
+		s.setStatus(func(st *Status) { st.Restarts++ })
+	}
+}
+
+// runSession runs one connection to the server until it ends. It returns
+// how long the server was ready, whether it exited cleanly by itself, and
+// why the connection ended: nil when a restart was asked for.
+func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean bool, err error) {
+	s.hub.sem <- struct{}{}
+	conn, err := s.connect(ctx)
+	<-s.hub.sem
+	if err != nil {
+		return 0, false, err
+	}
+	defer conn.close()
+	alive, markDead := context.WithCancelCause(context.Background())
+	defer markDead(errServerGone)
+	s.mu.Lock()
+	s.session, s.alive = conn.session, alive
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.session, s.alive = nil, nil
+		s.mu.Unlock()
+	}()
+	if err := s.refreshTools(ctx, conn.session); err != nil {
+		return 0, false, fmt.Errorf("listing its tools: %w", err)
+	}
+	readyAt := time.Now()
+	s.setStatus(func(st *Status) { st.State, st.Error, st.PID = StateReady, "", conn.pid })
+	for {
+		select {
+		case <-ctx.Done():
+			return time.Since(readyAt), false, ctx.Err()
+		case <-s.restartCh:
+			return time.Since(readyAt), false, nil
+		case <-s.refreshCh:
+			if err := s.refreshTools(ctx, conn.session); err != nil {
+				s.hub.logger.Warn("MCP server's tool list could not be refreshed", "server", s.cfg.Name, "error", err.Error())
+			}
+		case <-conn.ended:
+			markDead(errServerGone)
+			return time.Since(readyAt), conn.cleanExit(), conn.endError()
+		}
+	}
+}
+
+// A conn is a live connection to a server, with its process for stdio.
+type conn struct {
+	session *mcp.ClientSession
+	pid     int
+	ended   chan struct{} // closed when the server is gone
+
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+	stderr  *tailWriter
+}
+
+func (c *conn) endError() error {
+	if c.cmd == nil {
+		return errors.New("the connection to the server closed")
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(2 * time.Second):
+		return errors.New("the server closed its output")
+	}
+	msg := "the server exited"
+	if st := c.cmd.ProcessState; st != nil {
+		msg = "the server " + describeExit(st)
+	} else if c.exitErr != nil {
+		msg += ": " + c.exitErr.Error()
+	}
+	if tail := c.stderr.tail(); tail != "" {
+		msg += "; its last output: " + tail
+	}
+	return errors.New(msg)
+}
+
+func (c *conn) cleanExit() bool {
+	if c.cmd == nil {
+		return false
+	}
+	select {
+	case <-c.exited:
+		return c.cmd.ProcessState != nil && c.cmd.ProcessState.Success()
+	default:
+		return false
+	}
+}
+
+// close ends the session; a stdio server gets its input closed, then
+// SIGTERM, then SIGKILL, and its whole process group goes with it.
+func (c *conn) close() {
+	if c.stderr != nil {
+		c.stderr.quiet.Store(true) // what it says while we stop it is noise
+	}
+	done := make(chan struct{})
+	go func() { c.session.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+	}
+	if c.cmd == nil {
+		return
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		select {
+		case <-c.exited:
+			syscall.Kill(-c.pid, syscall.SIGKILL) // what it left behind
+			return
+		case <-time.After(2 * time.Second):
+			syscall.Kill(-c.pid, sig)
+		}
+	}
+	<-c.exited
+}
+
+func describeExit(st *os.ProcessState) string {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "was killed by " + unix.SignalName(ws.Signal())
+	}
+	return fmt.Sprintf("exited with code %d", st.ExitCode())
+}
+
+// connect starts or reaches the server and initializes a session.
+func (s *server) connect(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, &mcp.ClientOptions{
+		Logger: s.hub.logger.With("server", s.cfg.Name),
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case s.refreshCh <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if p := req.Params; p != nil {
+				if fn, ok := s.hub.progress.Load(fmt.Sprint(p.ProgressToken)); ok {
+					fn.(func(float64, float64, string))(p.Progress, p.Total, p.Message)
+				}
+			}
+		},
+	})
+	if s.cfg.Transport == "http" {
+		return s.connectHTTP(ctx, client)
+	}
+	return s.connectStdio(ctx, client)
+}
+
+func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, error) {
+	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, http.DefaultTransport}}}
+	session, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)
+	}
+	c := &conn{session: session, ended: make(chan struct{})}
+	go func() { session.Wait(); close(c.ended) }()
+	return c, nil
+}
+
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.next.RoundTrip(r)
+}
+
+func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, error) {
+	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
+	cmd.Dir = s.cfg.Cwd
+	cmd.Env = s.environ()
+	// Its own process group, so that closing it takes its children too;
+	// killed with the daemon.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Wait closes the pipes at most this long after the server exits,
+	// even if a child it left behind holds them open.
+	cmd.WaitDelay = 500 * time.Millisecond
+	stderr := newTailWriter(s.hub, s.cfg.Name)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %q: %w", s.cfg.Command, err)
+	}
+	c := &conn{cmd: cmd, pid: cmd.Process.Pid, ended: make(chan struct{}), exited: make(chan struct{}), stderr: stderr}
+	go func() {
+		c.exitErr = cmd.Wait()
+		stderr.Flush()
+		close(c.exited)
+	}()
+	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	if err != nil {
+		c.cmd.Process.Kill()
+		syscall.Kill(-c.pid, syscall.SIGKILL)
+		<-c.exited
+		msg := fmt.Sprintf("initializing %q: %v", s.cfg.Command, err)
+		if st := cmd.ProcessState; st != nil {
+			msg = fmt.Sprintf("%q %s before it answered initialize", s.cfg.Command, describeExit(st))
+		}
+		if tail := stderr.tail(); tail != "" {
+			msg += "; its last output: " + tail
+		}
+		return nil, errors.New(msg)
+	}
+	c.session = session
+	go func() {
+		select {
+		case <-c.exited:
+		case <-sessionDone(session):
+		}
+		close(c.ended)
+	}()
+	return c, nil
+}
+
+func sessionDone(s *mcp.ClientSession) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { s.Wait(); close(ch) }()
+	return ch
+}
+
+// environ is the explicit environment of a stdio server: the base
+// variables and those it inherits, from the daemon; then its own.
+func (s *server) environ() []string {
+	env := map[string]string{}
+	for _, name := range append(append([]string{}, s.hub.opts.BaseEnv...), s.cfg.InheritEnv...) {
+		if v, ok := os.LookupEnv(name); ok {
+			env[name] = v
+		}
+	}
+	for k, v := range s.cfg.Env {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for _, k := range sortedNames(env) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// refreshTools lists the server's tools and makes the registry match: new
+// tools are registered, gone ones unregistered, changed ones replaced
+// (which voids earlier "always" answers, pinned to the old definition).
+func (s *server) refreshTools(ctx context.Context, session *mcp.ClientSession) error {
+	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
+	defer cancel()
+	var list []*mcp.Tool
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		list = append(list, t)
+	}
+	m := s.hub.opts.Tools
+	seen := map[string]bool{}
+	count := 0
+	for _, t := range list {
+		if !s.serves(t.Name) || seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		def, err := definition(s.cfg.Name, t)
+		if err != nil {
+			s.hub.logger.Warn("MCP tool skipped", "server", s.cfg.Name, "tool", t.Name, "error", err.Error())
+			continue
+		}
+		hash := policy.DefinitionHash(def)
+		s.mu.Lock()
+		old, known := s.hashes[t.Name]
+		s.mu.Unlock()
+		if known && old == hash {
+			count++
+			continue
+		}
+		if m != nil {
+			if err := m.Replace(tools.Tool{Definition: def, Handler: s.handler(t.Name), Timeout: s.callTimeout()}); err != nil {
+				s.hub.logger.Warn("MCP tool skipped", "server", s.cfg.Name, "tool", t.Name, "error", err.Error())
+				continue
+			}
+		}
+		if known {
+			s.hub.logger.Warn("MCP tool definition changed: remembered answers for it no longer apply",
+				"server", s.cfg.Name, "tool", t.Name, "oldHash", old[:12], "newHash", hash[:12])
+		}
+		s.mu.Lock()
+		s.hashes[t.Name] = hash
+		s.mu.Unlock()
+		count++
+	}
+	s.mu.Lock()
+	var gone []string
+	for name := range s.hashes {
+		if !seen[name] {
+			gone = append(gone, name)
+			delete(s.hashes, name)
+		}
+	}
+	s.mu.Unlock()
+	for _, name := range gone {
+		if m != nil {
+			m.Unregister(s.cfg.Name, name)
+		}
+	}
+	s.setStatus(func(st *Status) { st.Tools = count })
+	return nil
+}
+
+// serves reports whether the server's allow and deny lists let a tool
+// through.
+func (s *server) serves(name string) bool {
+	for _, p := range s.cfg.DenyTools {
+		if ok, _ := path.Match(p, name); ok {
+			return false
+		}
+	}
+	if len(s.cfg.AllowTools) == 0 {
+		return true
+	}
+	for _, p := range s.cfg.AllowTools {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *server) unregisterAll() {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.hashes))
+	for n := range s.hashes {
+		names = append(names, n)
+	}
+	s.hashes = map[string]string{}
+	s.mu.Unlock()
+	if m := s.hub.opts.Tools; m != nil {
+		for _, n := range names {
+			m.Unregister(s.cfg.Name, n)
+		}
+	}
+	s.setStatus(func(st *Status) { st.Tools = 0 })
+}
+
+// current returns the live session and the context that ends with it, or
+// an error naming the server's state.
+func (s *server) current() (*mcp.ClientSession, context.Context, *tools.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session == nil {
+		return nil, nil, tools.Errorf(tools.CodeServerUnavailable, "MCP server %q is %s%s", s.cfg.Name, s.status.State, errorSuffix(s.status.Error))
+	}
+	return s.session, s.alive, nil
+}
+
+// tailWriter logs a server's stderr line by line and keeps the last lines
+// for error messages.
+type tailWriter struct {
+	hub  *Hub
+	name string
+
+	quiet atomic.Bool // log at debug level
+
+	mu    sync.Mutex
+	buf   []byte
+	lines []string
+}
+
+func newTailWriter(h *Hub, name string) *tailWriter { return &tailWriter{hub: h, name: name} }
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := strings.IndexByte(string(w.buf), '\n')
+		if i < 0 {
+			break
+		}
+		w.line(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 8<<10 { // a very long line: log it in pieces
+		w.line(string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+// Flush logs a last line without a newline.
+func (w *tailWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.line(string(w.buf))
+		w.buf = nil
+	}
+}
+
+func (w *tailWriter) line(l string) {
+	l = strings.TrimRight(l, "\r")
+	if strings.TrimSpace(l) == "" {
+		return
+	}
+	if w.quiet.Load() {
+		w.hub.logger.Debug("MCP server stderr", "server", w.name, "line", l)
+	} else {
+		w.hub.logger.Info("MCP server stderr", "server", w.name, "line", l)
+	}
+	w.lines = append(w.lines, l)
+	if len(w.lines) > 5 {
+		w.lines = w.lines[1:]
+	}
+}
+
+func (w *tailWriter) tail() string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := strings.Join(w.lines, " | ")
+	if len(t) > 1000 {
+		t = "…" + t[len(t)-1000:]
+	}
+	return t
+}
+
+var _ io.Writer = (*tailWriter)(nil)
