@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short lint proto check-proto bench clean
+.PHONY: all build demo test test-race test-short lint proto check-proto bench clean mcp-servers
 
 all: build
 
@@ -16,13 +16,18 @@ demo: build
 	bash scripts/demo.sh
 
 # The whole suite, always with the race detector: unit tests, and integration
-# tests that spawn the real nexusd and nexus binaries.
-test:
+# tests that spawn the real nexusd and nexus binaries and real MCP servers.
+test: mcp-servers
 	$(GO) test -race -count=1 ./...
+
+# The MCP servers the McpHub tests and benchmarks run, pinned by
+# integration/mcpservers/package-lock.json, installed from npm into .cache.
+mcp-servers:
+	bash scripts/mcp-servers.sh
 
 test-race: test
 
-test-short:
+test-short: mcp-servers
 	$(GO) test -short ./...
 
 lint: check-proto
@@ -37,7 +42,7 @@ check-proto:
 	bash scripts/proto.sh check
 
 # Prints each figure beside its anchor measured in the same run.
-bench:
+bench: mcp-servers
 	$(GO) run ./bench
 
 clean:

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/bluekeyes/go-gitdiff v0.9.0
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/google/jsonschema-go v0.4.3

@@ -42,7 +42,7 @@ func main() {
 	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
-	only := flag.String("only", "", "run only this part: state (with gRPC reads) or tools")
+	only := flag.String("only", "", "run only this part: state (with gRPC reads), tools (with MCP) or mcp")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (daemon included) to this file")
 	flag.Parse()
 	var err error
@@ -66,8 +66,14 @@ func main() {
 		err = run(*commits, *small, *files, *writes)
 	case "tools":
 		err = runTools()
+	case "mcp":
+		var tmp string
+		if tmp, err = os.MkdirTemp("", "nexus-bench-"); err == nil {
+			err = benchMCP(tmp)
+			os.RemoveAll(tmp)
+		}
 	default:
-		err = fmt.Errorf("-only %q is not state or tools", *only)
+		err = fmt.Errorf("-only %q is not state, tools or mcp", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()
@@ -146,7 +152,11 @@ func runTools() error {
 	if err := benchTools(tmp); err != nil {
 		return err
 	}
-	return benchEvents(tmp)
+	if err := benchEvents(tmp); err != nil {
+		return err
+	}
+	fmt.Println()
+	return benchMCP(tmp)
 }
 
 func filePath(i int) string { return fmt.Sprintf("app%02d/flows/file%03d.yaml", i%20, i) }

@@ -92,6 +92,7 @@ directory, or the nearest of its parents that holds .nexus/run/daemon.json.`,
 		e.toolsCommand(),
 		e.callsCommand(),
 		e.permCommand(),
+		e.mcpCommand(),
 		e.versionCommand(),
 	)
 	return root

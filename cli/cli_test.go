@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
 // result is what one run of Main printed and returned.
@@ -190,6 +192,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"log", "--level", "loud", "hi"}, `--level "loud"`},
 		{[]string{"log", "--context", "novalue", "hi"}, "want KEY=VALUE"},
 		{[]string{"version", "extra"}, "too many arguments"},
+		{[]string{"mcp"}, "nexus mcp needs a verb"},
+		{[]string{"mcp", "restart"}, "missing arguments; usage: nexus mcp restart NAME"},
+		{[]string{"mcp", "resources", "--read", "file:///a"}, "--read needs the SERVER"},
+		{[]string{"mcp", "prompts", "--get", "p"}, "--get needs the SERVER"},
+		{[]string{"mcp", "prompts", "s", "--arg", "k=v"}, "--arg needs --get NAME"},
+		{[]string{"mcp", "prompts", "s", "--get", "p", "--arg", "novalue"}, "want KEY=VALUE"},
 	} {
 		args := append([]string{"--workspace", ws}, tc.args...)
 		r := run(t, "", args...)
@@ -245,6 +253,45 @@ func TestVersion(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Version != "dev" || got.Daemon == nil || got.Daemon.Version != "1.2.3" {
 		t.Errorf("--json: got %+v (%v) from %q", got, err, r.stdout)
+	}
+}
+
+func TestPrintServers(t *testing.T) {
+	var b strings.Builder
+	err := printServers(&b, []*nexusv1.McpServer{
+		{Name: "everything", State: "ready", Transport: "stdio", Source: ".nexus/mcp.json", ToolCount: 14, Restarts: 1},
+		{Name: "ghost", State: "failed", Transport: "stdio", Source: ".mcp.json", Error: "starting: no such file\nexit status 1"},
+		{Name: "later", State: "disabled", Lazy: true, Transport: "http", Source: ".mcp.json"},
+	})
+	want := `NAME        STATE   TOOLS  TRANSPORT  SOURCE           RESTARTS
+everything  ready   14     stdio      .nexus/mcp.json  1
+ghost       failed  -      stdio      .mcp.json        0
+    starting: no such file
+    exit status 1
+later       lazy    -      http       .mcp.json        0
+`
+	if err != nil || b.String() != want {
+		t.Errorf("printServers = %v\n%s\nwant\n%s", err, b.String(), want)
+	}
+}
+
+func TestContentText(t *testing.T) {
+	for _, tc := range []struct{ content, want string }{
+		{`{"type":"text","text":"hello"}`, "hello"},
+		{`{"type":"image","mimeType":"image/png","data":"AAECAw=="}`, "[image: image/png, 4 bytes]"},
+		{`{"type":"image","mimeType":"image/png","bytes":4033,"blob":".nexus/mcp/blobs/x.png"}`, "[image: image/png, 4033 bytes in .nexus/mcp/blobs/x.png]"},
+		{`{"type":"resource","resource":{"uri":"demo://t/1","mimeType":"text/plain","text":"hi"}}`, "[resource: demo://t/1, text/plain]"},
+		{`{"type":"resource","resource":{"uri":"demo://b/1","blob":"AAE="}}`, "[resource: demo://b/1, 2 bytes]"},
+		{`{"type":"resource_link","uri":"demo://l/1","name":"l"}`, "[resource_link: demo://l/1]"},
+		{`{}`, "[content]"},
+	} {
+		var c promptContent
+		if err := json.Unmarshal([]byte(tc.content), &c); err != nil {
+			t.Fatal(err)
+		}
+		if got := contentText(c); got != tc.want {
+			t.Errorf("contentText(%s) = %q; want %q", tc.content, got, tc.want)
+		}
 	}
 }
 

@@ -107,6 +107,8 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer toolManager.Close()
+	hub := openMCP(ws, cfg, toolManager, bus, logger, opts.Version)
+	defer hub.Close()
 
 	adminToken, err := l.writeAdminToken()
 	if err != nil {
@@ -127,6 +129,7 @@ func Run(ctx context.Context, opts Options) error {
 		Tools:          toolManager,
 		Permissions:    perms,
 		Approvals:      approvals,
+		MCP:            hub,
 	})
 
 	sock, err := l.socketPath()
@@ -161,6 +164,12 @@ func Run(ctx context.Context, opts Options) error {
 		"version", opts.Version, "head", defs.Head(), "apps", len(apps))
 
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := hub.Watch(gctx, nil); err != nil {
+			logger.Warn("MCP configuration files are not watched: edits apply at the next start", "error", err.Error())
+		}
+		return nil
+	})
 	for _, lis := range listeners {
 		g.Go(func() error { return srv.Serve(lis) })
 	}
@@ -169,6 +178,7 @@ func Run(ctx context.Context, opts Options) error {
 		logger.Info("nexusd stopping")
 		os.Remove(l.daemonJSON) // new clients should not find a daemon that is leaving
 		toolManager.Close()     // cancels running tool calls (their processes are killed)
+		hub.Close()             // stops the MCP servers
 		bus.Close()             // ends watch streams, so that graceful stop can finish
 		done := make(chan struct{})
 		go func() { srv.GracefulStop(); close(done) }()

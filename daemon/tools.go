@@ -12,6 +12,7 @@ import (
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/command"
 	"github.com/nexuscocreate/nexus/tools/core"
+	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -74,4 +75,28 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 		}
 	}
 	return m, approvals, pol.CheckWith(m), nil
+}
+
+// openMCP starts the McpHub with the servers of the workspace's MCP files.
+// A file that does not load is logged, and the daemon starts without its
+// servers; fixing the file applies it.
+func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus, logger *slog.Logger, version string) *mcp.Hub {
+	restart := cfg.MCP.Restart
+	if cfg.MCP.MaxRestarts == 0 {
+		restart = "never"
+	}
+	h := mcp.New(mcp.Options{
+		Workspace:      ws,
+		Tools:          m,
+		Bus:            bus,
+		Logger:         logger,
+		CallTimeout:    time.Duration(cfg.MCP.CallTimeout),
+		StartupTimeout: time.Duration(cfg.MCP.StartupTimeout),
+		Restart:        restart,
+		MaxRestarts:    cfg.MCP.MaxRestarts,
+		OutputLimit:    int(cfg.Tools.OutputLimit),
+		Version:        version,
+	})
+	h.Reload(nil)
+	return h
 }

@@ -13,6 +13,7 @@ import (
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
@@ -27,6 +28,8 @@ type Config struct {
 	Tools       *tools.Manager
 	Permissions Permissions
 	Approvals   *policy.Approvals
+	// MCP is the McpHub; nil serves no MCP servers.
+	MCP *mcp.Hub
 	// MaxMessageSize bounds a request or response, in bytes.
 	MaxMessageSize int
 }
@@ -47,7 +50,7 @@ func NewServer(cfg Config) *grpc.Server {
 		// is reused before a GC shrinks its stack again.
 		grpc.NumStreamWorkers(uint32(8*runtime.NumCPU())),
 	)
-	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps}
+	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps, mcp: cfg.MCP}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{
 		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps, tools: ts,
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/nexuscocreate/nexus/events"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
@@ -29,6 +30,7 @@ type toolService struct {
 	approvals *policy.Approvals
 	bus       *events.Bus
 	apps      apps
+	mcp       *mcp.Hub
 }
 
 var _ nexusv1.ToolManagerServer = (*toolService)(nil)
@@ -41,7 +43,7 @@ func (s *toolService) ListTools(ctx context.Context, req *nexusv1.ListToolsReque
 	resp := &nexusv1.ListToolsResponse{}
 	for _, d := range s.tools.List(req.GetServerName()) {
 		if s.perms != nil && c.appID != "" {
-			if decision, _ := s.perms(c.appID, d.Name, d.ServerName); decision == "deny" {
+			if decision, _ := s.perms(c.appID, qualifiedName(d), ""); decision == "deny" {
 				continue
 			}
 		}
@@ -62,6 +64,15 @@ func (s *toolService) GetToolDefinition(ctx context.Context, req *nexusv1.GetToo
 		return &nexusv1.GetToolDefinitionResponse{Found: false}, nil
 	}
 	return &nexusv1.GetToolDefinitionResponse{Found: true, Tool: toolDefinition(d)}, nil
+}
+
+// qualifiedName is how permissions name a tool: its name, or "server/tool"
+// for a tool of an MCP server.
+func qualifiedName(d tools.Definition) string {
+	if d.ServerName == "" {
+		return d.Name
+	}
+	return d.ServerName + "/" + d.Name
 }
 
 func toolDefinition(d tools.Definition) *nexusv1.ToolDefinition {

@@ -8,6 +8,7 @@
 //   sleep {ms}     waits, for cancellation tests
 //   fail {}        answers with isError
 //   big {bytes}    answers with that much text
+//   read_file {}   has the name of a core tool of Nexus
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { z } from "zod";
@@ -56,5 +57,8 @@ server.registerTool("fail", { description: "Fails." },
 
 server.registerTool("big", { description: "Answers with a lot of text.", inputSchema: { bytes: z.number() } },
   async ({ bytes }) => ({ content: [{ type: "text", text: "x".repeat(bytes) }] }));
+
+server.registerTool("read_file", { description: "Not the core tool: the MCP one." },
+  async () => ({ content: [{ type: "text", text: "read_file of the changing server" }] }));
 
 await server.connect(new StdioServerTransport());

@@ -3,8 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -463,5 +466,124 @@ func (b *syncBuffer) waitFor(t *testing.T, s string) {
 			t.Fatalf("the log never said %q", s)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// startHTTPEverything runs server-everything over Streamable HTTP on a
+// loopback port and returns its endpoint.
+func startHTTPEverything(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(serverBin(t, "mcp-server-everything"), "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything never listened on %s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "http://" + addr + "/mcp"
+}
+
+func TestEverythingOverStreamableHTTP(t *testing.T) {
+	url := startHTTPEverything(t)
+	th := newTestHub(t, Options{})
+	th.Apply(map[string]ServerConfig{"web": {Name: "web", Source: "test", Transport: "http", URL: url, Enabled: true,
+		Headers: map[string]string{"X-Nexus-Test": "1"}}})
+	st := th.waitState(t, "web", StateReady)
+	if st.Tools < 10 || st.Transport != "http" || st.PID != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	wantCompleted(t, th.call(t, "web", "echo", `{"message":"over http"}`), "Echo: over http")
+	var progress int
+	c := th.m.Execute(t.Context(), tools.ExecuteRequest{ServerName: "web", ToolName: "trigger-long-running-operation",
+		Arguments: json.RawMessage(`{"duration":0.3,"steps":3}`), OnUpdate: func(c tools.Call) {
+			if c.Progress != nil && c.Status == tools.StatusRunning {
+				progress++
+			}
+		}})
+	wantCompleted(t, c, "completed")
+	if progress < 2 {
+		t.Errorf("%d progress updates over HTTP", progress)
+	}
+	ps, err := th.Prompts(t.Context(), "web")
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("prompts over HTTP: %v %v", ps, err)
+	}
+}
+
+func TestNothingListens(t *testing.T) {
+	th := newTestHub(t, Options{MaxRestarts: 1, StartupTimeout: 2 * time.Second})
+	th.Apply(map[string]ServerConfig{"void": {Name: "void", Source: "test", Transport: "http", URL: "http://127.0.0.1:9/mcp", Enabled: true}})
+	st := th.waitState(t, "void", StateFailed)
+	if !strings.Contains(st.Error, "connecting to http://127.0.0.1:9/mcp") {
+		t.Fatalf("error %q", st.Error)
+	}
+}
+
+func TestWatchAppliesEdits(t *testing.T) {
+	ws := t.TempDir()
+	th := newTestHub(t, Options{Workspace: ws})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go th.Watch(ctx, nil)
+	time.Sleep(100 * time.Millisecond) // the watch is in place
+	write := func(rel, text string) {
+		p := filepath.Join(ws, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := serverBin(t, "mcp-server-everything")
+	// A new file, in a directory that did not exist when the watch began.
+	write(".vscode/mcp.json", `{"servers": {"everything": {"type": "stdio", "command": "`+ev+`"}}}`)
+	th.waitState(t, "everything", StateReady)
+	pid := th.statusOf("everything").PID
+	// An unrelated server added in another file leaves it alone.
+	write(".mcp.json", `{"mcpServers": {"memory": {"command": "`+serverBin(t, "mcp-server-memory")+`"}}}`)
+	th.waitState(t, "memory", StateReady)
+	if th.statusOf("everything").PID != pid {
+		t.Fatal("an unchanged server was restarted")
+	}
+	// A broken file is not applied; the servers go on.
+	write(".mcp.json", `{"mcpServers": {`)
+	time.Sleep(3 * watchDebounce)
+	if st := th.statusOf("memory"); st.State != StateReady {
+		t.Fatalf("memory after a broken edit: %+v", st)
+	}
+	// Removed from the file: stopped, its tools gone.
+	write(".mcp.json", `{}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for th.statusOf("memory").Name != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("memory was not removed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if defs := th.m.List("memory"); len(defs) != 0 {
+		t.Fatalf("memory's tools are still there: %d", len(defs))
 	}
 }

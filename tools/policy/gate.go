@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,10 +96,16 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	return nil
 }
 
-// CheckWith answers CheckPermission for a manager's tools.
+// CheckWith answers CheckPermission for a manager's tools: action is a
+// core tool's name or "server/tool" for a tool of an MCP server.
 func (p *Policy) CheckWith(m *tools.Manager) func(appID, action, resource string) (string, string) {
 	return func(appID, action, resource string) (string, string) {
-		v := p.Check(appID, action, resource, func(name string) (tools.Definition, bool) { return m.Lookup(name, "") })
+		v := p.Check(appID, action, resource, func(name string) (tools.Definition, bool) {
+			if server, tool, ok := strings.Cut(name, "/"); ok { // an MCP tool, "server/tool"
+				return m.Lookup(tool, server)
+			}
+			return m.Lookup(name, "")
+		})
 		return string(v.Decision), v.Reason
 	}
 }

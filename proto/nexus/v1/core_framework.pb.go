@@ -2070,7 +2070,8 @@ func (x *LogMessageResponse) GetSuccess() bool {
 type CheckPermissionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	AppId string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
-	// action is what the app wants to do: read, write, execute, or a tool name.
+	// action is the tool the app wants to call: a core tool's name,
+	// "server/tool" for a tool of an MCP server, or "execute_command:LINE".
 	Action        string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
 	Resource      string `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
 	unknownFields protoimpl.UnknownFields

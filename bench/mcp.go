@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+)
+
+// mcpBin is an MCP server installed by scripts/mcp-servers.sh (make bench
+// runs it first).
+func mcpBin(name string) (string, error) {
+	p, err := filepath.Abs(filepath.Join(".cache", "mcp-servers", "node_modules", ".bin", name))
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s is not installed (run make mcp-servers): %w", name, err)
+	}
+	return p, nil
+}
+
+// benchMCP measures the McpHub: server-everything's echo through the daemon
+// against the same call from a bare go-sdk client to its own server, and
+// the time from daemon start to every server ready against starting the
+// same servers one after another.
+func benchMCP(tmp string) error {
+	everything, err := mcpBin("mcp-server-everything")
+	if err != nil {
+		return err
+	}
+	memory, err := mcpBin("mcp-server-memory")
+	if err != nil {
+		return err
+	}
+	filesystem, err := mcpBin("mcp-server-filesystem")
+	if err != nil {
+		return err
+	}
+	// server-everything over Streamable HTTP, which the daemon and a bare
+	// client can both reach: the same server process for both.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	web := exec.Command(everything, "streamableHttp")
+	web.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	web.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := web.Start(); err != nil {
+		return err
+	}
+	defer func() { syscall.Kill(-web.Process.Pid, syscall.SIGKILL); web.Wait() }()
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server-everything does not listen on %s", url)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	ws := filepath.Join(tmp, "mcp")
+	servers := map[string][]string{
+		"everything":  {everything},
+		"memory":      {memory},
+		"filesystem":  {filesystem, ws},
+		"everything2": {everything},
+	}
+	cfg := map[string]any{}
+	for name, argv := range servers {
+		cfg[name] = map[string]any{"command": argv[0], "args": argv[1:], "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(tmp, name+".jsonl")}}
+	}
+	cfg["web"] = map[string]any{"url": url}
+	data, _ := json.Marshal(map[string]any{"mcpServers": cfg})
+	if err := os.MkdirAll(filepath.Join(ws, ".nexus"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".nexus", "mcp.json"), data, 0o644); err != nil {
+		return err
+	}
+
+	// Start to ready: the daemon starts its servers concurrently.
+	start := time.Now()
+	conn, actx, stop, err := daemonClient(ws)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	tm := nexusv1.NewToolManagerClient(conn)
+	for {
+		resp, err := tm.ListMcpServers(actx, &nexusv1.ListMcpServersRequest{})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, s := range resp.Servers {
+			switch s.State {
+			case "ready":
+				ready++
+			case "failed":
+				return fmt.Errorf("MCP server %s failed: %s", s.Name, s.Error)
+			}
+		}
+		if ready == len(servers)+1 {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			return fmt.Errorf("MCP servers not ready: %v", resp.Servers)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	concurrent := time.Since(start)
+
+	// The same servers, one after another: start, initialize, list tools.
+	ctx := context.Background()
+	start = time.Now()
+	for name, argv := range servers {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "MEMORY_FILE_PATH="+filepath.Join(tmp, name+"-seq.jsonl"))
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if _, err := s.ListTools(ctx, nil); err != nil {
+			return err
+		}
+		defer s.Close()
+	}
+	sequential := time.Since(start)
+	fmt.Printf("%-44s %10v   %-34s %10v   ratio %.4f×   (target report)\n", fmt.Sprintf("daemon start to %d stdio + 1 HTTP servers ready", len(servers)),
+		concurrent.Round(time.Millisecond), "vs the same started one by one", sequential.Round(time.Millisecond), float64(concurrent)/float64(sequential))
+
+	// echo through the daemon against a bare go-sdk client: over HTTP to the
+	// same server process, and over stdio to a server of its own.
+	webBare, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		return err
+	}
+	defer webBare.Close()
+	stdioBare, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.CommandTransport{Command: exec.Command(everything)}, nil)
+	if err != nil {
+		return err
+	}
+	defer stdioBare.Close()
+	cf := nexusv1.NewCoreFrameworkClient(conn)
+	viaDaemon := func(server string) func() error {
+		return func() error {
+			r, err := cf.ExecuteTool(actx, &nexusv1.ExecuteToolRequest{ToolName: "echo", ServerName: server, ArgumentsJson: `{"message":"bench"}`})
+			if err == nil && (!r.Success || !strings.Contains(r.OutputJson, "Echo: bench")) {
+				err = fmt.Errorf("echo: %s %s", r.ErrorCode, r.Message)
+			}
+			return err
+		}
+	}
+	direct := func(s *mcp.ClientSession) func() error {
+		return func() error {
+			_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "bench"}})
+			return err
+		}
+	}
+	compare := func(ours, anchor func() error) (time.Duration, time.Duration, error) {
+		for range 300 { // V8 compiles the server's hot paths
+			if err := ours(); err != nil {
+				return 0, 0, err
+			}
+			if err := anchor(); err != nil {
+				return 0, 0, err
+			}
+		}
+		var so, sa []time.Duration
+		for range 2000 {
+			t := time.Now()
+			if err := ours(); err != nil {
+				return 0, 0, err
+			}
+			so = append(so, time.Since(t))
+			t = time.Now()
+			if err := anchor(); err != nil {
+				return 0, 0, err
+			}
+			sa = append(sa, time.Since(t))
+		}
+		return median(so), median(sa), nil
+	}
+	d, b, err := compare(viaDaemon("web"), direct(webBare))
+	if err != nil {
+		return err
+	}
+	report("ExecuteTool(echo) via nexusd, HTTP, p50", d, b, "bare go-sdk client, same server", "≤ 1.2×")
+	fmt.Printf("%-44s %10v\n", "  added by the daemon (gRPC, policy, audit)", (d - b).Round(time.Microsecond/10))
+	d, b, err = compare(viaDaemon("everything"), direct(stdioBare))
+	if err != nil {
+		return err
+	}
+	report("ExecuteTool(echo) via nexusd, stdio, p50", d, b, "bare go-sdk client, own server", "report")
+	fmt.Printf("%-44s %10v\n", "  added by the daemon (gRPC, policy, audit)", (d - b).Round(time.Microsecond/10))
+	return nil
+}

@@ -1,0 +1,368 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+)
+
+// mcpCommand is "nexus mcp": the MCP servers of the workspace, their
+// resources and prompts.
+func (e *env) mcpCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "List and restart MCP servers, read their resources and prompts",
+		Long: `List and restart the MCP servers of the workspace, read their resources and
+render their prompts. Servers are configured in .nexus/mcp.json, .vscode/mcp.json
+or .mcp.json; their tools are in "nexus tools ls".`,
+		Args: cobra.ArbitraryArgs,
+		RunE: needVerb,
+	}
+	cmd.AddCommand(e.mcpLsCommand(), e.mcpRestartCommand(), e.mcpResourcesCommand(), e.mcpPromptsCommand())
+	return cmd
+}
+
+func (e *env) mcpLsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List the MCP servers, their state and their last error",
+		Args:  argsBetween(0, 0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				resp, err := t.ListMcpServers(ctx, &nexusv1.ListMcpServersRequest{})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					if len(resp.GetServers()) == 0 {
+						_, err := fmt.Fprintln(w, "no MCP servers: configure them in .nexus/mcp.json, .vscode/mcp.json or .mcp.json")
+						return err
+					}
+					return printServers(w, resp.GetServers())
+				})
+			})
+		},
+	}
+}
+
+// printServers prints a table of servers, each followed by its error on an
+// indented line of its own. The rows are aligned first, as one block, so
+// that the error lines do not break the columns.
+func printServers(w io.Writer, servers []*nexusv1.McpServer) error {
+	var buf bytes.Buffer
+	tw := newTable(&buf)
+	fmt.Fprintln(tw, "NAME\tSTATE\tTOOLS\tTRANSPORT\tSOURCE\tRESTARTS")
+	for _, s := range servers {
+		state, tools := s.GetState(), "-"
+		if s.GetLazy() && state == "disabled" {
+			state = "lazy"
+		}
+		if state == "ready" {
+			tools = fmt.Sprint(s.GetToolCount())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.GetName(), state, tools, orDash(s.GetTransport()), orDash(s.GetSource()), s.GetRestarts())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	rows := strings.SplitAfter(buf.String(), "\n")
+	var out strings.Builder
+	out.WriteString(rows[0])
+	for i, s := range servers {
+		out.WriteString(rows[i+1])
+		if msg := strings.TrimSpace(s.GetError()); msg != "" {
+			out.WriteString("    " + strings.ReplaceAll(msg, "\n", "\n    ") + "\n")
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+func (e *env) mcpRestartCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart NAME",
+		Short: "Stop an MCP server and start it again, also a failed or lazy one",
+		Args:  argsBetween(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				resp, err := t.RestartMcpServer(ctx, &nexusv1.RestartMcpServerRequest{Name: args[0]})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "restarting %s\n", args[0])
+					return err
+				})
+			})
+		},
+	}
+}
+
+func (e *env) mcpResourcesCommand() *cobra.Command {
+	var uri string
+	cmd := &cobra.Command{
+		Use:   "resources [SERVER] [--read URI]",
+		Short: "List the resources of the ready MCP servers, or read one",
+		Long: `List the resources of an MCP server, or of every ready one without SERVER.
+
+With --read, print the contents of a resource of SERVER: text as it is, and
+for binary contents the file under .nexus/mcp/blobs they were written to.
+--json prints the contents as a JSON array.`,
+		Args: argsBetween(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var server string
+			if len(args) == 1 {
+				server = args[0]
+			}
+			if uri != "" && server == "" {
+				return usagef("--read needs the SERVER of the resource")
+			}
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				if uri != "" {
+					resp, err := t.ReadMcpResource(ctx, &nexusv1.ReadMcpResourceRequest{ServerName: server, Uri: uri})
+					if err != nil {
+						return err
+					}
+					if e.json {
+						return e.writeJSONLine([]byte(resp.GetContentsJson()))
+					}
+					return e.printContents(resp.GetContentsJson())
+				}
+				resp, err := t.ListMcpResources(ctx, &nexusv1.ListMcpResourcesRequest{ServerName: server})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					tw := newTable(w)
+					fmt.Fprintln(tw, "SERVER\tURI\tNAME\tMIME TYPE\tDESCRIPTION")
+					for _, r := range resp.GetResources() {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.GetServerName(), r.GetUri(), orDash(r.GetName()),
+							orDash(r.GetMimeType()), firstSentence(r.GetDescription()))
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&uri, "read", "", "print the contents of the resource `URI`")
+	return cmd
+}
+
+// resourceContents is one item of ReadMcpResourceResponse.contents_json.
+type resourceContents struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType"`
+	Text     string `json:"text"`
+	Bytes    int64  `json:"bytes"`
+	Blob     string `json:"blob"`
+}
+
+// printContents prints text contents raw and says where binary contents
+// were written, as a path the user can open from anywhere.
+func (e *env) printContents(contentsJSON string) error {
+	var items []resourceContents
+	if err := json.Unmarshal([]byte(contentsJSON), &items); err != nil {
+		return fmt.Errorf("the daemon sent contents that are not a JSON array: %w", err)
+	}
+	for _, c := range items {
+		if c.Blob == "" {
+			if _, err := io.WriteString(e.stdout, c.Text); err != nil {
+				return err
+			}
+			continue
+		}
+		path := c.Blob
+		if !filepath.IsAbs(path) {
+			if ws, _, err := e.locateDaemon(); err == nil {
+				path = filepath.Join(ws, path)
+			}
+		}
+		if _, err := fmt.Fprintf(e.stdout, "%s: %d bytes of %s written to %s\n", c.URI, c.Bytes, orDash(c.MIMEType), path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *env) mcpPromptsCommand() *cobra.Command {
+	var name string
+	var pairs []string
+	cmd := &cobra.Command{
+		Use:   "prompts [SERVER] [--get NAME [--arg KEY=VALUE]...]",
+		Short: "List the prompts of the ready MCP servers, or render one",
+		Long: `List the prompts of an MCP server, or of every ready one without SERVER, with
+their arguments; * marks a required argument.
+
+With --get, render a prompt of SERVER with the --arg values and print its
+messages, one "role: text" a message. --json prints the whole result.`,
+		Args: argsBetween(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var server string
+			if len(args) == 1 {
+				server = args[0]
+			}
+			if name == "" && len(pairs) > 0 {
+				return usagef("--arg needs --get NAME")
+			}
+			if name != "" && server == "" {
+				return usagef("--get needs the SERVER of the prompt")
+			}
+			promptArgs, err := parsePromptArgs(pairs)
+			if err != nil {
+				return err
+			}
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				if name != "" {
+					resp, err := t.GetMcpPrompt(ctx, &nexusv1.GetMcpPromptRequest{ServerName: server, Name: name, Arguments: promptArgs})
+					if err != nil {
+						return err
+					}
+					if e.json {
+						return e.writeJSONLine([]byte(resp.GetResultJson()))
+					}
+					return printPrompt(e.stdout, resp.GetResultJson())
+				}
+				resp, err := t.ListMcpPrompts(ctx, &nexusv1.ListMcpPromptsRequest{ServerName: server})
+				if err != nil {
+					return err
+				}
+				return e.output(resp, func(w io.Writer) error {
+					tw := newTable(w)
+					fmt.Fprintln(tw, "SERVER\tNAME\tARGUMENTS\tDESCRIPTION")
+					for _, p := range resp.GetPrompts() {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.GetServerName(), p.GetName(), promptArgNames(p.GetArgumentsJson()),
+							firstSentence(p.GetDescription()))
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&name, "get", "", "render the prompt `NAME` and print its messages")
+	cmd.Flags().StringArrayVar(&pairs, "arg", nil, "an argument of the prompt, `KEY=VALUE` (repeatable)")
+	return cmd
+}
+
+// parsePromptArgs turns the --arg KEY=VALUE pairs into a map; a VALUE may
+// hold "=".
+func parsePromptArgs(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usagef("--arg %q: want KEY=VALUE", p)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// promptArgNames spells the arguments of a prompt, given as the JSON array
+// [{name, description, required}], as "a*, b": * marks a required one.
+func promptArgNames(argumentsJSON string) string {
+	var args []struct {
+		Name     string `json:"name"`
+		Required bool   `json:"required"`
+	}
+	if json.Unmarshal([]byte(argumentsJSON), &args) != nil || len(args) == 0 {
+		return "-"
+	}
+	names := make([]string, len(args))
+	for i, a := range args {
+		names[i] = a.Name
+		if a.Required {
+			names[i] += "*"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// promptContent is the content of a prompt message: text, image, audio, an
+// embedded resource or a resource link. Binary data is base64 in Data (or
+// Blob, for a resource) as the MCP server sent it, unless the daemon wrote it
+// to a file: then Blob is the file and Bytes its size.
+type promptContent struct {
+	Type     string            `json:"type"`
+	Text     string            `json:"text"`
+	URI      string            `json:"uri"`
+	MIMEType string            `json:"mimeType"`
+	Data     string            `json:"data"`
+	Bytes    *int64            `json:"bytes"`
+	Blob     string            `json:"blob"`
+	Resource *embeddedResource `json:"resource"`
+}
+
+type embeddedResource struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType"`
+	Bytes    *int64 `json:"bytes"`
+	Blob     string `json:"blob"`
+}
+
+// printPrompt prints the messages of a rendered prompt, {description,
+// messages}, as "role: text", one a message; content other than text is
+// summarised in brackets.
+func printPrompt(w io.Writer, resultJSON string) error {
+	var res struct {
+		Messages []struct {
+			Role    string        `json:"role"`
+			Content promptContent `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(resultJSON), &res); err != nil {
+		return fmt.Errorf("the daemon sent a prompt that is not JSON: %w", err)
+	}
+	for _, m := range res.Messages {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", m.Role, contentText(m.Content)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contentText is the text of a content, or a summary in brackets of what
+// it holds: "[image: image/png, 1234 bytes]".
+func contentText(c promptContent) string {
+	if c.Type == "text" {
+		return c.Text
+	}
+	data := c.Data
+	if r := c.Resource; r != nil {
+		c.URI, c.MIMEType, c.Bytes, c.Blob = r.URI, r.MIMEType, r.Bytes, r.Blob
+	}
+	if c.Bytes == nil { // Blob, if any, is the data itself
+		data = cmp.Or(data, c.Blob)
+	}
+	var parts []string
+	for _, s := range []string{c.URI, c.MIMEType} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	switch {
+	case c.Bytes != nil:
+		parts = append(parts, fmt.Sprintf("%d bytes in %s", *c.Bytes, c.Blob))
+	case data != "":
+		if b, err := base64.StdEncoding.DecodeString(data); err == nil {
+			parts = append(parts, fmt.Sprintf("%d bytes", len(b)))
+		}
+	}
+	kind := cmp.Or(c.Type, "content")
+	if len(parts) == 0 {
+		return "[" + kind + "]"
+	}
+	return "[" + kind + ": " + strings.Join(parts, ", ") + "]"
+}

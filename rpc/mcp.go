@@ -1,0 +1,147 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools/mcp"
+)
+
+// The McpHub RPCs of ToolManager.
+
+func (s *toolService) hub() (*mcp.Hub, error) {
+	if s.mcp == nil {
+		return nil, status.Error(codes.Unavailable, "this daemon runs no MCP servers")
+	}
+	return s.mcp, nil
+}
+
+// mcpError maps a hub error to a status: an unknown server is NOT_FOUND,
+// a server that is not ready FAILED_PRECONDITION.
+func mcpError(err error) error {
+	switch {
+	case errors.Is(err, mcp.ErrUnknownServer):
+		return status.Error(codes.NotFound, err.Error()+": servers are configured in .nexus/mcp.json, .vscode/mcp.json or .mcp.json")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return status.FromContextError(err).Err()
+	}
+	return status.Error(codes.FailedPrecondition, err.Error())
+}
+
+func (s *toolService) ListMcpServers(ctx context.Context, _ *nexusv1.ListMcpServersRequest) (*nexusv1.ListMcpServersResponse, error) {
+	if _, err := s.apps.caller(ctx, ""); err != nil {
+		return nil, err
+	}
+	resp := &nexusv1.ListMcpServersResponse{}
+	if s.mcp == nil {
+		return resp, nil
+	}
+	for _, st := range s.mcp.Servers() {
+		resp.Servers = append(resp.Servers, mcpServer(st))
+	}
+	return resp, nil
+}
+
+func mcpServer(st mcp.Status) *nexusv1.McpServer {
+	return &nexusv1.McpServer{Name: st.Name, State: st.State, Transport: st.Transport, Source: st.Source,
+		ToolCount: int32(st.Tools), Error: st.Error, Restarts: int32(st.Restarts), Since: timestamppb.New(st.Since),
+		Lazy: st.Lazy, Pid: int32(st.PID)}
+}
+
+func (s *toolService) RestartMcpServer(ctx context.Context, req *nexusv1.RestartMcpServerRequest) (*nexusv1.RestartMcpServerResponse, error) {
+	if !identityFrom(ctx).Admin {
+		return nil, status.Error(codes.PermissionDenied, "only the admin token may restart MCP servers")
+	}
+	h, err := s.hub()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "name is required: the MCP server to restart")
+	}
+	if err := h.Restart(req.GetName()); err != nil {
+		return nil, mcpError(err)
+	}
+	return &nexusv1.RestartMcpServerResponse{}, nil
+}
+
+func (s *toolService) ListMcpResources(ctx context.Context, req *nexusv1.ListMcpResourcesRequest) (*nexusv1.ListMcpResourcesResponse, error) {
+	if _, err := s.apps.caller(ctx, ""); err != nil {
+		return nil, err
+	}
+	h, err := s.hub()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := h.Resources(ctx, req.GetServerName())
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	resp := &nexusv1.ListMcpResourcesResponse{}
+	for _, r := range rs {
+		resp.Resources = append(resp.Resources, &nexusv1.McpResource{ServerName: r.Server, Uri: r.URI, Name: r.Name,
+			Title: r.Title, Description: r.Description, MimeType: r.MIMEType})
+	}
+	return resp, nil
+}
+
+func (s *toolService) ReadMcpResource(ctx context.Context, req *nexusv1.ReadMcpResourceRequest) (*nexusv1.ReadMcpResourceResponse, error) {
+	if _, err := s.apps.caller(ctx, ""); err != nil {
+		return nil, err
+	}
+	h, err := s.hub()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetServerName() == "" || req.GetUri() == "" {
+		return nil, status.Error(codes.InvalidArgument, "serverName and uri are required")
+	}
+	data, err := h.ReadResource(ctx, req.GetServerName(), req.GetUri())
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	return &nexusv1.ReadMcpResourceResponse{ContentsJson: string(data)}, nil
+}
+
+func (s *toolService) ListMcpPrompts(ctx context.Context, req *nexusv1.ListMcpPromptsRequest) (*nexusv1.ListMcpPromptsResponse, error) {
+	if _, err := s.apps.caller(ctx, ""); err != nil {
+		return nil, err
+	}
+	h, err := s.hub()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := h.Prompts(ctx, req.GetServerName())
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	resp := &nexusv1.ListMcpPromptsResponse{}
+	for _, p := range ps {
+		resp.Prompts = append(resp.Prompts, &nexusv1.McpPrompt{ServerName: p.Server, Name: p.Name, Title: p.Title,
+			Description: p.Description, ArgumentsJson: string(p.Arguments)})
+	}
+	return resp, nil
+}
+
+func (s *toolService) GetMcpPrompt(ctx context.Context, req *nexusv1.GetMcpPromptRequest) (*nexusv1.GetMcpPromptResponse, error) {
+	if _, err := s.apps.caller(ctx, ""); err != nil {
+		return nil, err
+	}
+	h, err := s.hub()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetServerName() == "" || req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "serverName and name are required")
+	}
+	data, err := h.GetPrompt(ctx, req.GetServerName(), req.GetName(), req.GetArguments())
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	return &nexusv1.GetMcpPromptResponse{ResultJson: string(data)}, nil
+}
