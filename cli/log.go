@@ -27,7 +27,7 @@ func (e *env) logCommand() *cobra.Command {
 			default:
 				return usagef("--level %q: want debug, info, warn or error", req.Level)
 			}
-			ctxMap, err := parseContext(pairs)
+			ctxMap, err := parsePairs("context", pairs)
 			if err != nil {
 				return err
 			}
@@ -53,8 +53,9 @@ func (e *env) logCommand() *cobra.Command {
 	return cmd
 }
 
-// parseContext turns KEY=VALUE pairs into a map; a VALUE may hold "=".
-func parseContext(pairs []string) (map[string]string, error) {
+// parsePairs turns the KEY=VALUE values of a flag into a map; a VALUE
+// may hold "=".
+func parsePairs(flag string, pairs []string) (map[string]string, error) {
 	if len(pairs) == 0 {
 		return nil, nil
 	}
@@ -62,7 +63,7 @@ func parseContext(pairs []string) (map[string]string, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, usagef("--context %q: want KEY=VALUE", p)
+			return nil, usagef("--%s %q: want KEY=VALUE", flag, p)
 		}
 		m[k] = v
 	}

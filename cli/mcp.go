@@ -217,7 +217,7 @@ messages, one "role: text" a message. --json prints the whole result.`,
 			if name != "" && server == "" {
 				return usagef("--get needs the SERVER of the prompt")
 			}
-			promptArgs, err := parsePromptArgs(pairs)
+			promptArgs, err := parsePairs("arg", pairs)
 			if err != nil {
 				return err
 			}
@@ -251,23 +251,6 @@ messages, one "role: text" a message. --json prints the whole result.`,
 	cmd.Flags().StringVar(&name, "get", "", "render the prompt `NAME` and print its messages")
 	cmd.Flags().StringArrayVar(&pairs, "arg", nil, "an argument of the prompt, `KEY=VALUE` (repeatable)")
 	return cmd
-}
-
-// parsePromptArgs turns the --arg KEY=VALUE pairs into a map; a VALUE may
-// hold "=".
-func parsePromptArgs(pairs []string) (map[string]string, error) {
-	if len(pairs) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok || k == "" {
-			return nil, usagef("--arg %q: want KEY=VALUE", p)
-		}
-		m[k] = v
-	}
-	return m, nil
 }
 
 // promptArgNames spells the arguments of a prompt, given as the JSON array

@@ -9,20 +9,6 @@ import (
 	"time"
 )
 
-// mcpServerBinary is an MCP server that scripts/mcp-servers.sh installed in
-// <repo>/.cache/mcp-servers; the tests run in <repo>/integration.
-func mcpServerBinary(t *testing.T, name string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", ".cache", "mcp-servers", "node_modules", ".bin", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is not installed: run scripts/mcp-servers.sh: %v", name, err)
-	}
-	return p
-}
-
 // cliServer is one server of "nexus mcp ls --json".
 type cliServer struct {
 	Name      string `json:"name"`
@@ -75,7 +61,7 @@ func awaitMcpLs(t *testing.T, ws, what string, done func(map[string]cliServer) b
 func TestMCPCommandLine(t *testing.T) {
 	ws := newWorkspace(t, "mcp:\n  maxRestarts: 1\n")
 	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"everything": map[string]string{"command": mcpServerBinary(t, "mcp-server-everything")},
+		"everything": map[string]string{"command": mcpBin(t, "mcp-server-everything")},
 		"ghost":      map[string]string{"command": "/nonexistent/ghost"},
 	}})
 	if err := os.MkdirAll(filepath.Join(ws, ".nexus"), 0o755); err != nil {

@@ -212,54 +212,53 @@ func stripJSONComments(data []byte) []byte {
 			}
 		}
 	}
-	inString := false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
+	outsideStrings(out, func(i int) int {
 		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
+		case out[i] == '/' && i+1 < len(out) && out[i+1] == '/':
 			end := bytes.IndexByte(out[i:], '\n')
 			if end < 0 {
 				end = len(out) - i
 			}
 			blank(i, i+end)
-			i += end - 1
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
+			return i + end
+		case out[i] == '/' && i+1 < len(out) && out[i+1] == '*':
 			end := bytes.Index(out[i+2:], []byte("*/"))
 			if end < 0 {
-				return out // unterminated: left for the JSON parser to report
+				return len(out) // unterminated: left for the JSON parser to report
 			}
 			blank(i, i+2+end+2)
-			i += 2 + end + 1
+			return i + 2 + end + 2
 		}
-	}
-	inString = false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ',':
+		return i + 1
+	})
+	// Trailing commas, once the comments between them and the bracket are gone.
+	outsideStrings(out, func(i int) int {
+		if out[i] == ',' {
 			rest := bytes.TrimLeft(out[i+1:], " \t\r\n")
 			if len(rest) > 0 && (rest[0] == '}' || rest[0] == ']') {
 				out[i] = ' '
 			}
 		}
-	}
+		return i + 1
+	})
 	return out
+}
+
+// outsideStrings calls visit with the index of each byte of the JSON text
+// data that is not inside a string; visit returns the index to go on from.
+func outsideStrings(data []byte, visit func(i int) int) {
+	for i := 0; i < len(data); {
+		if data[i] != '"' {
+			i = visit(i)
+			continue
+		}
+		for i++; i < len(data) && data[i] != '"'; i++ {
+			if data[i] == '\\' {
+				i++
+			}
+		}
+		i++
+	}
 }
 
 // An entryParser reads one server's entry, collecting its problems.

@@ -113,8 +113,27 @@ func TestEverythingOverStdio(t *testing.T) {
 	th := newTestHub(t, Options{})
 	cfg := stdio("everything", serverBin(t, "mcp-server-everything"))
 	cfg.Env = map[string]string{"GIVEN": "given-value"}
+	sub := th.bus.Subscribe(func(ev any) bool { _, ok := ev.(Status); return ok }, 0)
+	defer sub.Close()
 	th.Apply(map[string]ServerConfig{"everything": cfg})
 	st := th.waitState(t, "everything", StateReady)
+	// Every status change is an event: starting, then ready with its tools.
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != StateReady {
+		ev := (<-sub.C).(Status)
+		if ev.Name != "everything" {
+			t.Fatalf("event of %q", ev.Name)
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != ev.State {
+			seen = append(seen, ev.State)
+		}
+		if ev.State == StateReady && ev.Tools != st.Tools {
+			t.Errorf("ready event with %d tools, status says %d", ev.Tools, st.Tools)
+		}
+	}
+	if strings.Join(seen, ",") != "starting,ready" {
+		t.Errorf("status events %v", seen)
+	}
 	if st.Tools < 10 || st.PID == 0 || st.Transport != "stdio" {
 		t.Fatalf("status %+v", st)
 	}
