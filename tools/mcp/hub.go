@@ -195,27 +195,6 @@ func (h *Hub) Restart(name string) error {
 	return nil
 }
 
-// WaitReady waits until every enabled, non-lazy server is ready or failed,
-// or ctx ends.
-func (h *Hub) WaitReady(ctx context.Context) error {
-	for {
-		settled := true
-		for _, st := range h.Servers() {
-			if st.State == StateStarting {
-				settled = false
-			}
-		}
-		if settled {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // Close stops every server.
 func (h *Hub) Close() {
 	h.mu.Lock()
