@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -111,7 +112,7 @@ func benchTools(tmp string) error {
 		echoRates, clockRates, ratios = append(echoRates, e), append(clockRates, c), append(ratios, c/e)
 	}
 	fmt.Printf("%-44s %8.0f/s   %-34s %8.0f/s   ratio %.4f×   (target ≥ 0.7×; medians of %d alternating rounds)\n",
-		"ExecuteTool(get_current_time), 32 callers", medianOf(clockRates), "vs health check, 32 callers", medianOf(echoRates), medianOf(ratios), rounds)
+		"ExecuteTool(get_current_time), 32 callers", median(clockRates), "vs health check, 32 callers", median(echoRates), median(ratios), rounds)
 
 	read := func() error {
 		r, err := cf.ExecuteTool(actx, &nexusv1.ExecuteToolRequest{ToolName: "read_file", ArgumentsJson: `{"path":"big.txt"}`})
@@ -132,16 +133,11 @@ func benchTools(tmp string) error {
 	return nil
 }
 
-func medianOf(xs []float64) float64 {
+// median is the middle value of xs.
+func median[T cmp.Ordered](xs []T) T {
 	xs = slices.Clone(xs)
 	slices.Sort(xs)
 	return xs[len(xs)/2]
-}
-
-func median(ds []time.Duration) time.Duration {
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return ds[len(ds)/2]
 }
 
 // benchEvents measures the tool-call stream: from a status change published

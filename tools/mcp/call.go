@@ -167,28 +167,35 @@ func cutUTF8(s string, n int) string {
 func (h *Hub) contentJSON(c mcp.Content) (json.RawMessage, error) {
 	switch c := c.(type) {
 	case *mcp.ImageContent:
-		return h.blobRef("image", c.MIMEType, c.Data, nil)
+		return h.blobItem("image", "", c.MIMEType, c.Data)
 	case *mcp.AudioContent:
-		return h.blobRef("audio", c.MIMEType, c.Data, nil)
+		return h.blobItem("audio", "", c.MIMEType, c.Data)
 	case *mcp.EmbeddedResource:
 		if r := c.Resource; r != nil && r.Blob != nil {
-			return h.blobRef("resource", r.MIMEType, r.Blob, map[string]any{"uri": r.URI})
+			res, err := h.blobItem("", r.URI, r.MIMEType, r.Blob)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(map[string]any{"type": "resource", "resource": res})
 		}
 	}
 	return json.Marshal(c)
 }
 
-// blobRef writes data to the blob directory, named by its hash, and
-// returns the content item that refers to it.
-func (h *Hub) blobRef(kind, mimeType string, data []byte, extra map[string]any) (json.RawMessage, error) {
+// blobItem writes data to the blob directory, named by its hash, and
+// returns the JSON that refers to it: {type, uri, mimeType, bytes, blob},
+// without type or uri when they are empty.
+func (h *Hub) blobItem(kind, uri, mimeType string, data []byte) (json.RawMessage, error) {
 	rel, err := h.writeBlob(mimeType, data)
 	if err != nil {
 		return nil, err
 	}
-	item := map[string]any{"type": kind, "mimeType": mimeType, "bytes": len(data), "blob": rel}
-	if kind == "resource" {
-		extra["mimeType"], extra["bytes"], extra["blob"] = mimeType, len(data), rel
-		item = map[string]any{"type": kind, "resource": extra}
+	item := map[string]any{"mimeType": mimeType, "bytes": len(data), "blob": rel}
+	if kind != "" {
+		item["type"] = kind
+	}
+	if uri != "" {
+		item["uri"] = uri
 	}
 	return json.Marshal(item)
 }
@@ -281,13 +288,11 @@ func (h *Hub) ReadResource(ctx context.Context, name, uri string) (json.RawMessa
 	items := []json.RawMessage{}
 	for _, c := range res.Contents {
 		if c.Blob != nil {
-			item, err := h.blobRef("resource", c.MIMEType, c.Blob, map[string]any{"uri": c.URI})
+			item, err := h.blobItem("", c.URI, c.MIMEType, c.Blob)
 			if err != nil {
 				return nil, err
 			}
-			var wrapped struct{ Resource json.RawMessage }
-			json.Unmarshal(item, &wrapped)
-			items = append(items, wrapped.Resource)
+			items = append(items, item)
 			continue
 		}
 		item, _ := json.Marshal(map[string]string{"uri": c.URI, "mimeType": c.MIMEType, "text": c.Text})

@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -142,23 +142,42 @@ func New(opts Options) *Hub {
 // changed. Servers whose configuration is unchanged go on undisturbed.
 func (h *Hub) Apply(cfgs map[string]ServerConfig) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return
 	}
+	var stopping []*server
 	for _, name := range sortedNames(h.servers) {
 		s := h.servers[name]
 		c, ok := cfgs[name]
 		switch {
 		case !ok:
 			h.logger.Info("MCP server removed from the configuration", "server", name)
-			s.close()
-			delete(h.servers, name)
 		case !sameConfig(s.cfg, c):
 			h.logger.Info("MCP server configuration changed: restarting it", "server", name, "source", c.Source)
-			s.close()
-			h.servers[name] = h.start(c)
+		default:
+			continue
 		}
+		stopping = append(stopping, s)
+	}
+	h.mu.Unlock()
+	// Stopping may take seconds; the hub answers meanwhile, still listing
+	// the servers being stopped. They are gone, their tools unregistered,
+	// before their successors start.
+	var wg sync.WaitGroup
+	for _, s := range stopping {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range stopping {
+		if h.servers[s.cfg.Name] == s {
+			delete(h.servers, s.cfg.Name)
+		}
+	}
+	if h.closed {
+		return
 	}
 	for _, name := range sortedNames(cfgs) {
 		if _, ok := h.servers[name]; !ok {
@@ -278,22 +297,7 @@ func sameConfig(a, b ServerConfig) bool {
 		}
 		return e.Error()
 	}
-	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
-		a.Cwd == b.Cwd && mapsEqual(a.Env, b.Env) && slices.Equal(a.InheritEnv, b.InheritEnv) &&
-		a.URL == b.URL && mapsEqual(a.Headers, b.Headers) && a.Enabled == b.Enabled &&
-		a.CallTimeout == b.CallTimeout && a.StartupTimeout == b.StartupTimeout &&
-		slices.Equal(a.AllowTools, b.AllowTools) && slices.Equal(a.DenyTools, b.DenyTools) &&
-		a.Lazy == b.Lazy && a.Source == b.Source && errText(a.Err) == errText(b.Err)
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
+	ea, eb := errText(a.Err), errText(b.Err)
+	a.Err, b.Err = nil, nil
+	return ea == eb && reflect.DeepEqual(a, b)
 }

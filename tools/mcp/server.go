@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -264,7 +265,7 @@ func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean boo
 type conn struct {
 	session *mcp.ClientSession
 	pid     int
-	ended   chan struct{} // closed when the server is gone
+	ended   <-chan struct{} // closed when the server is gone
 
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -372,9 +373,7 @@ func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, er
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)
 	}
-	c := &conn{session: session, ended: make(chan struct{})}
-	go func() { session.Wait(); close(c.ended) }()
-	return c, nil
+	return &conn{session: session, ended: sessionDone(session)}, nil
 }
 
 type headerTransport struct {
@@ -415,7 +414,7 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, e
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %q: %w", s.cfg.Command, err)
 	}
-	c := &conn{cmd: cmd, pid: cmd.Process.Pid, ended: make(chan struct{}), exited: make(chan struct{}), stderr: stderr}
+	c := &conn{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), stderr: stderr}
 	go func() {
 		c.exitErr = cmd.Wait()
 		stderr.Flush()
@@ -436,13 +435,15 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, e
 		return nil, errors.New(msg)
 	}
 	c.session = session
+	ended, done := make(chan struct{}), sessionDone(session)
 	go func() {
 		select {
-		case <-c.exited:
-		case <-sessionDone(session):
+		case <-c.exited: // at once, even if a child it left keeps the pipes open
+		case <-done:
 		}
-		close(c.ended)
+		close(ended)
 	}()
+	c.ended = ended
 	return c, nil
 }
 
@@ -604,7 +605,7 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
 	for {
-		i := strings.IndexByte(string(w.buf), '\n')
+		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
 			break
 		}
