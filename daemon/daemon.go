@@ -20,6 +20,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/rpc"
+	"github.com/nexuscocreate/nexus/server"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -37,7 +38,27 @@ type Options struct {
 	// HelperPath is the executable that runs commands in their sandbox
 	// (it handles command.HelperArg); default: this executable.
 	HelperPath string
+	// Stdio, when set, is the editor's connection (nexusd --stdio): the
+	// daemon serves it with JSON-RPC and stops when the editor goes.
+	Stdio *Stdio
 }
+
+// Stdio is the editor's end of nexusd --stdio.
+type Stdio struct {
+	In  io.Reader
+	Out io.Writer
+	// Close closes both; it must unblock a pending read of In.
+	Close func() error
+}
+
+// ExitError is the end of a daemon whose editor left without the LSP
+// shutdown handshake: the process should exit with Code.
+type ExitError struct {
+	Code   int
+	Reason string
+}
+
+func (e *ExitError) Error() string { return e.Reason }
 
 // Info is the content of .nexus/run/daemon.json.
 type Info struct {
@@ -80,6 +101,10 @@ func Run(ctx context.Context, opts Options) error {
 	defer closeLog()
 
 	bus := events.New()
+	if opts.Stdio != nil {
+		// The daemon's warnings reach the editor too.
+		logger = slog.New(server.LogHandler(logger.Handler(), bus))
+	}
 	defs, err := state.OpenDefinitions(state.DefinitionsOptions{
 		Dir:         l.resolve(cfg.Definitions.Root),
 		HistoryDir:  l.historyDir,
@@ -102,7 +127,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer rt.Close()
 
-	toolManager, approvals, perms, err := openTools(ws, opts.HelperPath, l, cfg, defs, bus, logger)
+	toolManager, approvals, approvers, perms, err := openTools(ws, opts.HelperPath, l, cfg, defs, bus, logger)
 	if err != nil {
 		return err
 	}
@@ -170,6 +195,44 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		return nil
 	})
+	if cfg.Definitions.Watch {
+		g.Go(func() error {
+			watchDefinitions(gctx, defs, l.resolve(cfg.Definitions.Root), time.Duration(cfg.Definitions.Debounce), logger)
+			return nil
+		})
+	}
+	g.Go(func() error {
+		watchConfig(gctx, l.configFile, logger)
+		return nil
+	})
+	var editorExit *ExitError
+	if opts.Stdio != nil {
+		editor := server.New(server.Options{
+			Definitions: defs,
+			Runtime:     rt,
+			Tools:       toolManager,
+			MCP:         hub,
+			Bus:         bus,
+			Approvers:   approvers,
+			Apps:        appIDs(apps),
+			Logger:      logger,
+			MaxMessage:  maxMsg,
+			Info: server.Info{Version: opts.Version, Workspace: ws, GRPCAddress: info.GRPCAddress, GRPCTCPAddress: info.GRPCTCPAddress,
+				AdminTokenFile: l.adminToken, DefinitionsRoot: l.resolve(cfg.Definitions.Root), Debounce: time.Duration(cfg.Definitions.Debounce).String()},
+		})
+		g.Go(func() error {
+			code, err := editor.Serve(gctx, opts.Stdio.In, opts.Stdio.Out, opts.Stdio.Close)
+			reason := "the editor sent exit"
+			if err != nil {
+				reason = err.Error()
+			}
+			logger.Info("editor connection ended", "reason", reason, "exit_code", code)
+			if code != 0 && gctx.Err() == nil {
+				editorExit = &ExitError{Code: code, Reason: reason + " without shutdown"}
+			}
+			return errEditorGone // stops the daemon
+		})
+	}
 	for _, lis := range listeners {
 		g.Go(func() error { return srv.Serve(lis) })
 	}
@@ -191,12 +254,19 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	})
 	err = g.Wait()
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errEditorGone) {
 		return err
 	}
 	logger.Info("nexusd stopped")
+	if editorExit != nil {
+		return editorExit
+	}
 	return nil
 }
+
+// errEditorGone ends the daemon's errgroup when the editor's connection
+// ends; it is a normal stop.
+var errEditorGone = errors.New("the editor is gone")
 
 func newLogger(opts Options, cfg *workspace.Config) (*slog.Logger, func(), error) {
 	levelName := opts.LogLevel

@@ -23,18 +23,19 @@ const approvalTimeout = 2 * time.Minute
 
 // openTools builds the ToolManager with the core tools and the permission
 // policy of the configuration.
-func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, rpc.Permissions, error) {
+func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, *policy.Approvers, rpc.Permissions, error) {
 	rules, err := policy.FromConfig(cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("tool policy: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("tool policy: %w", err)
 	}
 	approvals, err := policy.OpenApprovals(filepath.Join(l.nexusDir, "approvals.json"))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	pol := policy.New(rules, approvals)
-	// The editor attaches as the approver (editor protocol); until then,
-	// calls the policy asks about are denied with a message saying so.
+	// The editor attaches as the approver (nexusd --stdio, at initialized);
+	// until then, calls the policy asks about are denied with a message
+	// saying so.
 	approvers := &policy.Approvers{}
 	outputLimit := int(cfg.Tools.OutputLimit)
 	m, err := tools.NewManager(tools.Options{
@@ -48,7 +49,7 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 		AuditFile:   filepath.Join(l.nexusDir, "audit", "toolcalls.jsonl"),
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	ct, err := core.New(core.Config{
 		Workspace:      ws,
@@ -58,7 +59,7 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 	})
 	if err != nil {
 		m.Close()
-		return nil, nil, nil, fmt.Errorf("core tools: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("core tools: %w", err)
 	}
 	exec := ct.ExecuteCommand(core.ExecConfig{
 		Runner:       command.NewRunner(command.RunnerOptions{HelperPath: helperPath, Logger: logger}),
@@ -71,10 +72,10 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 	for _, t := range append(ct.List(), exec) {
 		if err := m.Register(t); err != nil {
 			m.Close()
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 	}
-	return m, approvals, pol.CheckWith(m), nil
+	return m, approvals, approvers, pol.CheckWith(m), nil
 }
 
 // openMCP starts the McpHub with the servers of the workspace's MCP files.

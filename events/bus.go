@@ -21,14 +21,15 @@ var ErrClosed = errors.New("event subscription closed")
 // Bus fans events out to subscribers. Publishing never blocks: a subscriber
 // whose buffer is full is dropped with [ErrOverflow].
 type Bus struct {
-	mu   sync.Mutex
-	subs map[*Subscription]struct{}
-	n    atomic.Int32 // len(subs), read without mu by Listened
+	mu       sync.Mutex
+	subs     map[*Subscription]struct{}
+	attached map[*func(any)]struct{}
+	n        atomic.Int32 // len(subs) + len(attached), read without mu by Listened
 }
 
 // New returns an empty bus.
 func New() *Bus {
-	return &Bus{subs: make(map[*Subscription]struct{})}
+	return &Bus{subs: make(map[*Subscription]struct{}), attached: make(map[*func(any)]struct{})}
 }
 
 // Subscription receives the events that match its filter on C until it ends;
@@ -69,10 +70,34 @@ func (b *Bus) Listened() bool {
 	return b.n.Load() > 0
 }
 
+// Attach calls fn with every event, inside Publish and in publishing order,
+// until detach is called. fn must not block: it is for a subscriber that
+// keeps its own bounded state (the editor's coalescing outbox), where a
+// channel could overflow and lose an event.
+func (b *Bus) Attach(fn func(any)) (detach func()) {
+	p := &fn
+	b.mu.Lock()
+	b.attached[p] = struct{}{}
+	b.n.Add(1)
+	b.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.attached, p)
+			b.n.Add(-1)
+			b.mu.Unlock()
+		})
+	}
+}
+
 // Publish delivers ev to every matching subscriber without blocking.
 func (b *Bus) Publish(ev any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for fn := range b.attached {
+		(*fn)(ev)
+	}
 	for s := range b.subs {
 		if s.filter != nil && !s.filter(ev) {
 			continue
@@ -123,6 +148,9 @@ func (s *Subscription) Err() error {
 // Log is an entry an app logged through LogMessage, published for the
 // editor's log view.
 type Log struct {
+	// Source is who logged: "app" (LogMessage with an app token), "cli"
+	// (the admin token) or "nexusd" (the daemon's own warnings).
+	Source    string
 	Level     string
 	Message   string
 	AppID     string

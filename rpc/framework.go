@@ -384,7 +384,7 @@ func (s *frameworkService) LogMessage(ctx context.Context, req *nexusv1.LogMessa
 		attrs = append(attrs, slog.Group("context", kv...))
 	}
 	s.logger.LogAttrs(ctx, level, req.GetMessage(), attrs...)
-	s.bus.Publish(events.Log{Level: level.String(), Message: req.GetMessage(), AppID: c.appID, TaskID: req.GetTaskId(),
+	s.bus.Publish(events.Log{Source: source, Level: level.String(), Message: req.GetMessage(), AppID: c.appID, TaskID: req.GetTaskId(),
 		RequestID: req.GetRequestId(), Context: req.GetContext(), Time: time.Now()})
 	return &nexusv1.LogMessageResponse{Success: true}, nil
 }

@@ -41,6 +41,12 @@ type DefinitionsConfig struct {
 	Root string `yaml:"root"`
 	// MaxFileSize is the largest definition file accepted.
 	MaxFileSize Size `yaml:"maxFileSize"`
+	// Watch records the edits made on disk while the daemon runs; without
+	// it they are recorded at the next start.
+	Watch bool `yaml:"watch"`
+	// Debounce is how long a file must stay unchanged on disk before its
+	// edit is recorded: more than 0, at most 10s.
+	Debounce Duration `yaml:"debounce"`
 }
 
 // RuntimeConfig is the runtime section: the store of runtime key/values.
@@ -162,7 +168,12 @@ const (
 // DefaultConfig returns the configuration of a workspace without a config file.
 func DefaultConfig() *Config {
 	return &Config{
-		Definitions: DefinitionsConfig{Root: ".nexus/definitions", MaxFileSize: 10 * mib},
+		Definitions: DefinitionsConfig{
+			Root:        ".nexus/definitions",
+			MaxFileSize: 10 * mib,
+			Watch:       true,
+			Debounce:    Duration(100 * time.Millisecond),
+		},
 		Runtime: RuntimeConfig{
 			Backend:       "bbolt",
 			Path:          ".nexus/runtime.db",
@@ -668,6 +679,7 @@ func describe(n *yaml.Node) string {
 // check reports values that decoded but are not allowed.
 func (d *decoder) check(c *Config) {
 	d.nonEmpty("definitions.root", c.Definitions.Root, ` (write "." for the workspace root)`)
+	d.positiveAtMost("definitions.debounce", c.Definitions.Debounce, 10*time.Second)
 
 	if d.oneOf("runtime.backend", c.Runtime.Backend, "bbolt", "redis") && c.Runtime.Backend == "redis" {
 		d.errorf(d.nodes["runtime.backend"], "runtime.backend redis is not supported yet")
@@ -764,6 +776,17 @@ func (d *decoder) oneOf(path, value string, allowed ...string) bool {
 func (d *decoder) atLeast(path string, value, least int) {
 	if !d.bad[path] && value < least {
 		d.fail(path, d.nodes[path], "%d is less than %d", value, least)
+	}
+}
+
+// positiveAtMost reports a duration that is zero or over most.
+func (d *decoder) positiveAtMost(path string, value Duration, most time.Duration) {
+	switch {
+	case d.bad[path]:
+	case value <= 0:
+		d.fail(path, d.nodes[path], "%s must be more than 0", value)
+	case time.Duration(value) > most:
+		d.fail(path, d.nodes[path], "%s is more than the limit of %s", value, Duration(most))
 	}
 }
 

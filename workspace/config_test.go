@@ -25,7 +25,12 @@ func yamlText(lines ...string) []byte {
 
 func TestDefaultConfig(t *testing.T) {
 	want := &Config{
-		Definitions: DefinitionsConfig{Root: ".nexus/definitions", MaxFileSize: 10 << 20},
+		Definitions: DefinitionsConfig{
+			Root:        ".nexus/definitions",
+			MaxFileSize: 10 << 20,
+			Watch:       true,
+			Debounce:    Duration(100 * time.Millisecond),
+		},
 		Runtime: RuntimeConfig{
 			Backend:       "bbolt",
 			Path:          ".nexus/runtime.db",
@@ -72,6 +77,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"null document", "~\n"},
 		{"null sections", "definitions:\nruntime: ~\napps:\ntools: {}\n"},
 		{"null values", "tools:\n  network:\n  sandbox: ~\nmessages:\n  maxLength:\n"},
+		{"null definitions values", "definitions:\n  watch:\n  debounce: ~\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfig("config.yaml", []byte(tc.in), env(nil))
@@ -127,6 +133,8 @@ func TestParseConfigAllSections(t *testing.T) {
 		"definitions:",
 		"  root: defs",
 		"  maxFileSize: 512KiB",
+		"  watch: false",
+		"  debounce: 250ms",
 		"runtime:",
 		"  backend: bbolt",
 		"  path: data/rt.db",
@@ -186,7 +194,7 @@ func TestParseConfigAllSections(t *testing.T) {
 		"  maxMessageSize: 1GiB",
 	)
 	want := &Config{
-		Definitions: DefinitionsConfig{Root: "defs", MaxFileSize: 512 * 1024},
+		Definitions: DefinitionsConfig{Root: "defs", MaxFileSize: 512 * 1024, Watch: false, Debounce: Duration(250 * time.Millisecond)},
 		Runtime: RuntimeConfig{
 			Backend:       "bbolt",
 			Path:          "data/rt.db",
@@ -275,6 +283,9 @@ func TestParseConfigEnv(t *testing.T) {
 		{"quoted integer", "messages:\n  maxLength: \"${N}\"\n", func(c *Config) { c.Messages.MaxLength = 42 }},
 		{"default integer", "messages:\n  maxLength: ${NOPE:-7}\n", func(c *Config) { c.Messages.MaxLength = 7 }},
 		{"boolean", "tools:\n  network: ${NET}\n", func(c *Config) { c.Tools.Network = false }},
+		{"duration", "definitions:\n  watch: ${NET}\n  debounce: ${N}ms\n", func(c *Config) {
+			c.Definitions.Watch, c.Definitions.Debounce = false, Duration(42*time.Millisecond)
+		}},
 		{"size", "runtime:\n  maxValueSize: ${SIZE}\n", func(c *Config) { c.Runtime.MaxValueSize = 3 << 20 }},
 		{"list item", "tools:\n  envAllowlist: [\"${MODEL}\", X]\n", func(c *Config) { c.Tools.EnvAllowlist = []string{"big-model", "X"} }},
 		{"settings", "llm:\n  settings:\n    n: ${N}\n    deep: {m: \"${MODEL}\"}\n", func(c *Config) {
@@ -388,6 +399,16 @@ func TestParseConfigErrors(t *testing.T) {
 			`c.yaml:2:16: mcp.maxRestarts: -1 is less than 0`},
 		{"empty separator", yamlText("mcp:", `  separator: ""`),
 			`c.yaml:2:14: mcp.separator: must not be empty`},
+		{"zero debounce", yamlText("definitions:", "  debounce: 0s"),
+			`c.yaml:2:13: definitions.debounce: 0s must be more than 0`},
+		{"long debounce", yamlText("definitions:", "  debounce: 1m"),
+			`c.yaml:2:13: definitions.debounce: 1m0s is more than the limit of 10s`},
+		{"negative debounce", yamlText("definitions:", "  debounce: -1s"),
+			`c.yaml:2:13: definitions.debounce: "-1s" must not be negative`},
+		{"bad watch", yamlText("definitions:", "  watch: sometimes"),
+			`c.yaml:2:10: definitions.watch: "sometimes" is not a boolean (true or false)`},
+		{"unknown definitions key", yamlText("definitions:", "  watcher: true"),
+			`c.yaml:2:3: unknown key "watcher" in definitions (known: root, maxFileSize, watch, debounce)`},
 		{"empty root", yamlText("definitions:", `  root: ""`),
 			`c.yaml:2:9: definitions.root: must not be empty (write "." for the workspace root)`},
 		{"bad app id", yamlText("apps:", "  - id: My-App"),

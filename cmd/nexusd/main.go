@@ -1,6 +1,7 @@
 // Command nexusd is the per-workspace Nexus daemon. It serves the
 // workspace's definition files, runtime values and tools over gRPC until
-// SIGINT or SIGTERM.
+// SIGINT or SIGTERM, or, with --stdio, until the editor that launched it
+// goes.
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nexuscocreate/nexus/daemon"
 	"github.com/nexuscocreate/nexus/tools/command"
@@ -27,6 +30,10 @@ func main() {
 	if err := run(context.Background(), os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
+		}
+		var exit *daemon.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.Code) // the editor left without shutdown; logged already
 		}
 		fmt.Fprintln(os.Stderr, "nexusd:", err)
 		os.Exit(1)
@@ -54,10 +61,43 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	}
 	if stdio {
-		return errors.New("--stdio: the editor protocol is not in this build yet; run headless without --stdio")
+		conn, restore, err := stdioConn()
+		if err != nil {
+			return fmt.Errorf("--stdio: %w", err)
+		}
+		defer restore()
+		opts.Stdio = conn
 	}
 	opts.Version = version
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return daemon.Run(ctx, opts)
+}
+
+// stdioConn takes stdin and stdout for the protocol. Standard output is
+// moved to a descriptor of its own and fd 1 is pointed at stderr, so that
+// nothing else (a library, a child process, a panic) can ever write into
+// the protocol stream. Both ends are made non-blocking so that closing
+// them ends a pending read.
+func stdioConn() (*daemon.Stdio, func(), error) {
+	outFD, err := unix.Dup(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.Dup2(2, 1); err != nil {
+		return nil, nil, err
+	}
+	unix.CloseOnExec(outFD)
+	for _, fd := range []int{0, outFD} {
+		if err := unix.SetNonblock(fd, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	in := os.NewFile(0, "stdin")
+	out := os.NewFile(uintptr(outFD), "protocol")
+	restore := func() { unix.SetNonblock(0, false) } // a terminal shared with a shell stays usable
+	return &daemon.Stdio{In: in, Out: out, Close: func() error {
+		in.Close()
+		return out.Close()
+	}}, restore, nil
 }

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"slices"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// typed adapts a method on decoded params to the method table.
+func typed[P, R any](fn func(s *Server, ctx context.Context, p *P) (R, error)) func(*Server, context.Context, jsonrpc2.RawMessage) (any, error) {
+	return func(s *Server, ctx context.Context, raw jsonrpc2.RawMessage) (any, error) {
+		p := new(P)
+		if err := decodeParams(raw, p); err != nil {
+			return nil, err
+		}
+		return fn(s, ctx, p)
+	}
+}
+
+func (s *Server) methodTable() map[string]method {
+	return map[string]method{
+		"nexus/definitions/get":       {fn: typed((*Server).definitionsGet)},
+		"nexus/definitions/set":       {fn: typed((*Server).definitionsSet)},
+		"nexus/definitions/applyDiff": {fn: typed((*Server).definitionsApplyDiff)},
+		"nexus/definitions/delete":    {fn: typed((*Server).definitionsDelete)},
+		"nexus/definitions/restore":   {fn: typed((*Server).definitionsRestore)},
+		"nexus/definitions/list":      {fn: typed((*Server).definitionsList)},
+		"nexus/definitions/history":   {fn: typed((*Server).definitionsHistory)},
+		"nexus/definitions/diff":      {fn: typed((*Server).definitionsDiff)},
+		"nexus/runtime/get":           {fn: typed((*Server).runtimeGet)},
+		"nexus/runtime/set":           {fn: typed((*Server).runtimeSet)},
+		"nexus/runtime/delete":        {fn: typed((*Server).runtimeDelete)},
+		"nexus/runtime/list":          {fn: typed((*Server).runtimeList)},
+		"nexus/tools/list":            {fn: typed((*Server).toolsList)},
+		"nexus/tools/get":             {fn: typed((*Server).toolsGet)},
+		"nexus/tools/execute":         {fn: typed((*Server).toolsExecute), async: true},
+		"nexus/toolCalls/list":        {fn: typed((*Server).toolCallsList)},
+		"nexus/toolCalls/cancel":      {fn: typed((*Server).toolCallsCancel)},
+		"nexus/mcp/servers":           {fn: typed((*Server).mcpServers)},
+		"nexus/mcp/restart":           {fn: typed((*Server).mcpRestart), async: true},
+	}
+}
+
+func (s *Server) methodNames() []string {
+	names := make([]string, 0, len(s.methods))
+	for n := range s.methods {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// coded is an error of a nexus/ method with its code and kind.
+func coded(code jsonrpc2.Code, kind, msg string) error {
+	e := jsonrpc2.NewError(code, msg)
+	e.Data = jsonrpc2.RawMessage(`{"code":"` + kind + `"}`)
+	return e
+}

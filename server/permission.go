@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
+)
+
+// requestPermission is the request nexusd sends the editor when the policy
+// says "ask".
+const requestPermission = "nexus/requestPermission"
+
+type permissionParams struct {
+	ToolCall *toolCallWire `json:"toolCall"`
+	ICERC    tools.ICERC   `json:"icerc"`
+	// Options are the answers the editor may give.
+	Options []policy.Answer `json:"options"`
+}
+
+var answers = []policy.Answer{policy.AllowOnce, policy.AllowAlways, policy.RejectOnce, policy.RejectAlways}
+
+// attachApprover makes the editor the approver of the policy's "ask"
+// decisions, from initialized until the editor goes.
+func (s *Server) attachApprover() {
+	if s.opts.Approvers != nil {
+		s.opts.Approvers.Set(s.askEditor)
+	}
+}
+
+// askEditor sends nexus/requestPermission and waits for the answer: a
+// string, or {"answer": string}. When ctx ends first (the policy's timeout,
+// or the call was cancelled), the editor is told with $/cancelRequest so
+// that it can close its prompt.
+func (s *Server) askEditor(ctx context.Context, call tools.Call, record policy.ICERC) (policy.Answer, error) {
+	var raw json.RawMessage
+	id, err := s.conn.Call(ctx, requestPermission, permissionParams{ToolCall: toolCallJSON(call), ICERC: record, Options: answers}, &raw)
+	if ctx.Err() != nil {
+		if id.IsValid() {
+			s.conn.Notify(context.WithoutCancel(ctx), "$/cancelRequest", map[string]any{"id": idValue(id)})
+		}
+		return "", ctx.Err()
+	}
+	if err != nil {
+		return "", err
+	}
+	var ans policy.Answer
+	if json.Unmarshal(raw, &ans) != nil {
+		var obj struct {
+			Answer policy.Answer `json:"answer"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return "", fmt.Errorf("the editor's answer %s is neither a string nor {\"answer\": string}", clip(string(raw)))
+		}
+		ans = obj.Answer
+	}
+	return ans, nil
+}
+
+func idValue(id interface {
+	Number() (int64, bool)
+	StringValue() (string, bool)
+}) any {
+	if n, ok := id.Number(); ok {
+		return n
+	}
+	str, _ := id.StringValue()
+	return str
+}

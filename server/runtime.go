@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"time"
+)
+
+// The nexus/runtime/ methods. The editor names the namespace (an app id,
+// or any namespace: the person's editor is not confined to one app).
+
+type rtKeyParams struct {
+	AppID     string `json:"appId"`
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+}
+
+func (p *rtKeyParams) check() (string, error) {
+	ns, err := namespace(p.AppID, p.Namespace)
+	if err != nil {
+		return "", err
+	}
+	if p.Key == "" {
+		return "", missing("key", "the runtime key")
+	}
+	return ns, nil
+}
+
+func namespace(appID, ns string) (string, error) {
+	switch {
+	case ns != "":
+		return ns, nil
+	case appID != "":
+		return appID, nil
+	}
+	return "", missing("namespace", "the runtime namespace (or appId)")
+}
+
+type rtGetResult struct {
+	Found     bool       `json:"found"`
+	Value     string     `json:"value"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+func (s *Server) runtimeGet(_ context.Context, p *rtKeyParams) (*rtGetResult, error) {
+	ns, err := p.check()
+	if err != nil {
+		return nil, err
+	}
+	v, ok, err := s.opts.Runtime.Get(ns, p.Key)
+	if err != nil {
+		return nil, err
+	}
+	res := &rtGetResult{Found: ok, Value: v.Value}
+	if !v.ExpiresAt.IsZero() {
+		res.ExpiresAt = &v.ExpiresAt
+	}
+	return res, nil
+}
+
+type rtSetParams struct {
+	rtKeyParams
+	Value      *string `json:"value"`
+	TTLSeconds int64   `json:"ttlSeconds"`
+}
+
+type emptyResult struct{}
+
+// maxTTL is the longest TTL accepted, as over gRPC.
+const maxTTL = 100 * 365 * 24 * time.Hour
+
+func (s *Server) runtimeSet(_ context.Context, p *rtSetParams) (*emptyResult, error) {
+	ns, err := p.check()
+	if err != nil {
+		return nil, err
+	}
+	if p.Value == nil {
+		return nil, missing("value", `the value to store ("" is a value)`)
+	}
+	if p.TTLSeconds < 0 {
+		return nil, invalid("ttlSeconds %d is negative", p.TTLSeconds)
+	}
+	if p.TTLSeconds > int64(maxTTL/time.Second) {
+		return nil, invalid("ttlSeconds %d is over 100 years", p.TTLSeconds)
+	}
+	if err := s.opts.Runtime.Set(ns, p.Key, *p.Value, time.Duration(p.TTLSeconds)*time.Second); err != nil {
+		return nil, err
+	}
+	return &emptyResult{}, nil
+}
+
+type rtDeleteResult struct {
+	Deleted bool `json:"deleted"`
+}
+
+func (s *Server) runtimeDelete(_ context.Context, p *rtKeyParams) (*rtDeleteResult, error) {
+	ns, err := p.check()
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := s.opts.Runtime.Delete(ns, p.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &rtDeleteResult{Deleted: deleted}, nil
+}
+
+type rtListParams struct {
+	AppID     string `json:"appId"`
+	Namespace string `json:"namespace"`
+	Prefix    string `json:"prefix"`
+}
+
+type rtListResult struct {
+	Keys []string `json:"keys"`
+}
+
+func (s *Server) runtimeList(_ context.Context, p *rtListParams) (*rtListResult, error) {
+	ns, err := namespace(p.AppID, p.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.opts.Runtime.List(ns, p.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	return &rtListResult{Keys: keys}, nil
+}

@@ -1,0 +1,386 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// DefaultDebounce is the quiet time of a path before [Watch] reports it, when
+// WatchOptions.Debounce is zero.
+const DefaultDebounce = 100 * time.Millisecond
+
+// watchBuffer is how many events fsnotify holds while the watcher is busy.
+const watchBuffer = 4096
+
+// WatchOptions configure [Watch].
+type WatchOptions struct {
+	// Root is the directory watched, with every directory below it.
+	Root string
+	// Debounce is how long a path must stay quiet before it is reported
+	// (DefaultDebounce when zero): a burst of writes is one report.
+	Debounce time.Duration
+	// Ignore, when set, leaves out paths (relative to Root, slash-separated)
+	// and, for a directory, everything below it: temporary files, say.
+	Ignore func(rel string) bool
+	// OnChange receives the paths that settled, relative to Root,
+	// slash-separated, sorted and each once. A directory created, removed or
+	// renamed is reported as its path, and the files found in a new
+	// directory as theirs.
+	OnChange func(rel []string)
+	// OnRescan is called, in place of OnChange, when events were lost and the
+	// whole tree must be compared again. When it is nil the paths that were
+	// seen are still reported.
+	OnRescan func()
+	// OnError receives the other errors of the watcher (logged when nil). It
+	// is called from the event loop and must not block.
+	OnError func(error)
+	Logger  *slog.Logger
+}
+
+// Watch watches the directory tree at opts.Root and reports the paths that
+// changed once they have settled, until ctx ends. Changes made before the
+// watches are in place are not reported: they are the caller's to compare.
+// fsnotify watches are per directory: one is added for every directory at
+// start and for every directory created later, never following symlinks.
+// OnChange and OnRescan are called from one goroutine, one call at a time;
+// events are gathered meanwhile, so a slow callback never holds fsnotify up.
+// Watch returns an error only when watching cannot start; when ctx ends it
+// waits for the callback in progress, drops the paths that had not settled,
+// and returns nil.
+func Watch(ctx context.Context, opts WatchOptions) error {
+	w, err := newWatcher(opts)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	if err := w.close(); err != nil {
+		w.opts.OnError(err)
+	}
+	return nil
+}
+
+// watcher is a running Watch.
+type watcher struct {
+	opts  WatchOptions
+	root  string
+	fsw   *fsnotify.Watcher
+	batch time.Duration // the least time between two flushes
+	done  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+	err   error // of closing fsw
+
+	// Owned by the event loop.
+	dirs     map[string]bool      // watched directories, relative ("" is Root)
+	pending  map[string]time.Time // path → when it will have settled
+	rescanAt time.Time            // zero unless events were lost
+	timer    *time.Timer
+	armed    bool
+
+	// outMu guards what is handed to the callback goroutine.
+	outMu     sync.Mutex
+	out       map[string]bool
+	outRescan bool
+	outReady  chan struct{} // signalled when out or outRescan is set
+}
+
+// newWatcher starts watching: when it returns, the watches are in place.
+func newWatcher(opts WatchOptions) (*watcher, error) {
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.OnError == nil {
+		opts.OnError = func(err error) { opts.Logger.Warn("watching files", "error", err.Error()) }
+	}
+	root, err := filepath.EvalSymlinks(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", opts.Root, err)
+	}
+	if info, err := os.Stat(root); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("watch %s: not a directory", opts.Root)
+	}
+	fsw, err := fsnotify.NewBufferedWatcher(watchBuffer)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", opts.Root, err)
+	}
+	w := &watcher{
+		opts:     opts,
+		root:     root,
+		fsw:      fsw,
+		batch:    max(opts.Debounce/10, time.Millisecond),
+		done:     make(chan struct{}),
+		dirs:     map[string]bool{},
+		pending:  map[string]time.Time{},
+		timer:    time.NewTimer(time.Hour),
+		out:      map[string]bool{},
+		outReady: make(chan struct{}, 1),
+	}
+	w.timer.Stop()
+	if err := w.addTree("", false); err != nil {
+		fsw.Close()
+		return nil, err
+	}
+	w.wg.Add(2)
+	go w.loop()
+	go w.deliver()
+	return w, nil
+}
+
+// close stops watching and waits for the callback in progress.
+func (w *watcher) close() error {
+	w.once.Do(func() {
+		close(w.done)
+		w.wg.Wait()
+	})
+	return w.err
+}
+
+func (w *watcher) loop() {
+	defer w.wg.Done()
+	defer func() { w.err = w.fsw.Close() }()
+	for {
+		select {
+		case <-w.done:
+			return
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return
+			}
+			w.handle(ev)
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				if w.rescanAt.IsZero() {
+					w.opts.Logger.Warn("file events were lost; the tree will be compared again", "root", w.root)
+				}
+				w.rescanAt = time.Now().Add(w.opts.Debounce)
+				w.arm(w.opts.Debounce)
+			} else {
+				w.opts.OnError(err)
+			}
+		case <-w.timer.C:
+			w.armed = false
+			w.flush(time.Now())
+		}
+	}
+}
+
+func (w *watcher) handle(ev fsnotify.Event) {
+	if ev.Name == w.root {
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			w.opts.OnError(fmt.Errorf("%s was removed or renamed; changes in it are no longer seen", w.root))
+		}
+		return
+	}
+	rel, ok := strings.CutPrefix(ev.Name, w.root+string(filepath.Separator))
+	if !ok || ev.Op == fsnotify.Chmod { // a chmod alone changes no content
+		return
+	}
+	rel = filepath.ToSlash(rel)
+	if w.opts.Ignore != nil && w.opts.Ignore(rel) {
+		return
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		w.forget(rel)
+	}
+	if ev.Has(fsnotify.Create) {
+		if info, err := os.Lstat(ev.Name); err == nil && info.IsDir() {
+			if err := w.addTree(rel, true); err != nil {
+				w.opts.OnError(err)
+			}
+		}
+	}
+	w.touch(rel)
+}
+
+// addTree watches the directory rel and every directory below it. With
+// report, it also reports every path it finds: they may have been created
+// before their directory was watched. A directory below rel that cannot be
+// watched is an OnError; rel itself, or reaching the system's limit of
+// watches, is an error.
+func (w *watcher) addTree(rel string, report bool) error {
+	top := filepath.Join(w.root, filepath.FromSlash(rel))
+	return filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // removed meanwhile; its removal is an event
+			case path == top:
+				return fmt.Errorf("watch %s: %w", path, err)
+			}
+			w.opts.OnError(fmt.Errorf("watch %s: %w", path, err))
+			return nil
+		}
+		r := rel
+		if path != top {
+			r = filepath.ToSlash(path[len(w.root)+1:])
+			if w.opts.Ignore != nil && w.opts.Ignore(r) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if report {
+				w.touch(r)
+			}
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		// Watch before listing: a file created from now on is an event, one
+		// created before is listed.
+		if err := w.fsw.Add(path); err != nil {
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return fs.SkipDir
+			case errors.Is(err, syscall.ENOSPC):
+				return fmt.Errorf("watch %s: %w (the limit of watches is reached; on Linux raise fs.inotify.max_user_watches)", path, err)
+			case path == top:
+				return fmt.Errorf("watch %s: %w", path, err)
+			}
+			w.opts.OnError(fmt.Errorf("watch %s: %w", path, err))
+			return fs.SkipDir
+		}
+		w.dirs[r] = true
+		return nil
+	})
+}
+
+// forget drops the watches of rel and of the directories below it, if it
+// was a directory. A removed directory loses its watch by itself, but a
+// renamed one keeps it, and the watches below it would go on reporting
+// the old paths.
+func (w *watcher) forget(rel string) {
+	if !w.dirs[rel] {
+		return // a file, or a directory not watched, so none below it is
+	}
+	for d := range w.dirs {
+		if d == rel || strings.HasPrefix(d, rel+"/") {
+			w.fsw.Remove(filepath.Join(w.root, filepath.FromSlash(d))) // already gone when removed
+			delete(w.dirs, d)
+		}
+	}
+}
+
+// touch marks rel as changed now.
+func (w *watcher) touch(rel string) {
+	w.pending[rel] = time.Now().Add(w.opts.Debounce)
+	w.arm(w.opts.Debounce)
+}
+
+// arm makes the timer fire within d. Every path settles a whole Debounce
+// after its last event, so an armed timer is never late for a new one.
+func (w *watcher) arm(d time.Duration) {
+	if !w.armed {
+		w.timer.Reset(d)
+		w.armed = true
+	}
+}
+
+// flush hands the paths that settled by now to the callback goroutine, and
+// arms the timer for the next ones, at least batch later so that paths
+// settling close together go in one call.
+func (w *watcher) flush(now time.Time) {
+	var due []string
+	var next time.Time
+	for p, at := range w.pending {
+		if !at.After(now) {
+			due = append(due, p)
+			delete(w.pending, p)
+		} else if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	rescan := false
+	if !w.rescanAt.IsZero() {
+		if !w.rescanAt.After(now) {
+			rescan = true
+			w.rescanAt = time.Time{}
+			w.rewatch()
+		} else if next.IsZero() || w.rescanAt.Before(next) {
+			next = w.rescanAt
+		}
+	}
+	if len(due) > 0 || rescan {
+		w.outMu.Lock()
+		for _, p := range due {
+			w.out[p] = true
+		}
+		w.outRescan = w.outRescan || rescan
+		w.outMu.Unlock()
+		select {
+		case w.outReady <- struct{}{}:
+		default: // already signalled
+		}
+	}
+	if !next.IsZero() {
+		w.arm(max(next.Sub(now), w.batch))
+	}
+}
+
+// rewatch walks the tree again after lost events: it drops the watches of
+// directories that are gone or were moved, then adds those of the
+// directories there are. The drops come first: a moved directory keeps its
+// watch under its old path, which adding the new path would not change.
+func (w *watcher) rewatch() {
+	there := map[string]bool{}
+	filepath.WalkDir(w.root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			there[filepath.ToSlash(strings.TrimPrefix(path[len(w.root):], string(filepath.Separator)))] = true
+		}
+		return nil
+	})
+	for d := range w.dirs {
+		if !there[d] {
+			w.fsw.Remove(filepath.Join(w.root, filepath.FromSlash(d)))
+			delete(w.dirs, d)
+		}
+	}
+	if err := w.addTree("", false); err != nil {
+		w.opts.OnError(err)
+	}
+}
+
+// deliver calls the callbacks with what flush handed over.
+func (w *watcher) deliver() {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-w.outReady:
+		}
+		w.outMu.Lock()
+		paths := slices.Sorted(maps.Keys(w.out))
+		rescan := w.outRescan
+		clear(w.out)
+		w.outRescan = false
+		w.outMu.Unlock()
+		switch {
+		case rescan && w.opts.OnRescan != nil:
+			// The comparison of the whole tree covers the paths too: they
+			// settled before it starts.
+			w.opts.OnRescan()
+		case len(paths) > 0 && w.opts.OnChange != nil:
+			w.opts.OnChange(paths)
+		}
+	}
+}
