@@ -42,7 +42,8 @@ func main() {
 	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
-	only := flag.String("only", "", "run only this part: state (with gRPC reads), tools (with MCP) or mcp")
+	only := flag.String("only", "", "run only this part: state (with gRPC reads), tools (with MCP), mcp or editor")
+	large := flag.String("large", "", "the workspace of 1,000 files and 10k commits for the editor's start (made when missing, and kept)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (daemon included) to this file")
 	flag.Parse()
 	var err error
@@ -60,12 +61,21 @@ func main() {
 	switch *only {
 	case "":
 		if err = run(*commits, *small, *files, *writes); err == nil {
-			err = runTools()
+			if err = runTools(); err == nil {
+				err = withTemp(func(tmp string) error { return runEditor(tmp, filepath.Join(tmp, "large")) })
+			}
 		}
 	case "state":
 		err = run(*commits, *small, *files, *writes)
 	case "tools":
 		err = runTools()
+	case "editor":
+		err = withTemp(func(tmp string) error {
+			if *large == "" {
+				*large = filepath.Join(tmp, "large")
+			}
+			return runEditor(tmp, *large)
+		})
 	case "mcp":
 		var tmp string
 		if tmp, err = os.MkdirTemp("", "nexus-bench-"); err == nil {
@@ -73,7 +83,7 @@ func main() {
 			os.RemoveAll(tmp)
 		}
 	default:
-		err = fmt.Errorf("-only %q is not state, tools or mcp", *only)
+		err = fmt.Errorf("-only %q is not state, tools, mcp or editor", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()
@@ -157,6 +167,15 @@ func runTools() error {
 	}
 	fmt.Println()
 	return benchMCP(tmp)
+}
+
+func withTemp(fn func(tmp string) error) error {
+	tmp, err := os.MkdirTemp("", "nexus-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	return fn(tmp)
 }
 
 func filePath(i int) string { return fmt.Sprintf("app%02d/flows/file%03d.yaml", i%20, i) }

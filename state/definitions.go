@@ -173,14 +173,14 @@ func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
 }
 
 func (s *Definitions) load() error {
-	head, err := s.recoverHead()
-	if err != nil {
-		return err
-	}
 	s.index = newHistoryIndex(s.opts.IndexFile)
 	rewrite, err := s.index.load()
 	if err != nil {
 		return fmt.Errorf("history index: %w", err)
+	}
+	head, err := s.recoverHead()
+	if err != nil {
+		return err
 	}
 	caught, err := s.index.catchUp(s.repo, head)
 	if err != nil {
@@ -222,6 +222,11 @@ func (s *Definitions) recoverHead() (plumbing.Hash, error) {
 		return head, nil // a new repository
 	}
 	if err == nil && !head.IsZero() {
+		// A commit the index records was complete: the index is appended
+		// only after the commit's objects were synced and the ref moved.
+		if n := len(s.index.commits); n > 0 && s.index.commits[n-1].hash == head {
+			return head, nil
+		}
 		if err = s.repo.commitComplete(head); err == nil {
 			return head, nil
 		}
@@ -458,7 +463,7 @@ func (s *Definitions) scanFile(p string, info fs.FileInfo, onDisk map[string]dis
 	if err != nil {
 		return err
 	}
-	onDisk[p] = diskFile{blob: plumbing.ComputeHash(plumbing.BlobObject, data), size: int64(len(data))}
+	onDisk[p] = diskFile{blob: blobHash(data), size: int64(len(data))}
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/nexuscocreate/nexus/events"
 )
 
@@ -356,6 +358,14 @@ func TestIsTempName(t *testing.T) {
 	} {
 		if got := IsTempName(rel); got != want {
 			t.Errorf("IsTempName(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}
+
+func TestBlobHashIsGits(t *testing.T) {
+	for _, s := range []string{"", "x", "hello\n", strings.Repeat("long ", 10000)} {
+		if want, got := plumbing.ComputeHash(plumbing.BlobObject, []byte(s)), blobHash([]byte(s)); want != got {
+			t.Errorf("blobHash of %d bytes = %s, want %s", len(s), got, want)
 		}
 	}
 }
