@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short lint proto check-proto bench clean mcp-servers
+.PHONY: all build demo test test-race test-short test-editor lint proto check-proto bench clean mcp-servers
 
 all: build
 
@@ -16,9 +16,16 @@ demo: build
 	bash scripts/demo.sh
 
 # The whole suite, always with the race detector: unit tests, and integration
-# tests that spawn the real nexusd and nexus binaries and real MCP servers.
+# tests that spawn the real nexusd and nexus binaries and real MCP servers;
+# then the editor's own client (vscode-jsonrpc) against nexusd --stdio.
 test: mcp-servers
 	$(GO) test -race -count=1 ./...
+	bash scripts/editor-tests.sh
+
+# The Node suite of integration/editor: vscode-jsonrpc, as a VS Code
+# extension uses it, against the real nexusd --stdio.
+test-editor:
+	bash scripts/editor-tests.sh
 
 # The MCP servers the McpHub tests and benchmarks run, pinned by
 # integration/mcpservers/package-lock.json, installed from npm into .cache.

@@ -35,6 +35,13 @@ func watchDefinitions(ctx context.Context, defs *state.Definitions, root string,
 			}
 		},
 		OnError: func(err error) { logger.Warn("definitions watcher", "error", err.Error()) },
+		// Edits made between the store's open and the watches being in
+		// place are found by one comparison of the whole tree.
+		OnReady: func() {
+			if err := defs.Rescan(); err != nil {
+				logger.Warn("definitions rescan failed", "error", err.Error())
+			}
+		},
 		Logger:  logger,
 	})
 	if err != nil {

@@ -47,6 +47,9 @@ type WatchOptions struct {
 	// OnError receives the other errors of the watcher (logged when nil). It
 	// is called from the event loop and must not block.
 	OnError func(error)
+	// OnReady, when set, is called once the watches are in place: what
+	// changed before that was not seen (a caller compares the tree itself).
+	OnReady func()
 	Logger  *slog.Logger
 }
 
@@ -64,6 +67,9 @@ func Watch(ctx context.Context, opts WatchOptions) error {
 	w, err := newWatcher(opts)
 	if err != nil {
 		return err
+	}
+	if opts.OnReady != nil {
+		opts.OnReady()
 	}
 	<-ctx.Done()
 	if err := w.close(); err != nil {
