@@ -53,3 +53,27 @@ func TestSlowSubscriberIsDroppedNotBlocking(t *testing.T) {
 		t.Errorf("after bus Close, Err() = %v", fast.Err())
 	}
 }
+
+func TestAttachSeesEveryEventInOrder(t *testing.T) {
+	b := New()
+	if b.Listened() {
+		t.Fatal("an empty bus is listened to")
+	}
+	var got []int
+	detach := b.Attach(func(ev any) { got = append(got, ev.(int)) })
+	if !b.Listened() {
+		t.Fatal("an attached function does not count as a listener")
+	}
+	for i := range 10000 { // far beyond any subscription's buffer
+		b.Publish(i)
+	}
+	detach()
+	detach() // twice is harmless
+	b.Publish(-1)
+	if len(got) != 10000 || got[0] != 0 || got[9999] != 9999 {
+		t.Fatalf("got %d events (first %d, last %d), want 10000 in order", len(got), got[0], got[len(got)-1])
+	}
+	if b.Listened() {
+		t.Error("still listened to after detach")
+	}
+}
