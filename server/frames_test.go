@@ -198,7 +198,11 @@ func TestSlowEditorGetsCoalescedUpdates(t *testing.T) {
 	s := serve(t, p.options())
 	r := &raw{s: s, frames: make(chan string, 1<<20)}
 	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`)
-	// Nobody reads yet: the pipe fills and the outbox holds the rest.
+	br := bufio.NewReader(s.fromSv)
+	if _, err := readTestFrame(br); err != nil { // the reply: the server listens to the bus
+		t.Fatal(err)
+	}
+	// Nobody reads now: the pipe fills and the outbox holds the rest.
 	const calls, updates = 200, 100
 	for i := range calls {
 		c := tools.Call{ID: fmt.Sprintf("call-%03d", i), ToolName: "echo", Status: tools.StatusRunning, StartedAt: time.Now()}
@@ -209,12 +213,13 @@ func TestSlowEditorGetsCoalescedUpdates(t *testing.T) {
 		c.Status = tools.StatusCompleted
 		p.bus.Publish(c)
 	}
+	readErr := make(chan error, 1)
 	go func() {
 		defer close(r.frames)
-		br := bufio.NewReader(s.fromSv)
 		for {
 			body, err := readTestFrame(br)
 			if err != nil {
+				readErr <- err
 				return
 			}
 			r.frames <- string(body)
@@ -232,6 +237,8 @@ func TestSlowEditorGetsCoalescedUpdates(t *testing.T) {
 					final[f[strings.Index(f, "call-"):][:8]] = true
 				}
 			}
+		case err := <-readErr:
+			t.Fatalf("reading: %v", err)
 		case <-deadline:
 			t.Fatalf("%d of %d final statuses after %d notifications", len(final), calls, received)
 		}

@@ -135,6 +135,8 @@ type client struct {
 	mu     sync.Mutex
 	notes  []note
 	asked  []json.RawMessage
+	// unannounced counts prompts for a call no nexus/toolCall had named.
+	unannounced int
 	answer func(params json.RawMessage) (any, error)
 	change chan struct{}
 }
@@ -166,6 +168,11 @@ func connect(t testing.TB, s *served) *client {
 		params := json.RawMessage(append([]byte(nil), req.Params()...))
 		if req.Method() == requestPermission {
 			c.mu.Lock()
+			var p permissionParams
+			json.Unmarshal(params, &p)
+			if p.ToolCall == nil || !has(c.notes, notifyToolCall, p.ToolCall.ToolCallID, `"icerc"`) {
+				c.unannounced++
+			}
 			c.asked = append(c.asked, params)
 			answer := c.answer
 			c.mu.Unlock()

@@ -45,6 +45,7 @@ const (
 	outMCP
 	outLog
 	outProgress
+	outBarrier
 )
 
 type outKey struct {
@@ -72,6 +73,8 @@ type outbox struct {
 	dropped struct{ calls, logs int }
 
 	wake chan struct{}
+	// stopped is closed when run returns.
+	stopped chan struct{}
 
 	// Used by run only.
 	body bytes.Buffer
@@ -79,7 +82,7 @@ type outbox struct {
 }
 
 func newOutbox(st *stream, maxCalls int, logger *slog.Logger) *outbox {
-	o := &outbox{st: st, logger: logger, maxCalls: maxCalls, items: map[outKey]any{}, wake: make(chan struct{}, 1)}
+	o := &outbox{st: st, logger: logger, maxCalls: maxCalls, items: map[outKey]any{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	o.enc = json.NewEncoder(&o.body)
 	o.enc.SetEscapeHTML(false)
 	return o
@@ -132,6 +135,9 @@ type progressItem struct {
 func (o *outbox) put(k outKey, v any) {
 	o.mu.Lock()
 	switch k.kind {
+	case outBarrier:
+		o.logSeq++
+		k.id = strconv.FormatUint(o.logSeq, 10)
 	case outLog:
 		if o.logs >= maxPendingLogs {
 			o.dropped.logs++
@@ -169,8 +175,25 @@ func (o *outbox) signal() {
 // outBatch is how many notifications are written at once.
 const outBatch = 128
 
+// flush returns once everything queued before it was written, so that
+// a request to the editor (a permission prompt) never overtakes the
+// notifications it refers to.
+func (o *outbox) flush(ctx context.Context) error {
+	done := make(chan struct{})
+	o.put(outKey{kind: outBarrier}, done)
+	select {
+	case <-done:
+		return nil
+	case <-o.stopped:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // run writes the pending notifications until ctx ends.
 func (o *outbox) run(ctx context.Context) {
+	defer close(o.stopped)
 	var (
 		keys []outKey
 		vals []any
@@ -191,9 +214,16 @@ func (o *outbox) run(ctx context.Context) {
 			for i, k := range keys {
 				buf = o.append(buf, k, vals[i])
 			}
-			if err := o.st.writeFrames(buf); err != nil {
-				o.logger.Debug("notifications not written: the editor is gone", "error", err.Error())
-				return
+			if len(buf) > 0 {
+				if err := o.st.writeFrames(buf); err != nil {
+					o.logger.Debug("notifications not written: the editor is gone", "error", err.Error())
+					return
+				}
+			}
+			for _, v := range vals {
+				if done, ok := v.(chan struct{}); ok {
+					close(done)
+				}
 			}
 			clear(vals)
 		}
@@ -250,7 +280,7 @@ func (o *outbox) append(buf []byte, k outKey, v any) []byte {
 		}
 		return buf
 	}
-	return buf
+	return buf // a barrier: nothing to write
 }
 
 // appendNote appends a notification frame, header and body, to buf.

@@ -35,6 +35,12 @@ func (s *Server) attachApprover() {
 // or the call was cancelled), the editor is told with $/cancelRequest so
 // that it can close its prompt.
 func (s *Server) askEditor(ctx context.Context, call tools.Call, record policy.ICERC) (policy.Answer, error) {
+	// The editor hears of the call, with its ICERC record, before it is
+	// asked about it.
+	s.out.event(call)
+	if err := s.out.flush(ctx); err != nil {
+		return "", err
+	}
 	var raw json.RawMessage
 	id, err := s.conn.Call(ctx, requestPermission, permissionParams{ToolCall: toolCallJSON(call), ICERC: record, Options: answers}, &raw)
 	if ctx.Err() != nil {

@@ -89,7 +89,7 @@ type Server struct {
 	// handling holds the cancel functions of the requests being handled,
 	// for $/cancelRequest.
 	handlingMu sync.Mutex
-	handling   map[jsonrpc2.ID]context.CancelFunc
+	handling   map[jsonrpc2.ID]func()
 
 	// exit is closed by the exit notification; exitCode is then its code.
 	exitOnce sync.Once
@@ -116,7 +116,7 @@ func New(opts Options) *Server {
 		opts.WatchParent = time.Second
 	}
 	s := &Server{opts: opts, logger: opts.Logger, exit: make(chan struct{}), pidSet: make(chan struct{}),
-		handling: map[jsonrpc2.ID]context.CancelFunc{}}
+		handling: map[jsonrpc2.ID]func(){}}
 	s.methods = s.methodTable()
 	return s
 }
@@ -143,10 +143,12 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	})
 	s.conn = jsonrpc2.NewConn(st, jsonrpc2.WithCodec(stdCodec{}), jsonrpc2.WithPreempter(s))
 	s.out = newOutbox(st, s.opts.MaxPendingCalls, s.logger)
-	s.conn.Go(ctx, s.handle)
-
+	// Attached before the first request is read: whatever happens after
+	// the initialize reply reaches the editor.
 	detach := s.opts.Bus.Attach(s.out.event)
 	defer detach()
+	s.conn.Go(ctx, s.handle)
+
 	outDone := make(chan struct{})
 	go func() { s.out.run(ctx); close(outDone) }()
 	defer func() { stop(); <-outDone }()
@@ -175,8 +177,19 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 			code = 0 // shut down, and then the editor closed the pipe
 		}
 	}
+	s.cancelAll()
 	s.closeConn()
 	return code, err
+}
+
+// cancelAll cancels the requests being handled: the editor is gone, and
+// nobody will read their answers.
+func (s *Server) cancelAll() {
+	s.handlingMu.Lock()
+	defer s.handlingMu.Unlock()
+	for _, cancel := range s.handling {
+		cancel()
+	}
 }
 
 // closeConn closes the connection; a reader parked on a pipe that cannot be
@@ -274,7 +287,8 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	// handler, which a context derived from it may (context.WithCancel
 	// watches its parent from a goroutine). Requests get a context of their
 	// own, cancelled by $/cancelRequest and when the connection ends.
-	rctx, cancel := context.WithCancel(jsonrpc2.DetachContext(ctx))
+	rctx, cancelCause := context.WithCancelCause(jsonrpc2.DetachContext(ctx))
+	cancel := func() { cancelCause(tools.ErrCancelled) }
 	defer cancel()
 	if req.IsCall() {
 		id := req.ID()

@@ -50,6 +50,30 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// The editor leaving ends the requests it left behind: a running tool call
+// is cancelled rather than waited for.
+func TestExitCancelsRunningRequests(t *testing.T) {
+	p := newParts(t)
+	s := serve(t, p.options())
+	c := connect(t, s)
+	c.initialize(t)
+	go c.call(t, "nexus/tools/execute", map[string]any{"toolName": "slow"}, nil)
+	c.await(t, "the slow call running", func(ns []note) bool { return has(ns, notifyToolCall, `"status":"running"`) })
+	c.conn.Notify(context.Background(), "exit", nil)
+	s.wait(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		calls := p.tools.Calls(tools.CallFilter{})
+		if len(calls) == 1 && calls[0].Error != nil && calls[0].Error.Code == tools.CodeCancelled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call did not end cancelled: %+v", calls)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	p := newParts(t)
 	t.Run("exit without shutdown", func(t *testing.T) {
@@ -279,7 +303,7 @@ func TestCancelledRequestGets32800(t *testing.T) {
 	raw.expect(t, `"status":"running"`)
 	raw.send(t, `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}`)
 	raw.expect(t, `"id":2,"error":{"code":-32800`)
-	raw.expect(t, `"code":"cancelled"`) // the call itself ended cancelled
+	raw.expect(t, `"code":"cancelled","message":"the call was cancelled`) // the call itself ended cancelled
 }
 
 func TestPermissionPrompts(t *testing.T) {
@@ -336,6 +360,9 @@ func TestPermissionPrompts(t *testing.T) {
 	c.mu.Unlock()
 	if asked != 5 {
 		t.Errorf("asked %d times after allow_always, want 5 (remembered)", asked)
+	}
+	if c.unannounced != 0 {
+		t.Errorf("%d prompts came before the nexus/toolCall of their call", c.unannounced)
 	}
 }
 

@@ -135,10 +135,13 @@ func init() {
 	uuid.EnableRandPool()
 }
 
-// errCancelled is the cause of a call cancelled through Cancel, errTimeout
-// of one that ran out of time.
+// ErrCancelled is the cause of a call cancelled through Cancel; a caller
+// that cancels the context of Execute with this cause
+// (context.WithCancelCause) ends the call the same way, "the call was
+// cancelled", rather than "the caller went away". errTimeout is the cause
+// of a call that ran out of time.
 var (
-	errCancelled = errors.New("cancelled")
+	ErrCancelled = errors.New("cancelled")
 	errTimeout   = errors.New("timed out")
 )
 
@@ -404,7 +407,7 @@ func (m *Manager) ctxError(ctx context.Context, when string) *Error {
 		when = " " + when
 	}
 	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errCancelled):
+	case errors.Is(cause, ErrCancelled):
 		return Errorf(CodeCancelled, "the call was cancelled%s", when)
 	case errors.Is(cause, errTimeout), errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return Errorf(CodeTimeout, "the call did not finish in time%s", when)
@@ -484,7 +487,7 @@ func (m *Manager) Cancel(id string) bool {
 	lc, ok := m.running[id]
 	m.callsMu.Unlock()
 	if ok {
-		lc.cancel(errCancelled)
+		lc.cancel(ErrCancelled)
 	}
 	return ok
 }
@@ -542,7 +545,7 @@ func (m *Manager) Close() error {
 	already := m.closed
 	m.closed = true
 	for _, lc := range m.running {
-		lc.cancel(errCancelled)
+		lc.cancel(ErrCancelled)
 	}
 	m.callsMu.Unlock()
 	m.inflight.Wait()

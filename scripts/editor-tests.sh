@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs the editor protocol tests: integration/editor/*.test.mjs drive the
+# real nexusd --stdio over vscode-jsonrpc, the library VS Code extensions
+# use. Installs vscode-jsonrpc, pinned by integration/editor/package-lock.json,
+# into .cache/editor-tests with npm ci, builds nexusd beside it, and runs
+# node --test. Needs node 20+ and npm (Debian: apt-get install nodejs npm);
+# installs them with apt-get when they are missing and we are root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v npm >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+	else
+		echo "editor-tests: npm is needed (Debian: sudo apt-get install nodejs npm)" >&2
+		exit 1
+	fi
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 20 ]; then
+	echo "editor-tests: node 20 or later is needed; found $(node --version)" >&2
+	exit 1
+fi
+dest=.cache/editor-tests
+src=integration/editor
+mkdir -p "$dest/bin"
+rm -f "$dest"/*.mjs
+cp "$src"/*.mjs "$dest/" # the tests, beside the library they import
+if ! { [ -f "$dest/.installed" ] && cmp -s "$src/package-lock.json" "$dest/.installed" && [ -d "$dest/node_modules/vscode-jsonrpc" ]; }; then
+	cp "$src/package.json" "$src/package-lock.json" "$dest/"
+	npm ci --prefix "$dest" --no-audit --no-fund --loglevel=error
+	cp "$src/package-lock.json" "$dest/.installed"
+fi
+go build -o "$dest/bin/" ./cmd/nexusd
+cd "$dest"
+NEXUSD="$PWD/bin/nexusd" exec node --test --test-reporter=spec "$@" ./*.test.mjs
