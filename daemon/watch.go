@@ -42,7 +42,7 @@ func watchDefinitions(ctx context.Context, defs *state.Definitions, root string,
 				logger.Warn("definitions rescan failed", "error", err.Error())
 			}
 		},
-		Logger:  logger,
+		Logger: logger,
 	})
 	if err != nil {
 		logger.Warn("edits made on disk are not watched: they are recorded at the next start", "error", err.Error())

@@ -132,13 +132,13 @@ func (s *served) wait(t testing.TB) int {
 type client struct {
 	conn jsonrpc2.Conn
 
-	mu     sync.Mutex
-	notes  []note
-	asked  []json.RawMessage
+	mu    sync.Mutex
+	notes []note
+	asked []json.RawMessage
 	// unannounced counts prompts for a call no nexus/toolCall had named.
 	unannounced int
-	answer func(params json.RawMessage) (any, error)
-	change chan struct{}
+	answer      func(params json.RawMessage) (any, error)
+	change      chan struct{}
 }
 
 type note struct {
