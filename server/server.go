@@ -280,14 +280,22 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		}
 		return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "method %q is not a Nexus method", name)
 	}
-	if m.async {
-		jsonrpc2.Async(ctx)
-	}
 	// The connection pools its request contexts: one must not outlive its
 	// handler, which a context derived from it may (context.WithCancel
-	// watches its parent from a goroutine). Requests get a context of their
-	// own, cancelled by $/cancelRequest and when the connection ends.
-	rctx, cancelCause := context.WithCancelCause(jsonrpc2.DetachContext(ctx))
+	// watches its parent from a goroutine). Methods get the connection's
+	// context; an async one (the only kind $/cancelRequest can reach: the
+	// others hold the read loop until they are done) gets its own, which
+	// $/cancelRequest and the editor's leaving cancel.
+	rctx := jsonrpc2.DetachContext(ctx)
+	if !m.async {
+		res, err := m.fn(s, rctx, req.Params())
+		if err != nil {
+			return nil, wireError(rctx, err)
+		}
+		return res, nil
+	}
+	jsonrpc2.Async(ctx)
+	rctx, cancelCause := context.WithCancelCause(rctx)
 	cancel := func() { cancelCause(tools.ErrCancelled) }
 	defer cancel()
 	if req.IsCall() {
