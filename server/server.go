@@ -159,6 +159,11 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	var err error
 	select {
 	case <-s.exit:
+	case <-st.ended:
+		err = st.endErr
+		if errors.Is(err, io.EOF) {
+			err = ErrClosed
+		}
 	case <-s.conn.Done():
 		err = s.conn.Err()
 		if err == nil || errors.Is(err, io.EOF) {

@@ -74,6 +74,21 @@ func TestExitCancelsRunningRequests(t *testing.T) {
 	}
 }
 
+// Closing stdin ends the server even while a request is running (the
+// connection itself would wait for the request).
+func TestStdinCloseWithARunningRequest(t *testing.T) {
+	p := newParts(t)
+	s := serve(t, p.options())
+	c := connect(t, s)
+	c.initialize(t)
+	go c.call(t, "nexus/tools/execute", map[string]any{"toolName": "slow"}, nil)
+	c.await(t, "the slow call running", func(ns []note) bool { return has(ns, notifyToolCall, `"status":"running"`) })
+	s.toSrv.Close()
+	if code := s.wait(t); code != 1 || s.err != ErrClosed {
+		t.Errorf("code %d, err %v; want 1 and ErrClosed", code, s.err)
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	p := newParts(t)
 	t.Run("exit without shutdown", func(t *testing.T) {

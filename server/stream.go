@@ -64,6 +64,12 @@ type stream struct {
 	rbuf   []byte
 	resync bool // looking for the next header after a frame with no known end
 
+	// ended is closed when the input ends or fails: the connection's own
+	// end waits for its running handlers, the server must not.
+	ended     chan struct{}
+	endedOnce sync.Once
+	endErr    error
+
 	writeMu sync.Mutex
 	wbuf    []byte
 }
@@ -78,12 +84,24 @@ func newStream(in io.Reader, out io.Writer, closer func() error, maxMessage, max
 	if onBad == nil {
 		onBad = func(error) {}
 	}
-	return &stream{in: bufio.NewReaderSize(in, 64<<10), out: out, closer: closer, maxMessage: maxMessage, maxBatch: maxBatch, onBad: onBad}
+	return &stream{in: bufio.NewReaderSize(in, 64<<10), out: out, closer: closer, maxMessage: maxMessage, maxBatch: maxBatch, onBad: onBad,
+		ended: make(chan struct{})}
 }
 
 // ReadFrame returns the body of the next acceptable frame. Refused frames
 // are answered here and skipped; an error means the input ended or failed.
 func (s *stream) ReadFrame(ctx context.Context) ([]byte, int64, error) {
+	body, n, err := s.readAcceptable(ctx)
+	if err != nil {
+		s.endedOnce.Do(func() {
+			s.endErr = err
+			close(s.ended)
+		})
+	}
+	return body, n, err
+}
+
+func (s *stream) readAcceptable(ctx context.Context) ([]byte, int64, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
