@@ -7,14 +7,8 @@
 # installs them with apt-get when they are missing and we are root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v npm >/dev/null; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-	else
-		echo "editor-tests: npm is needed (Debian: sudo apt-get install nodejs npm)" >&2
-		exit 1
-	fi
-fi
+. scripts/npm.sh
+need_npm editor-tests
 major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$major" -lt 20 ]; then
 	echo "editor-tests: node 20 or later is needed; found $(node --version)" >&2

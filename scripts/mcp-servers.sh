@@ -5,14 +5,8 @@
 # with apt-get when they are missing and we are root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v npm >/dev/null; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-	else
-		echo "mcp-servers: npm is needed (Debian: sudo apt-get install nodejs npm)" >&2
-		exit 1
-	fi
-fi
+. scripts/npm.sh
+need_npm mcp-servers
 dest=.cache/mcp-servers
 src=integration/mcpservers
 mkdir -p "$dest"
