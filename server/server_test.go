@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp"
 )
 
 func TestLifecycle(t *testing.T) {
@@ -393,12 +395,24 @@ func TestNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.bus.Publish(events.Log{Source: "app", Level: "WARN", Message: "careful", AppID: "app1", Time: time.Now()})
+	p.bus.Publish(mcp.Status{Name: "everything", State: "ready", Transport: "stdio", Tools: 3, Since: time.Now()})
+	daemonLog := slog.New(LogHandler(slog.DiscardHandler, p.bus))
+	daemonLog.Warn("disk is slow", "path", "a/b.md")
+	daemonLog.Info("not for the editor")
 	c.await(t, "definition, runtime and log notifications", func(ns []note) bool {
 		return has(ns, notifyDefinitionChanged, `"path":"a/b.md"`, `"revision":"`+rev+`"`, `"author":"app:app1"`, `"change":"ADDED"`) &&
 			has(ns, notifyRuntimeChanged, `"namespace":"app1"`, `"key":"k"`, `"change":"set"`) &&
 			has(ns, notifyLog, `"message":"careful"`, `"appId":"app1"`, `"level":"warn"`) &&
-			has(ns, notifyLogMessage, `"type":2`, `[app app1] careful`)
+			has(ns, notifyLogMessage, `"type":2`, `[app app1] careful`) &&
+			has(ns, notifyMCPServerStatus, `"name":"everything"`, `"state":"ready"`, `"toolCount":3`) &&
+			has(ns, notifyLog, `"source":"nexusd"`, `"message":"disk is slow"`, `"context":{"path":"a/b.md"}`) &&
+			has(ns, notifyLogMessage, `[nexusd] disk is slow`)
 	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if has(c.notes, notifyLog, "not for the editor") {
+		t.Error("an info line of the daemon reached the editor")
+	}
 }
 
 func has(ns []note, method string, parts ...string) bool {

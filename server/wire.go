@@ -179,7 +179,11 @@ type logTee struct {
 	attrs []slog.Attr
 }
 
-func (h *logTee) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+// Enabled is true for warnings whatever the log's own level: the editor
+// gets them even when the log file does not.
+func (h *logTee) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.next.Enabled(ctx, l)
+}
 
 func (h *logTee) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn && h.bus.Listened() {
@@ -198,6 +202,9 @@ func (h *logTee) Handle(ctx context.Context, r slog.Record) error {
 			fields = nil
 		}
 		h.bus.Publish(events.Log{Source: "nexusd", Level: r.Level.String(), Message: r.Message, Context: fields, Time: r.Time})
+	}
+	if !h.next.Enabled(ctx, r.Level) {
+		return nil
 	}
 	return h.next.Handle(ctx, r)
 }
