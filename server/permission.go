@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"go.lsp.dev/jsonrpc2"
+
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
@@ -65,10 +67,8 @@ func (s *Server) askEditor(ctx context.Context, call tools.Call, record policy.I
 	return ans, nil
 }
 
-func idValue(id interface {
-	Number() (int64, bool)
-	StringValue() (string, bool)
-}) any {
+// idValue is an ID as a JSON value.
+func idValue(id jsonrpc2.ID) any {
 	if n, ok := id.Number(); ok {
 		return n
 	}

@@ -99,9 +99,6 @@ type Server struct {
 	// watchPID is the editor's process, once initialize names it.
 	watchPID atomic.Int64
 	pidSet   chan struct{}
-
-	clientMu sync.Mutex
-	client   initializeParams
 }
 
 // New returns a server over the daemon's parts.
@@ -215,18 +212,8 @@ func (s *Server) Preempt(ctx context.Context, req *jsonrpc2.Request) (any, error
 	if req.Method() != "$/cancelRequest" {
 		return nil, jsonrpc2.ErrNotHandled
 	}
-	var p struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if err := json.Unmarshal(req.Params(), &p); err == nil {
-		var n int64
-		var str string
-		switch {
-		case json.Unmarshal(p.ID, &n) == nil:
-			s.cancelRequest(jsonrpc2.NewNumberID(n))
-		case json.Unmarshal(p.ID, &str) == nil:
-			s.cancelRequest(jsonrpc2.NewStringID(str))
-		}
+	if id := idOf(req.Params()); id.IsValid() {
+		s.cancelRequest(id)
 	}
 	return struct{}{}, nil // handled: a notification has no reply
 }
@@ -372,9 +359,6 @@ func (s *Server) initialize(ctx context.Context, raw jsonrpc2.RawMessage) (any, 
 	if err := decodeLoose(raw, &p); err != nil {
 		return nil, err
 	}
-	s.clientMu.Lock()
-	s.client = p
-	s.clientMu.Unlock()
 	s.phase.Store(phaseInitialized)
 	if p.ProcessID != nil && *p.ProcessID > 0 {
 		s.watchPID.Store(int64(*p.ProcessID))

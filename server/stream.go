@@ -279,7 +279,7 @@ func (s *stream) readBody(length int) ([]byte, error) {
 func (s *stream) check(body []byte) error {
 	if !utf8.Valid(body) {
 		i := invalidUTF8At(body)
-		return &frameError{code: jsonrpc2.ParseError, id: lenientID(body), msg: fmt.Sprintf("message is not valid UTF-8 (byte %d)", i)}
+		return &frameError{code: jsonrpc2.ParseError, id: idOf(body), msg: fmt.Sprintf("message is not valid UTF-8 (byte %d)", i)}
 	}
 	start := bytes.TrimLeft(body, " \t\r\n")
 	if len(start) > 0 && start[0] == '[' {
@@ -298,7 +298,7 @@ func (s *stream) check(body []byte) error {
 	if !json.Valid(body) {
 		return &frameError{code: jsonrpc2.ParseError, msg: "message is not valid JSON"}
 	}
-	return &frameError{code: jsonrpc2.InvalidRequest, id: lenientID(body),
+	return &frameError{code: jsonrpc2.InvalidRequest, id: idOf(body),
 		msg: `message is not a JSON-RPC 2.0 request or response (it needs "jsonrpc":"2.0" and a string "method", or a "result" or "error")`}
 }
 
@@ -313,9 +313,10 @@ func invalidUTF8At(b []byte) int {
 	return -1
 }
 
-// lenientID reads the id of a message that is otherwise refused, so that the
-// client's request is answered rather than left waiting.
-func lenientID(body []byte) jsonrpc2.ID {
+// idOf reads the "id" member of a JSON object (a request that is otherwise
+// refused, so that the client is answered rather than left waiting; the
+// params of $/cancelRequest): a number or a string, else an invalid ID.
+func idOf(body []byte) jsonrpc2.ID {
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nexuscocreate/nexus/state"
@@ -178,7 +179,7 @@ func (s *Server) toolCallsList(_ context.Context, p *toolCallsListParams) (*tool
 	if p.Limit < 0 {
 		return nil, invalid("limit %d is negative", p.Limit)
 	}
-	if p.Status != "" && !containsFold(callStatuses, p.Status) {
+	if p.Status != "" && !slices.ContainsFunc(callStatuses, func(st string) bool { return strings.EqualFold(st, p.Status) }) {
 		return nil, invalid("status %q is not one of %s", p.Status, strings.Join(callStatuses, ", "))
 	}
 	calls := s.opts.Tools.Calls(tools.CallFilter{AppID: p.AppID, Status: p.Status, Limit: p.Limit})
@@ -187,15 +188,6 @@ func (s *Server) toolCallsList(_ context.Context, p *toolCallsListParams) (*tool
 		res.ToolCalls[i] = toolCallJSON(c)
 	}
 	return res, nil
-}
-
-func containsFold(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
 }
 
 type toolCallsCancelParams struct {
