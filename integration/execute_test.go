@@ -169,12 +169,16 @@ func TestExecuteCommandForkLoopIsBounded(t *testing.T) {
 	ws := newWorkspace(t, "")
 	d := startDaemon(t, ws)
 	// A fork bomb: the sandbox bounds its processes and the timeout ends it;
-	// the daemon stays responsive and the next command runs. The outer loop
-	// restarts the bomb when failed forks make it collapse, so that only the
-	// timeout ends the command.
-	r, _ := execute(t, d, as(d.admin), `{"command":"f(){ f & f & wait; }; while :; do f; done","timeoutSeconds":2}`)
+	// the daemon stays responsive and the next command runs. The bomb runs
+	// in a subshell and the command's own shell then execs sleep, which
+	// needs no fork: a shell whose fork fails exits, so a bomb that forks
+	// from the command's shell could end the command before its timeout.
+	r, res := execute(t, d, as(d.admin), `{"command":"(f(){ f | f & }; f); exec sleep 100","timeoutSeconds":2}`)
 	if r.ErrorCode != "timeout" {
 		t.Errorf("fork loop: %s %s (%d bytes of output)", r.ErrorCode, r.Message, len(r.OutputJson))
+	}
+	if !strings.Contains(res.Stderr, "fork") {
+		t.Errorf("the fork loop never hit the process bound: stderr %.300q", res.Stderr)
 	}
 	if r, res := execute(t, d, as(d.admin), `{"argv":["echo","after"]}`); !r.Success || res.Stdout != "after\n" {
 		t.Errorf("after the fork loop: %v", r)
