@@ -50,31 +50,18 @@ func (known apps) caller(ctx context.Context, appID string) (caller, error) {
 // app, the definitions root for the admin. A leading "/" addresses the
 // definitions root; an app needs a grant for anything outside its own root.
 func (c caller) defPath(p string, write bool) (string, error) {
-	abs := strings.HasPrefix(p, "/")
-	rel := strings.TrimPrefix(p, "/")
-	if _, err := state.CleanPath(rel); err != nil {
-		return "", toStatus(err)
-	}
-	full := rel
-	if !abs && c.appID != "" {
-		full = c.appID + "/" + rel
-	}
-	if err := c.mayAccess(full, write); err != nil {
-		return "", err
-	}
-	return full, nil
+	return c.address(p, false, write)
 }
 
 // defDir is defPath for a directory; "" is the caller's root.
 func (c caller) defDir(p string, write bool) (string, error) {
-	abs := strings.HasPrefix(p, "/")
-	rel, err := state.CleanDir(strings.TrimPrefix(p, "/"))
+	return c.address(p, true, write)
+}
+
+func (c caller) address(p string, dir, write bool) (string, error) {
+	full, err := state.Address(c.appID, p, dir)
 	if err != nil {
 		return "", toStatus(err)
-	}
-	full := rel
-	if !abs && c.appID != "" {
-		full = path.Join(c.appID, rel)
 	}
 	if err := c.mayAccess(full, write); err != nil {
 		return "", err
@@ -84,18 +71,7 @@ func (c caller) defDir(p string, write bool) (string, error) {
 
 // display turns a root-relative path back into the caller's addressing.
 func (c caller) display(full string, abs bool) string {
-	if !abs && c.appID != "" {
-		if rel, ok := strings.CutPrefix(full, c.appID+"/"); ok {
-			return rel
-		}
-		if full == c.appID {
-			return ""
-		}
-	}
-	if abs {
-		return "/" + full
-	}
-	return full
+	return state.Display(c.appID, full, abs)
 }
 
 func (c caller) mayAccess(full string, write bool) error {

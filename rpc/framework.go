@@ -291,13 +291,11 @@ func (s *frameworkService) SetRuntimeValue(ctx context.Context, req *nexusv1.Set
 	if err != nil {
 		return nil, err
 	}
-	if req.GetTtlSeconds() < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "ttlSeconds %d is negative", req.GetTtlSeconds())
+	ttl, err := state.TTLSeconds(req.GetTtlSeconds())
+	if err != nil {
+		return nil, toStatus(err)
 	}
-	if req.GetTtlSeconds() > int64(100*365*24*time.Hour/time.Second) {
-		return nil, status.Errorf(codes.InvalidArgument, "ttlSeconds %d is over 100 years", req.GetTtlSeconds())
-	}
-	if err := s.runtime.Set(ns, req.GetKey(), req.GetValue(), time.Duration(req.GetTtlSeconds())*time.Second); err != nil {
+	if err := s.runtime.Set(ns, req.GetKey(), req.GetValue(), ttl); err != nil {
 		return nil, toStatus(err)
 	}
 	return &nexusv1.SetRuntimeValueResponse{}, nil

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -20,24 +19,14 @@ func (s *Server) defPath(appID, p string, dir bool) (string, error) {
 	if appID != "" && !slices.Contains(s.opts.Apps, appID) {
 		return "", notFound("unknown app %q: apps are declared in .nexus/config.yaml", appID)
 	}
-	abs := strings.HasPrefix(p, "/")
-	rel := strings.TrimPrefix(p, "/")
-	var err error
-	if dir {
-		rel, err = state.CleanDir(rel)
-	} else {
-		if rel == "" {
-			return "", missing("path", "the definition file, relative to the definitions root")
-		}
-		rel, err = state.CleanPath(rel)
+	if !dir && strings.TrimPrefix(p, "/") == "" {
+		return "", missing("path", "the definition file, relative to the definitions root")
 	}
+	full, err := state.Address(appID, p, dir)
 	if err != nil {
 		return "", invalid("path %q: %v", p, err)
 	}
-	if !abs && appID != "" {
-		rel = path.Join(appID, rel)
-	}
-	return rel, nil
+	return full, nil
 }
 
 func (s *Server) editorWrite(message, expected string) state.WriteOptions {
@@ -206,13 +195,7 @@ func (s *Server) definitionsList(_ context.Context, p *defListParams) (*defListR
 
 // display writes a root-relative path the way the request addressed it.
 func (s *Server) display(appID, requested, full string) string {
-	if strings.HasPrefix(requested, "/") {
-		return "/" + full
-	}
-	if appID != "" {
-		return strings.TrimPrefix(full, appID+"/")
-	}
-	return full
+	return state.Display(appID, full, strings.HasPrefix(requested, "/"))
 }
 
 type defHistoryParams struct {

@@ -77,22 +77,39 @@ func (r *raw) write(t testing.TB, b string) {
 // expect reads frames until one contains want, and returns it.
 func (r *raw) expect(t testing.TB, want string) string {
 	t.Helper()
+	return r.expectAll(t, want)[0]
+}
+
+// expectAll reads frames until each of wants has been in one, in any
+// order, and returns those frames in the order of wants.
+func (r *raw) expectAll(t testing.TB, wants ...string) []string {
+	t.Helper()
 	deadline := time.After(20 * time.Second)
+	got := make([]string, len(wants))
+	left := len(wants)
 	var seen []string
-	for {
+	for left > 0 {
 		select {
 		case f, ok := <-r.frames:
 			if !ok {
-				t.Fatalf("the server closed before sending %s; it sent:\n%s", want, strings.Join(seen, "\n"))
+				t.Fatalf("the server closed before sending %q; it sent:\n%s", wants, strings.Join(seen, "\n"))
 			}
-			if strings.Contains(f, want) {
-				return f
+			matched := false
+			for i, want := range wants {
+				if got[i] == "" && strings.Contains(f, want) {
+					got[i], matched = f, true
+					left--
+					break
+				}
 			}
-			seen = append(seen, clip(f))
+			if !matched {
+				seen = append(seen, clip(f))
+			}
 		case <-deadline:
-			t.Fatalf("never got %s; got:\n%s", want, strings.Join(seen, "\n"))
+			t.Fatalf("never got all of %q; got:\n%s", wants, strings.Join(seen, "\n"))
 		}
 	}
+	return got
 }
 
 func TestMalformedFrames(t *testing.T) {

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"time"
+
+	"github.com/nexuscocreate/nexus/state"
 )
 
 // The nexus/runtime/ methods. The editor names the namespace (an app id,
@@ -65,8 +67,6 @@ type rtSetParams struct {
 
 type emptyResult struct{}
 
-// maxTTL is the longest TTL accepted, as over gRPC.
-const maxTTL = 100 * 365 * 24 * time.Hour
 
 func (s *Server) runtimeSet(_ context.Context, p *rtSetParams) (*emptyResult, error) {
 	ns, err := p.check()
@@ -76,13 +76,11 @@ func (s *Server) runtimeSet(_ context.Context, p *rtSetParams) (*emptyResult, er
 	if p.Value == nil {
 		return nil, missing("value", `the value to store ("" is a value)`)
 	}
-	if p.TTLSeconds < 0 {
-		return nil, invalid("ttlSeconds %d is negative", p.TTLSeconds)
+	ttl, err := state.TTLSeconds(p.TTLSeconds)
+	if err != nil {
+		return nil, err
 	}
-	if p.TTLSeconds > int64(maxTTL/time.Second) {
-		return nil, invalid("ttlSeconds %d is over 100 years", p.TTLSeconds)
-	}
-	if err := s.opts.Runtime.Set(ns, p.Key, *p.Value, time.Duration(p.TTLSeconds)*time.Second); err != nil {
+	if err := s.opts.Runtime.Set(ns, p.Key, *p.Value, ttl); err != nil {
 		return nil, err
 	}
 	return &emptyResult{}, nil

@@ -96,3 +96,47 @@ func joinPath(dir, name string) string {
 func underDir(p, dir string) bool {
 	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
 }
+
+// Address resolves a definition path as a caller wrote it into a path
+// relative to the definitions root. Callers address paths from a base
+// directory (an app's root, or "" for the definitions root itself); a
+// leading "/" addresses the definitions root whatever the base. With dir,
+// the path is a directory and "" is the base itself.
+func Address(base, p string, dir bool) (string, error) {
+	abs := strings.HasPrefix(p, "/")
+	rel := strings.TrimPrefix(p, "/")
+	var err error
+	if dir {
+		rel, err = CleanDir(rel)
+	} else {
+		rel, err = CleanPath(rel)
+	}
+	if err != nil {
+		return "", err
+	}
+	if abs || base == "" {
+		return rel, nil
+	}
+	if rel == "" {
+		return base, nil
+	}
+	return base + "/" + rel, nil
+}
+
+// Display writes a path relative to the definitions root the way a caller
+// with the given base addresses it: absolute (with a leading "/") when the
+// caller's request was, else relative to the base where it lies below it.
+func Display(base, full string, abs bool) string {
+	switch {
+	case abs:
+		return "/" + full
+	case base == "":
+		return full
+	case full == base:
+		return ""
+	}
+	if rel, ok := strings.CutPrefix(full, base+"/"); ok {
+		return rel
+	}
+	return full
+}

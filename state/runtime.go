@@ -575,3 +575,19 @@ func expiryIndexKey(exp int64, ns, key string) []byte {
 	k = append(k, 0)
 	return append(k, key...)
 }
+
+// MaxTTL is the longest time to live a runtime value may be given.
+const MaxTTL = 100 * 365 * 24 * time.Hour
+
+// TTLSeconds turns a time to live in whole seconds, as requests carry it,
+// into a duration (0 is no expiry). It refuses negative values and ones
+// over [MaxTTL] with [ErrInvalid], before they could overflow a duration.
+func TTLSeconds(sec int64) (time.Duration, error) {
+	switch {
+	case sec < 0:
+		return 0, fmt.Errorf("ttlSeconds %d is negative: %w", sec, ErrInvalid)
+	case sec > int64(MaxTTL/time.Second):
+		return 0, fmt.Errorf("ttlSeconds %d is over 100 years: %w", sec, ErrInvalid)
+	}
+	return time.Duration(sec) * time.Second, nil
+}
