@@ -67,7 +67,6 @@ type rtSetParams struct {
 
 type emptyResult struct{}
 
-
 func (s *Server) runtimeSet(_ context.Context, p *rtSetParams) (*emptyResult, error) {
 	ns, err := p.check()
 	if err != nil {
