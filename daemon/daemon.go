@@ -90,6 +90,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer lock.release()
 
+	cfgSnapshot := workspace.SnapshotFiles([]string{l.configFile})
 	cfg, err := workspace.LoadConfig(l.configFile, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
@@ -202,7 +203,7 @@ func Run(ctx context.Context, opts Options) error {
 		})
 	}
 	g.Go(func() error {
-		watchConfig(gctx, l.configFile, logger)
+		watchConfig(gctx, l.configFile, cfgSnapshot, logger)
 		return nil
 	})
 	var editorExit *ExitError

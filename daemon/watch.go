@@ -4,12 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/state"
@@ -52,44 +49,33 @@ func watchDefinitions(ctx context.Context, defs *state.Definitions, root string,
 // watchConfig reports edits of .nexus/config.yaml: a file that no longer
 // loads is an error the person sees at once (in the editor, through the
 // log), rather than at the next start; a valid one is applied at the next
-// start.
-func watchConfig(ctx context.Context, file string, logger *slog.Logger) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		logger.Warn("the configuration file is not watched", "error", err.Error())
-		return
-	}
-	defer w.Close()
-	dir := filepath.Dir(file)
-	if err := w.Add(dir); err != nil {
-		logger.Warn("the configuration file is not watched", "error", err.Error())
-		return
-	}
-	var timer <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
+// start. started is the file's snapshot from when the daemon read it.
+func watchConfig(ctx context.Context, file, started string, logger *slog.Logger) {
+	last := started
+	err := workspace.WatchFiles(ctx, workspace.FileWatchOptions{
+		Files:    []string{file},
+		Debounce: 250 * time.Millisecond,
+		Loaded:   started,
+		OnChange: func() {
+			snapshot := workspace.SnapshotFiles([]string{file})
+			if snapshot == last {
+				return // touched, or saved as it was
 			}
-			if ev.Name == file {
-				timer = time.After(250 * time.Millisecond)
-			}
-		case _, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-		case <-timer:
-			timer = nil
+			last = snapshot
 			if _, err := workspace.LoadConfig(file, nil); err != nil {
 				logger.Error("the edited configuration is invalid; the daemon goes on with the one it started with, and will refuse to start with this one",
 					"file", file, "error", strings.ReplaceAll(err.Error(), "\n", "; "))
-				continue
+				return
+			}
+			if snapshot == started {
+				logger.Info("the configuration is again the one the daemon runs with", "file", file)
+				return
 			}
 			logger.Warn("the configuration changed; restart nexusd to apply it", "file", file)
-		}
+		},
+	})
+	if err != nil {
+		logger.Warn("the configuration file is not watched", "error", err.Error())
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1018,4 +1020,72 @@ func TestStdioTenThousandFilesOnDisk(t *testing.T) {
 		t.Errorf("exit code %d after shutdown and exit, want 0", code)
 	}
 	e.checkProtocol()
+}
+
+// The configuration files are watched: an edit of .nexus/config.yaml that
+// does not load is an error the editor sees at once, naming the file and
+// the line; a valid one is a warning that it applies at the next start.
+// An MCP configuration in a directory created after the start is applied.
+func TestStdioConfigFilesAreWatched(t *testing.T) {
+	ws := newWorkspace(t, stdioConfig)
+	e := startEditor(t, ws)
+	e.initialize(os.Getpid())
+	logged := func(level, message string, context ...string) func() bool {
+		return func() bool {
+			for _, n := range e.notes {
+				var l struct {
+					Level   string            `json:"level"`
+					Message string            `json:"message"`
+					Context map[string]string `json:"context"`
+				}
+				if n.method != "nexus/log" || json.Unmarshal(n.params, &l) != nil || l.Level != level || !strings.Contains(l.Message, message) {
+					continue
+				}
+				all := strings.Join(slices.Collect(maps.Values(l.Context)), " ")
+				if !slices.ContainsFunc(context, func(c string) bool { return !strings.Contains(all, c) }) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	config := filepath.Join(ws, ".nexus", "config.yaml")
+	if err := os.WriteFile(config, []byte(stdioConfig+"  outputLimit: lots\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.await("an error naming the invalid configuration's file and line", 30*time.Second,
+		logged("error", "the edited configuration is invalid", config+":4:", "tools.outputLimit"))
+
+	if err := os.WriteFile(config, []byte(stdioConfig+"  outputLimit: 2MiB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.await("a warning that the valid configuration applies at the next start", 30*time.Second,
+		logged("warn", "restart nexusd to apply it", config))
+
+	// .vscode does not exist at the start; the server it names is
+	// started (and fails, naming the missing program).
+	if err := os.Mkdir(filepath.Join(ws, ".vscode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".vscode", "mcp.json"),
+		[]byte(`{"servers": {"late": {"type": "stdio", "command": "/nonexistent/mcp-server"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.await("nexus/mcpServerStatus of the server in .vscode/mcp.json", 30*time.Second, func() bool {
+		for _, n := range e.notes {
+			var s struct{ Name, Source, Error string }
+			if n.method == "nexus/mcpServerStatus" && json.Unmarshal(n.params, &s) == nil &&
+				s.Name == "late" && s.Source == ".vscode/mcp.json" && strings.Contains(s.Error, "/nonexistent/mcp-server") {
+				return true
+			}
+		}
+		return false
+	})
+	var servers struct {
+		Servers []struct{ Name string } `json:"servers"`
+	}
+	e.mustCall("nexus/mcp/servers", map[string]any{}, &servers)
+	if len(servers.Servers) != 1 || servers.Servers[0].Name != "late" {
+		t.Errorf("nexus/mcp/servers = %+v", servers)
+	}
 }

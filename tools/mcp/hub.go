@@ -92,6 +92,7 @@ type Hub struct {
 	mu      sync.Mutex
 	servers map[string]*server
 	closed  bool
+	loaded  string // the snapshot of the configuration files of the last Reload
 
 	// progress maps a progress token (the tool call id) to the call's
 	// progress function.
