@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -418,6 +419,10 @@ func TestReopenKeepsAndRebuildsIndex(t *testing.T) {
 	data, _ := os.ReadFile(idx)
 	os.WriteFile(idx, data[:len(data)-20], 0o644) // torn tail
 	check("index torn")
+	// Torn where a field ends: the last record without its changes.
+	data, _ = os.ReadFile(idx)
+	os.WriteFile(idx, data[:bytes.LastIndexByte(data, '\t')], 0o644)
+	check("index torn at a field's end")
 	os.WriteFile(idx, []byte("garbage"), 0o644)
 	check("index garbage")
 }

@@ -1,7 +1,7 @@
 package state
 
 import (
-	"bufio"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -72,31 +72,34 @@ func newHistoryIndex(path string) *historyIndex {
 // load reads the index file. It returns whether the file must be rewritten:
 // a torn last line or a broken chain keeps only the part before it.
 func (ix *historyIndex) load() (rewrite bool, err error) {
-	f, err := os.Open(ix.path)
+	data, err := os.ReadFile(ix.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	if !sc.Scan() || sc.Text() != indexHeader {
+	// The records' strings are slices of this one string.
+	text := string(data)
+	header, text, ok := strings.Cut(text, "\n")
+	if !ok || header != indexHeader {
 		return true, nil
 	}
-	for sc.Scan() {
-		rec, err := parseIndexLine(sc.Text())
-		if err != nil || (len(ix.commits) > 0 && rec.parent != ix.commits[len(ix.commits)-1].hash) ||
+	n := strings.Count(text, "\n")
+	ix.commits = make([]*commitRecord, 0, n)
+	ix.pos = make(map[plumbing.Hash]int, n)
+	recs := make([]commitRecord, n)
+	for i := range n {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
+		rec := &recs[i]
+		if err := parseIndexLine(line, rec); err != nil || (len(ix.commits) > 0 && rec.parent != ix.commits[len(ix.commits)-1].hash) ||
 			(len(ix.commits) == 0 && !rec.parent.IsZero()) {
 			return true, nil
 		}
 		ix.add(rec)
 	}
-	if sc.Err() != nil {
-		return true, nil
-	}
-	return false, nil
+	return text != "", nil // a torn last line
 }
 
 func (ix *historyIndex) add(rec *commitRecord) {
@@ -313,44 +316,66 @@ func formatIndexLine(rec *commitRecord) string {
 	return b.String()
 }
 
-func parseIndexLine(line string) (*commitRecord, error) {
-	f := strings.Split(line, "\t")
-	if len(f) < 5 || !plumbing.IsHash(f[0]) {
-		return nil, errors.New("malformed index line")
+// parseIndexLine parses a line that formatIndexLine wrote into rec.
+func parseIndexLine(line string, rec *commitRecord) error {
+	field := func() string {
+		f, rest, _ := strings.Cut(line, "\t")
+		line = rest
+		return f
 	}
-	rec := &commitRecord{hash: plumbing.NewHash(f[0])}
-	if f[1] != "-" {
-		if !plumbing.IsHash(f[1]) {
-			return nil, errors.New("malformed parent")
+	var ok bool
+	if rec.hash, ok = parseHash(field()); !ok {
+		return errors.New("malformed index line")
+	}
+	if parent := field(); parent != "-" {
+		if rec.parent, ok = parseHash(parent); !ok {
+			return errors.New("malformed parent")
 		}
-		rec.parent = plumbing.NewHash(f[1])
 	}
-	ns, err := strconv.ParseInt(f[2], 10, 64)
+	ns, err := strconv.ParseInt(field(), 10, 64)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rec.when = time.Unix(0, ns).UTC()
-	if rec.author, err = strconv.Unquote(f[3]); err != nil {
-		return nil, err
+	if rec.author, err = strconv.Unquote(field()); err != nil {
+		return err
 	}
-	if rec.message, err = strconv.Unquote(f[4]); err != nil {
-		return nil, err
+	if rec.message, err = strconv.Unquote(field()); err != nil {
+		return err
 	}
-	for _, c := range f[5:] {
+	if line != "" {
+		rec.changes = make([]pathChange, 0, strings.Count(line, "\t")+1)
+	}
+	for line != "" {
+		c := field()
 		if len(c) < 3 {
-			return nil, errors.New("malformed change")
+			return errors.New("malformed change")
 		}
 		var ct ChangeType
-		for k, v := range changeLetters {
-			if v == c[0] {
-				ct = k
-			}
+		switch c[0] {
+		case 'A':
+			ct = Added
+		case 'M':
+			ct = Modified
+		case 'D':
+			ct = Deleted
+		default:
+			return errors.New("malformed change")
 		}
 		p, err := strconv.Unquote(c[1:])
-		if err != nil || ct == 0 {
-			return nil, errors.New("malformed change")
+		if err != nil {
+			return errors.New("malformed change")
 		}
 		rec.changes = append(rec.changes, pathChange{p, ct})
 	}
-	return rec, nil
+	return nil
+}
+
+// parseHash parses a commit id written in hex.
+func parseHash(s string) (h plumbing.Hash, ok bool) {
+	if len(s) != hex.EncodedLen(len(h)) {
+		return h, false
+	}
+	_, err := hex.Decode(h[:], []byte(s))
+	return h, err == nil
 }
