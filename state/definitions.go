@@ -133,6 +133,10 @@ type Definitions struct {
 	files  map[string]fileState
 	trees  map[string][]object.TreeEntry // directory → entries, in git order
 	index  *historyIndex
+
+	// stats spares scans the reading of files that did not change.
+	stats  *statCache
+	saving sync.WaitGroup // the stat cache's save after the open
 }
 
 // OpenDefinitions opens (or creates) the store. It recovers from a torn
@@ -163,12 +167,14 @@ func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
 		root.Close()
 		return nil, err
 	}
-	s := &Definitions{dir: opts.Dir, root: root, repo: r, opts: opts, logger: opts.Logger}
+	s := &Definitions{dir: opts.Dir, root: root, repo: r, opts: opts, logger: opts.Logger,
+		stats: newStatCache(filepath.Join(opts.HistoryDir, "nexus-stat.cache"))}
 	if err := s.load(); err != nil {
 		r.close()
 		root.Close()
 		return nil, err
 	}
+	s.saving.Go(s.saveStats)
 	return s, nil
 }
 
@@ -280,6 +286,7 @@ func (s *Definitions) reconcileDisk() error {
 	if err := s.scanDisk("", onDisk, true); err != nil {
 		return fmt.Errorf("scan definitions root: %w", err)
 	}
+	s.stats.keepOnly(onDisk)
 	if err := s.record([]string{""}, onDisk, syncOpen); err != nil {
 		return err
 	}
@@ -341,6 +348,7 @@ func (s *Definitions) Rescan() error {
 	if err := s.scanDisk("", onDisk, false); err != nil {
 		return fmt.Errorf("scan definitions root: %w", err)
 	}
+	s.stats.keepOnly(onDisk)
 	return s.record([]string{""}, onDisk, syncRescan)
 }
 
@@ -395,6 +403,7 @@ func (s *Definitions) scanDisk(top string, onDisk map[string]diskFile, removeDeb
 		if ok, err := s.realDirOnDisk(parentDir(top)); err != nil || !ok {
 			return err
 		}
+		seen := time.Now()
 		info, err := s.root.Lstat(top)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -403,7 +412,7 @@ func (s *Definitions) scanDisk(top string, onDisk map[string]diskFile, removeDeb
 			return err
 		}
 		if !info.IsDir() {
-			return s.scanFile(top, info, onDisk)
+			return s.scanFile(top, info, seen, onDisk)
 		}
 		start = top
 	}
@@ -436,6 +445,7 @@ func (s *Definitions) scanDisk(top string, onDisk map[string]diskFile, removeDeb
 		if d.IsDir() {
 			return nil
 		}
+		seen := time.Now()
 		info, err := d.Info()
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -443,11 +453,14 @@ func (s *Definitions) scanDisk(top string, onDisk map[string]diskFile, removeDeb
 		if err != nil {
 			return err
 		}
-		return s.scanFile(p, info, onDisk)
+		return s.scanFile(p, info, seen, onDisk)
 	})
 }
 
-func (s *Definitions) scanFile(p string, info fs.FileInfo, onDisk map[string]diskFile) error {
+// scanFile adds a file to onDisk, given its lstat info taken at seen: its
+// blob id is the stat cache's when the stat vouches for it, else the file
+// is read.
+func (s *Definitions) scanFile(p string, info fs.FileInfo, seen time.Time, onDisk map[string]diskFile) error {
 	if !info.Mode().IsRegular() {
 		s.logger.Warn("ignoring a definitions entry that is not a regular file", "path", p, "type", info.Mode().Type().String())
 		return nil
@@ -456,6 +469,13 @@ func (s *Definitions) scanFile(p string, info fs.FileInfo, onDisk map[string]dis
 		onDisk[p] = diskFile{size: info.Size()} // refused, with a warning, when recorded
 		return nil
 	}
+	key, keyed := statKeyOf(info)
+	if keyed {
+		if blob, ok := s.stats.lookup(p, key); ok {
+			onDisk[p] = diskFile{blob: blob, size: info.Size()}
+			return nil
+		}
+	}
 	data, err := s.root.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -463,8 +483,19 @@ func (s *Definitions) scanFile(p string, info fs.FileInfo, onDisk map[string]dis
 	if err != nil {
 		return err
 	}
-	onDisk[p] = diskFile{blob: blobHash(data), size: int64(len(data))}
+	f := diskFile{blob: blobHash(data), size: int64(len(data))}
+	if keyed {
+		s.stats.store(p, key, seen, f.blob)
+	}
+	onDisk[p] = f
 	return nil
+}
+
+// saveStats writes the stat cache for the next open, when it changed.
+func (s *Definitions) saveStats() {
+	if err := s.stats.save(); err != nil {
+		s.logger.Warn("the stat cache of the definitions root was not saved: the next start reads every file", "error", err.Error())
+	}
 }
 
 // realDirOnDisk reports whether every component of dir is a directory on
@@ -609,6 +640,8 @@ func (s *Definitions) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.saving.Wait()
+	s.saveStats()
 	return errors.Join(s.repo.close(), s.root.Close())
 }
 
