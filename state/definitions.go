@@ -135,8 +135,8 @@ type Definitions struct {
 	index  *historyIndex
 
 	// stats spares scans the reading of files that did not change.
-	stats  *statCache
-	saving sync.WaitGroup // the stat cache's save after the open
+	stats     *statCache
+	firstSave sync.WaitGroup // the stat cache's save after the open
 }
 
 // OpenDefinitions opens (or creates) the store. It recovers from a torn
@@ -174,7 +174,7 @@ func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
 		root.Close()
 		return nil, err
 	}
-	s.saving.Go(s.saveStats)
+	s.firstSave.Go(s.saveStats)
 	return s, nil
 }
 
@@ -640,7 +640,7 @@ func (s *Definitions) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	s.saving.Wait()
+	s.firstSave.Wait()
 	s.saveStats()
 	return errors.Join(s.repo.close(), s.root.Close())
 }
