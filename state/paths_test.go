@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,8 +44,8 @@ func TestAddressAndDisplay(t *testing.T) {
 		// Display gives the caller back what it wrote, up to a trailing "/".
 		abs := len(tc.p) > 0 && tc.p[0] == '/'
 		want := tc.p
-		if tc.dir {
-			want = trimSlash(tc.p, abs)
+		if tc.dir && len(want) > 1 {
+			want = strings.TrimSuffix(want, "/")
 		}
 		if d := Display(tc.base, got, abs); d != want {
 			t.Errorf("Display(%q, %q, %v) = %q; want %q", tc.base, got, abs, d, want)
@@ -54,16 +55,6 @@ func TestAddressAndDisplay(t *testing.T) {
 	if d := Display("app1", "shared/x.md", false); d != "shared/x.md" {
 		t.Errorf("Display outside the base = %q", d)
 	}
-}
-
-func trimSlash(p string, abs bool) string {
-	if len(p) > 1 && p[len(p)-1] == '/' {
-		p = p[:len(p)-1]
-	}
-	if abs && p == "/" {
-		return "/"
-	}
-	return p
 }
 
 func TestTTLSeconds(t *testing.T) {

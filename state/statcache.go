@@ -139,10 +139,16 @@ func (c *statCache) save() error {
 	c.mu.Unlock()
 	body := b.String()
 	tmp := c.path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(body+"\nsha256 "+statCacheSum([]byte(body))+"\n"), 0o644); err != nil {
-		return err
+	err := os.WriteFile(tmp, []byte(body+"\nsha256 "+statCacheSum([]byte(body))+"\n"), 0o644)
+	if err == nil {
+		err = os.Rename(tmp, c.path)
 	}
-	return os.Rename(tmp, c.path)
+	if err != nil {
+		c.mu.Lock()
+		c.dirty = true // the next save tries again
+		c.mu.Unlock()
+	}
+	return err
 }
 
 func statCacheSum(body []byte) string {
