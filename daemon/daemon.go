@@ -61,14 +61,7 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Reason }
 
 // Info is the content of .nexus/run/daemon.json.
-type Info struct {
-	PID            int    `json:"pid"`
-	Version        string `json:"version"`
-	Workspace      string `json:"workspace"`
-	GRPCAddress    string `json:"grpcAddress"`
-	GRPCTCPAddress string `json:"grpcTcpAddress,omitempty"`
-	AdminTokenFile string `json:"adminTokenFile"`
-}
+type Info = workspace.DaemonInfo
 
 // Run serves the workspace until ctx is cancelled. A cancelled context is
 // a normal stop: in-flight writes finish, and the lock is released.
@@ -81,17 +74,17 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("workspace %s is not a directory", ws)
 	}
 	l := newLayout(ws)
-	if err := l.makeDirs(); err != nil {
+	if err := l.MakeDirs(); err != nil {
 		return err
 	}
-	lock, err := acquireLock(l.lockFile)
+	lock, err := acquireLock(l.Lock)
 	if err != nil {
 		return err
 	}
 	defer lock.release()
 
-	cfgSnapshot := workspace.SnapshotFiles([]string{l.configFile})
-	cfg, err := workspace.LoadConfig(l.configFile, nil)
+	cfgSnapshot := workspace.SnapshotFiles([]string{l.Config})
+	cfg, err := workspace.LoadConfig(l.Config, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -107,8 +100,8 @@ func Run(ctx context.Context, opts Options) error {
 		logger = slog.New(server.LogHandler(logger.Handler(), bus))
 	}
 	defs, err := state.OpenDefinitions(state.DefinitionsOptions{
-		Dir:         l.resolve(cfg.Definitions.Root),
-		HistoryDir:  l.historyDir,
+		Dir:         l.Resolve(cfg.Definitions.Root),
+		HistoryDir:  l.History,
 		Bus:         bus,
 		MaxFileSize: int64(cfg.Definitions.MaxFileSize),
 		Logger:      logger,
@@ -117,7 +110,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("definitions: %w", err)
 	}
 	defer defs.Close()
-	rt, err := state.OpenRuntime(l.resolve(cfg.Runtime.Path), state.RuntimeOptions{
+	rt, err := state.OpenRuntime(l.Resolve(cfg.Runtime.Path), state.RuntimeOptions{
 		Bus:           bus,
 		MaxValueSize:  int(cfg.Runtime.MaxValueSize),
 		PurgeInterval: time.Duration(cfg.Runtime.PurgeInterval),
@@ -168,7 +161,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.Remove(sock)
 	listeners := []net.Listener{unixLis}
-	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.adminToken}
+	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.AdminToken}
 	tcpAddr := opts.GRPCAddr
 	if tcpAddr == "" {
 		tcpAddr = cfg.GRPC.Address
@@ -182,10 +175,10 @@ func Run(ctx context.Context, opts Options) error {
 		listeners = append(listeners, tl)
 		info.GRPCTCPAddress = tl.Addr().String()
 	}
-	if err := writeJSON(l.daemonJSON, info); err != nil {
+	if err := workspace.WriteJSONAtomic(l.DaemonJSON, info); err != nil {
 		return err
 	}
-	defer os.Remove(l.daemonJSON)
+	defer os.Remove(l.DaemonJSON)
 	logger.Info("nexusd ready", "workspace", ws, "grpc", info.GRPCAddress, "tcp", info.GRPCTCPAddress,
 		"version", opts.Version, "head", defs.Head(), "apps", len(apps))
 
@@ -198,12 +191,12 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	if cfg.Definitions.Watch {
 		g.Go(func() error {
-			watchDefinitions(gctx, defs, l.resolve(cfg.Definitions.Root), time.Duration(cfg.Definitions.Debounce), logger)
+			watchDefinitions(gctx, defs, l.Resolve(cfg.Definitions.Root), time.Duration(cfg.Definitions.Debounce), logger)
 			return nil
 		})
 	}
 	g.Go(func() error {
-		watchConfig(gctx, l.configFile, cfgSnapshot, logger)
+		watchConfig(gctx, l.Config, cfgSnapshot, logger)
 		return nil
 	})
 	var editorExit *ExitError
@@ -219,7 +212,7 @@ func Run(ctx context.Context, opts Options) error {
 			Logger:      logger,
 			MaxMessage:  maxMsg,
 			Info: server.Info{Version: opts.Version, Workspace: ws, GRPCAddress: info.GRPCAddress, GRPCTCPAddress: info.GRPCTCPAddress,
-				AdminTokenFile: l.adminToken, DefinitionsRoot: l.resolve(cfg.Definitions.Root), Debounce: time.Duration(cfg.Definitions.Debounce).String()},
+				AdminTokenFile: l.AdminToken, DefinitionsRoot: l.Resolve(cfg.Definitions.Root), Debounce: time.Duration(cfg.Definitions.Debounce).String()},
 		})
 		g.Go(func() error {
 			code, err := editor.Serve(gctx, opts.Stdio.In, opts.Stdio.Out, opts.Stdio.Close)
@@ -240,7 +233,7 @@ func Run(ctx context.Context, opts Options) error {
 	g.Go(func() error {
 		<-gctx.Done()
 		logger.Info("nexusd stopping")
-		os.Remove(l.daemonJSON) // new clients should not find a daemon that is leaving
+		os.Remove(l.DaemonJSON) // new clients should not find a daemon that is leaving
 		toolManager.Close()     // cancels running tool calls (their processes are killed)
 		hub.Close()             // stops the MCP servers
 		bus.Close()             // ends watch streams, so that graceful stop can finish

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,51 +13,14 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/nexuscocreate/nexus/rpc"
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
-// layout is where a workspace keeps the daemon's files.
-type layout struct {
-	ws, nexusDir, runDir, appsDir    string
-	configFile, historyDir           string
-	lockFile, daemonJSON, adminToken string
-}
+// layout is the workspace's layout of the daemon's files.
+type layout struct{ workspace.Layout }
 
-func newLayout(ws string) layout {
-	n := filepath.Join(ws, ".nexus")
-	run := filepath.Join(n, "run")
-	return layout{
-		ws: ws, nexusDir: n, runDir: run, appsDir: filepath.Join(run, "apps"),
-		configFile: filepath.Join(n, "config.yaml"), historyDir: filepath.Join(n, "history.git"),
-		lockFile: filepath.Join(run, "lock"), daemonJSON: filepath.Join(run, "daemon.json"),
-		adminToken: filepath.Join(run, "admin.token"),
-	}
-}
-
-// makeDirs creates .nexus/ and the private run directory (0700).
-func (l layout) makeDirs() error {
-	if err := os.MkdirAll(l.nexusDir, 0o755); err != nil {
-		return err
-	}
-	for _, d := range []string{l.runDir, l.appsDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
-		if err := os.Chmod(d, 0o700); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// resolve makes a configured path absolute against the workspace.
-func (l layout) resolve(p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(l.ws, p)
-}
+func newLayout(ws string) layout { return layout{workspace.NewLayout(ws)} }
 
 // maxSocketPath keeps a unix socket path within sun_path (108 bytes with
 // its terminating NUL).
@@ -68,7 +30,7 @@ const maxSocketPath = 107
 // that too long, a per-workspace name in a private directory of the runtime
 // dir (XDG_RUNTIME_DIR, else the temp dir).
 func (l layout) socketPath() (string, error) {
-	p := filepath.Join(l.runDir, "nexusd.sock")
+	p := filepath.Join(l.Run, "nexusd.sock")
 	if len(p) <= maxSocketPath {
 		return p, nil
 	}
@@ -84,7 +46,7 @@ func (l layout) socketPath() (string, error) {
 		fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
 		return "", fmt.Errorf("socket directory %s must be a directory of this user with mode 0700", dir)
 	}
-	sum := sha256.Sum256([]byte(l.ws))
+	sum := sha256.Sum256([]byte(l.Workspace))
 	p = filepath.Join(dir, hex.EncodeToString(sum[:8])+".sock")
 	if len(p) > maxSocketPath {
 		return "", fmt.Errorf("no socket path under %d bytes: set XDG_RUNTIME_DIR to a short directory", maxSocketPath+1)
@@ -101,7 +63,7 @@ func newToken() string {
 // writeAdminToken makes a new admin token for this run (0600).
 func (l layout) writeAdminToken() (string, error) {
 	tok := newToken()
-	if err := writePrivate(l.adminToken, []byte(tok+"\n")); err != nil {
+	if err := workspace.WriteFileAtomic(l.AdminToken, []byte(tok+"\n")); err != nil {
 		return "", fmt.Errorf("admin token: %w", err)
 	}
 	return tok, nil
@@ -112,31 +74,31 @@ var tokenChars = regexp.MustCompile(`^[\x21-\x7e]+$`)
 // appTokens returns the apps of the configuration with their tokens: the
 // configured token, the content of tokenFile, or a token generated once into
 // .nexus/run/apps/<id>.token and kept across restarts.
-func (l layout) appTokens(cfgApps []workspace.AppConfig) (map[string]*rpc.App, map[string]string, error) {
-	apps := map[string]*rpc.App{}
+func (l layout) appTokens(cfgApps []workspace.AppConfig) (map[string]*access.App, map[string]string, error) {
+	apps := map[string]*access.App{}
 	tokens := map[string]string{}
 	seen := map[string]string{}
 	for _, a := range cfgApps {
-		app := &rpc.App{ID: a.ID, Read: a.Grants.Definitions.Read, Write: a.Grants.Definitions.Write, Namespaces: a.Grants.Runtime}
+		app := &access.App{ID: a.ID, Read: a.Grants.Definitions.Read, Write: a.Grants.Definitions.Write, Namespaces: a.Grants.Runtime, Network: a.Grants.Network}
 		var tok string
 		switch {
 		case a.Token != "":
 			tok = a.Token
 		case a.TokenFile != "":
-			data, err := os.ReadFile(l.resolve(a.TokenFile))
+			data, err := os.ReadFile(l.Resolve(a.TokenFile))
 			if err != nil {
 				return nil, nil, fmt.Errorf("app %q: tokenFile: %w", a.ID, err)
 			}
 			tok = strings.TrimSpace(string(data))
 		default:
-			p := filepath.Join(l.appsDir, a.ID+".token")
+			p := filepath.Join(l.Apps, a.ID+".token")
 			data, err := os.ReadFile(p)
 			switch {
 			case err == nil && strings.TrimSpace(string(data)) != "":
 				tok = strings.TrimSpace(string(data))
 			case err == nil || errors.Is(err, os.ErrNotExist):
 				tok = newToken()
-				if err := writePrivate(p, []byte(tok+"\n")); err != nil {
+				if err := workspace.WriteFileAtomic(p, []byte(tok+"\n")); err != nil {
 					return nil, nil, fmt.Errorf("app %q: %w", a.ID, err)
 				}
 			default:
@@ -154,34 +116,4 @@ func (l layout) appTokens(cfgApps []workspace.AppConfig) (map[string]*rpc.App, m
 		tokens[a.ID] = tok
 	}
 	return apps, tokens, nil
-}
-
-// writePrivate writes a file readable only by this user, atomically.
-func writePrivate(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
-
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writePrivate(path, append(data, '\n'))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nexuscocreate/nexus/events"
@@ -28,7 +29,7 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("tool policy: %w", err)
 	}
-	approvals, err := policy.OpenApprovals(filepath.Join(l.nexusDir, "approvals.json"))
+	approvals, err := policy.OpenApprovals(l.Approvals)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -46,7 +47,7 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 		// JSON escaping can double it.
 		OutputLimit: 2*outputLimit + 64<<10,
 		Timeout:     time.Duration(cfg.Tools.Timeout),
-		AuditFile:   filepath.Join(l.nexusDir, "audit", "toolcalls.jsonl"),
+		AuditFile:   l.Audit,
 	})
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -54,20 +55,33 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 	ct, err := core.New(core.Config{
 		Workspace:      ws,
 		Definitions:    defs,
-		DefinitionsDir: l.resolve(cfg.Definitions.Root),
+		DefinitionsDir: l.Resolve(cfg.Definitions.Root),
 		ReadLimit:      int64(outputLimit),
 	})
 	if err != nil {
 		m.Close()
 		return nil, nil, nil, nil, fmt.Errorf("core tools: %w", err)
 	}
+	// Commands see the daemon's socket directory empty when it is not in
+	// .nexus/run (hidden with the rest of .nexus), and every other
+	// workspace's .nexus.
+	var hide []string
+	if sock, err := l.socketPath(); err == nil && !strings.HasPrefix(sock, l.Run+string(filepath.Separator)) {
+		hide = append(hide, filepath.Dir(sock))
+	}
+	registry := workspace.DefaultRegistry()
+	if err := registry.Add(ws); err != nil {
+		logger.Warn("this workspace is not in the registry of workspaces: commands of other workspaces may see its .nexus", "error", err.Error())
+	}
 	exec := ct.ExecuteCommand(core.ExecConfig{
-		Runner:       command.NewRunner(command.RunnerOptions{HelperPath: helperPath, Logger: logger}),
-		Mode:         command.Mode(cfg.Tools.Sandbox),
-		Network:      cfg.Tools.Network,
-		EnvAllowlist: cfg.Tools.EnvAllowlist,
-		Timeout:      time.Duration(cfg.Tools.Timeout),
-		OutputLimit:  outputLimit,
+		Hide:            hide,
+		OtherWorkspaces: registry.List,
+		Runner:          command.NewRunner(command.RunnerOptions{HelperPath: helperPath, Logger: logger}),
+		Mode:            command.Mode(cfg.Tools.Sandbox),
+		Network:         cfg.Tools.Network,
+		EnvAllowlist:    cfg.Tools.EnvAllowlist,
+		Timeout:         time.Duration(cfg.Tools.Timeout),
+		OutputLimit:     outputLimit,
 	})
 	for _, t := range append(ct.List(), exec) {
 		if err := m.Register(t); err != nil {

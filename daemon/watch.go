@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nexuscocreate/nexus/rpc"
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -79,6 +79,6 @@ func watchConfig(ctx context.Context, file, started string, logger *slog.Logger)
 	}
 }
 
-func appIDs(apps map[string]*rpc.App) []string {
+func appIDs(apps map[string]*access.App) []string {
 	return slices.Sorted(maps.Keys(apps))
 }

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/nexuscocreate/nexus/access"
 )
 
 // Identity is who a request comes from.
@@ -20,29 +22,18 @@ type Identity struct {
 	// Admin is the person at the terminal (the CLI's admin token).
 	Admin bool
 	// App is the app id of an app token; empty for the admin.
-	App *App
-}
-
-// App is an app known to the daemon, with what it may touch beyond its
-// own root and namespace.
-type App struct {
-	ID string
-	// Read and Write are patterns of definition paths relative to the
-	// definitions root ("shared/**", "/team/*.md"); Write implies Read.
-	Read, Write []string
-	// Namespaces are runtime namespaces besides its own.
-	Namespaces []string
+	App *access.App
 }
 
 // Authenticator maps bearer tokens to identities.
 type Authenticator struct {
 	tokens map[[32]byte]Identity
-	apps   map[string]*App
+	apps   map[string]*access.App
 }
 
 // NewAuthenticator returns an authenticator for the admin token and one
 // token per app.
-func NewAuthenticator(adminToken string, apps map[string]*App, appTokens map[string]string) *Authenticator {
+func NewAuthenticator(adminToken string, apps map[string]*access.App, appTokens map[string]string) *Authenticator {
 	a := &Authenticator{tokens: map[[32]byte]Identity{}, apps: apps}
 	a.tokens[sha256.Sum256([]byte(adminToken))] = Identity{Admin: true}
 	for id, tok := range appTokens {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 )
 
@@ -21,6 +22,8 @@ func toStatus(err error) error {
 	}
 	code := codes.Internal
 	switch {
+	case errors.Is(err, access.ErrDenied):
+		code = codes.PermissionDenied
 	case errors.Is(err, state.ErrNotFound):
 		code = codes.NotFound
 	case errors.Is(err, state.ErrConflict):

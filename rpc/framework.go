@@ -36,11 +36,11 @@ type frameworkService struct {
 var _ nexusv1.CoreFrameworkServer = (*frameworkService)(nil)
 
 func (s *frameworkService) GetDefinitionFileContent(ctx context.Context, req *nexusv1.GetDefinitionFileContentRequest) (*nexusv1.GetDefinitionFileContentResponse, error) {
-	_, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), false)
+	v, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.defs.Get(p, req.GetRevision())
+	f, err := v.Get(p, req.GetRevision())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -51,14 +51,14 @@ func (s *frameworkService) GetDefinitionFileContent(ctx context.Context, req *ne
 }
 
 // definitionPath resolves who acts and the root-relative path of a
-// definition request, and checks that the caller may read (or write) it.
-func (s *frameworkService) definitionPath(ctx context.Context, appID, path string, write bool) (caller, string, error) {
+// definition request, and returns the store as the caller sees it.
+func (s *frameworkService) definitionPath(ctx context.Context, appID, path string) (*state.View, string, error) {
 	c, err := s.apps.caller(ctx, appID)
 	if err != nil {
-		return caller{}, "", err
+		return nil, "", err
 	}
-	p, err := c.defPath(path, write)
-	return c, p, err
+	p, err := c.defPath(path)
+	return s.defs.For(c.party), p, err
 }
 
 // validText refuses to send a file that is not UTF-8 (only a file put on
@@ -70,16 +70,16 @@ func validText(p string, b []byte) error {
 	return nil
 }
 
-func (s *frameworkService) write(c caller, message, expected string) state.WriteOptions {
-	return state.WriteOptions{Author: c.author, Message: message, ExpectedRevision: expected}
+func write(message, expected string) state.WriteOptions {
+	return state.WriteOptions{Message: message, ExpectedRevision: expected}
 }
 
 func (s *frameworkService) SetDefinitionFileContent(ctx context.Context, req *nexusv1.SetDefinitionFileContentRequest) (*nexusv1.SetDefinitionFileContentResponse, error) {
-	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
+	v, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	rev, err := s.defs.Set(p, []byte(req.GetContent()), s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	rev, err := v.Set(p, []byte(req.GetContent()), write(req.GetCommitMessage(), req.GetExpectedRevision()))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -87,11 +87,11 @@ func (s *frameworkService) SetDefinitionFileContent(ctx context.Context, req *ne
 }
 
 func (s *frameworkService) ApplyDefinitionDiff(ctx context.Context, req *nexusv1.ApplyDefinitionDiffRequest) (*nexusv1.ApplyDefinitionDiffResponse, error) {
-	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
+	v, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	rev, content, err := s.defs.ApplyDiff(p, req.GetDiff(), s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	rev, content, err := v.ApplyDiff(p, req.GetDiff(), write(req.GetCommitMessage(), req.GetExpectedRevision()))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -99,11 +99,11 @@ func (s *frameworkService) ApplyDefinitionDiff(ctx context.Context, req *nexusv1
 }
 
 func (s *frameworkService) DeleteDefinitionFile(ctx context.Context, req *nexusv1.DeleteDefinitionFileRequest) (*nexusv1.DeleteDefinitionFileResponse, error) {
-	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
+	v, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	rev, err := s.defs.Delete(p, s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	rev, err := v.Delete(p, write(req.GetCommitMessage(), req.GetExpectedRevision()))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -111,14 +111,14 @@ func (s *frameworkService) DeleteDefinitionFile(ctx context.Context, req *nexusv
 }
 
 func (s *frameworkService) RestoreDefinitionFile(ctx context.Context, req *nexusv1.RestoreDefinitionFileRequest) (*nexusv1.RestoreDefinitionFileResponse, error) {
-	c, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), true)
+	v, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath())
 	if err != nil {
 		return nil, err
 	}
 	if req.GetRevision() == "" {
 		return nil, status.Error(codes.InvalidArgument, "revision is required: the commit whose content to restore")
 	}
-	rev, content, err := s.defs.Restore(p, req.GetRevision(), s.write(c, req.GetCommitMessage(), req.GetExpectedRevision()))
+	rev, content, err := v.Restore(p, req.GetRevision(), write(req.GetCommitMessage(), req.GetExpectedRevision()))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -130,20 +130,17 @@ func (s *frameworkService) ListDefinitionDirectory(ctx context.Context, req *nex
 	if err != nil {
 		return nil, err
 	}
-	dir, err := c.defDir(req.GetPath(), false)
+	dir, err := c.defDir(req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	entries, err := s.defs.List(dir, req.GetRecursive())
+	entries, err := s.defs.For(c.party).List(dir, req.GetRecursive())
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	abs := strings.HasPrefix(req.GetPath(), "/")
 	resp := &nexusv1.ListDefinitionDirectoryResponse{Entries: make([]*nexusv1.DefinitionEntry, 0, len(entries))}
 	for _, e := range entries {
-		if c.mayAccess(e.Path, false) != nil && !e.Dir {
-			continue // below a readable directory, a file the app may not read
-		}
 		t := nexusv1.EntryType_FILE
 		if e.Dir {
 			t = nexusv1.EntryType_DIRECTORY
@@ -154,14 +151,14 @@ func (s *frameworkService) ListDefinitionDirectory(ctx context.Context, req *nex
 }
 
 func (s *frameworkService) GetDefinitionFileHistory(ctx context.Context, req *nexusv1.GetDefinitionFileHistoryRequest) (*nexusv1.GetDefinitionFileHistoryResponse, error) {
-	_, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), false)
+	v, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath())
 	if err != nil {
 		return nil, err
 	}
 	if req.GetLimit() < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "limit %d is negative", req.GetLimit())
 	}
-	entries, next, err := s.defs.History(p, int(req.GetLimit()), req.GetPageToken())
+	entries, next, err := v.History(p, int(req.GetLimit()), req.GetPageToken())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -186,11 +183,11 @@ func changeType(c state.ChangeType) nexusv1.ChangeType {
 }
 
 func (s *frameworkService) GetDefinitionFileDiff(ctx context.Context, req *nexusv1.GetDefinitionFileDiffRequest) (*nexusv1.GetDefinitionFileDiffResponse, error) {
-	_, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath(), false)
+	v, p, err := s.definitionPath(ctx, req.GetAppId(), req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.defs.Diff(p, strings.TrimPrefix(req.GetPath(), "/"), req.GetFromRevision(), req.GetToRevision())
+	d, err := v.Diff(p, strings.TrimPrefix(req.GetPath(), "/"), req.GetFromRevision(), req.GetToRevision())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -209,14 +206,17 @@ func (s *frameworkService) WatchDefinitions(req *nexusv1.WatchDefinitionsRequest
 	if err != nil {
 		return err
 	}
-	dir, err := c.defDir(req.GetPathPrefix(), false)
+	dir, err := c.defDir(req.GetPathPrefix())
 	if err != nil {
 		return err
+	}
+	if !c.party.MayList(dir) {
+		return toStatus(c.party.Definition(dir, false))
 	}
 	abs := strings.HasPrefix(req.GetPathPrefix(), "/")
 	sub := s.bus.Subscribe(func(ev any) bool {
 		ch, ok := ev.(state.DefinitionChange)
-		return ok && underDir(ch.Path, dir) && c.mayAccess(ch.Path, false) == nil
+		return ok && underDir(ch.Path, dir) && c.party.MayRead(ch.Path)
 	}, watchBuffer)
 	defer sub.Close()
 	if err := live(stream); err != nil {
@@ -364,7 +364,7 @@ func (s *frameworkService) LogMessage(ctx context.Context, req *nexusv1.LogMessa
 		return nil, status.Error(codes.InvalidArgument, "message is empty")
 	}
 	source := "app"
-	if c.id.Admin {
+	if c.party.IsPerson() {
 		source = "cli"
 	}
 	attrs := []slog.Attr{slog.String("source", source), slog.String("app", c.appID)}

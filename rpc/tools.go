@@ -95,7 +95,7 @@ func (s *toolService) executeRequest(ctx context.Context, req *nexusv1.ExecuteTo
 	}
 	return tools.ExecuteRequest{
 		ToolName: req.GetToolName(), ServerName: req.GetServerName(), Arguments: args,
-		AppID: c.appID, Author: c.author, TaskID: req.GetTaskId(), RequestID: req.GetRequestId(),
+		Party: c.party, AppID: c.appID, TaskID: req.GetTaskId(), RequestID: req.GetRequestId(),
 		Intent: req.GetIntent(), ExpectedOutcome: req.GetExpectedOutcome(),
 	}, nil
 }

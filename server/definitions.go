@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 )
 
@@ -30,8 +31,14 @@ func (s *Server) defPath(appID, p string, dir bool) (string, error) {
 }
 
 func (s *Server) editorWrite(message, expected string) state.WriteOptions {
-	return state.WriteOptions{Author: state.AuthorEditor, Message: message, ExpectedRevision: expected}
+	return state.WriteOptions{Message: message, ExpectedRevision: expected}
 }
+
+// editor is the party of every request of the editor: the person.
+var editor = access.Person(state.AuthorEditor)
+
+// defs is the definitions store as the editor sees it.
+func (s *Server) defs() *state.View { return s.opts.Definitions.For(editor) }
 
 type defGetParams struct {
 	AppID    string `json:"appId"`
@@ -49,7 +56,7 @@ func (s *Server) definitionsGet(_ context.Context, p *defGetParams) (*defGetResu
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.opts.Definitions.Get(full, p.Revision)
+	f, err := s.defs().Get(full, p.Revision)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +86,7 @@ func (s *Server) definitionsSet(_ context.Context, p *defSetParams) (*revisionRe
 	if p.Content == nil {
 		return nil, missing("content", `the file's new text ("" for an empty file)`)
 	}
-	rev, err := s.opts.Definitions.Set(full, []byte(*p.Content), s.editorWrite(p.CommitMessage, p.ExpectedRevision))
+	rev, err := s.defs().Set(full, []byte(*p.Content), s.editorWrite(p.CommitMessage, p.ExpectedRevision))
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +114,7 @@ func (s *Server) definitionsApplyDiff(_ context.Context, p *defApplyDiffParams) 
 	if p.Diff == "" {
 		return nil, missing("diff", "a unified diff of the file")
 	}
-	rev, content, err := s.opts.Definitions.ApplyDiff(full, p.Diff, s.editorWrite(p.CommitMessage, p.ExpectedRevision))
+	rev, content, err := s.defs().ApplyDiff(full, p.Diff, s.editorWrite(p.CommitMessage, p.ExpectedRevision))
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +133,7 @@ func (s *Server) definitionsDelete(_ context.Context, p *defDeleteParams) (*revi
 	if err != nil {
 		return nil, err
 	}
-	rev, err := s.opts.Definitions.Delete(full, s.editorWrite(p.CommitMessage, p.ExpectedRevision))
+	rev, err := s.defs().Delete(full, s.editorWrite(p.CommitMessage, p.ExpectedRevision))
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +156,7 @@ func (s *Server) definitionsRestore(_ context.Context, p *defRestoreParams) (*re
 	if p.Revision == "" {
 		return nil, missing("revision", "the commit whose content to restore")
 	}
-	rev, content, err := s.opts.Definitions.Restore(full, p.Revision, s.editorWrite(p.CommitMessage, p.ExpectedRevision))
+	rev, content, err := s.defs().Restore(full, p.Revision, s.editorWrite(p.CommitMessage, p.ExpectedRevision))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +185,7 @@ func (s *Server) definitionsList(_ context.Context, p *defListParams) (*defListR
 	if err != nil {
 		return nil, err
 	}
-	entries, err := s.opts.Definitions.List(dir, p.Recursive)
+	entries, err := s.defs().List(dir, p.Recursive)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +233,7 @@ func (s *Server) definitionsHistory(_ context.Context, p *defHistoryParams) (*de
 	if p.Limit < 0 {
 		return nil, invalid("limit %d is negative", p.Limit)
 	}
-	entries, next, err := s.opts.Definitions.History(full, p.Limit, p.PageToken)
+	entries, next, err := s.defs().History(full, p.Limit, p.PageToken)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +264,7 @@ func (s *Server) definitionsDiff(_ context.Context, p *defDiffParams) (*defDiffR
 	if p.FromRevision == "" {
 		return nil, missing("fromRevision", "the revision to diff from")
 	}
-	d, err := s.opts.Definitions.Diff(full, strings.TrimPrefix(p.Path, "/"), p.FromRevision, p.ToRevision)
+	d, err := s.defs().Diff(full, strings.TrimPrefix(p.Path, "/"), p.FromRevision, p.ToRevision)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -114,7 +113,7 @@ func (s *Server) toolsExecute(ctx context.Context, p *toolsExecuteParams) (*tool
 		return nil, invalid("argumentsJson is not valid JSON")
 	}
 	req := tools.ExecuteRequest{ToolName: p.ToolName, ServerName: p.ServerName, Arguments: args,
-		Author: state.AuthorEditor, TaskID: p.TaskID, RequestID: p.RequestID, Intent: p.Intent, ExpectedOutcome: p.ExpectedOutcome}
+		Party: editor, TaskID: p.TaskID, RequestID: p.RequestID, Intent: p.Intent, ExpectedOutcome: p.ExpectedOutcome}
 	if tok := validToken(p.WorkDoneToken); tok != nil {
 		title := p.ToolName
 		if p.ServerName != "" {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -25,6 +26,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"golang.org/x/sys/unix"
 
 	"github.com/nexuscocreate/nexus/events"
 )
@@ -465,7 +467,7 @@ func (s *Definitions) scanFile(p string, info fs.FileInfo, seen time.Time, onDis
 		s.logger.Warn("ignoring a definitions entry that is not a regular file", "path", p, "type", info.Mode().Type().String())
 		return nil
 	}
-	if info.Size() > s.opts.MaxFileSize {
+	if n, ok := linkCount(info); info.Size() > s.opts.MaxFileSize || (ok && n > 1) {
 		onDisk[p] = diskFile{size: info.Size()} // refused, with a warning, when recorded
 		return nil
 	}
@@ -600,33 +602,55 @@ func (s *Definitions) syncPath(path string, why syncReason) error {
 }
 
 // readDisk reads a definition file from disk. It is absent when missing, not
-// a regular file, or below a symlink or a file.
+// a regular file, or below a symlink or a file. It is read through the
+// descriptor of its directory, opened without following links (see
+// openDir). A file with more than one hard link is refused: its other name
+// may be anywhere, a token in .nexus/run included.
 func (s *Definitions) readDisk(path string) ([]byte, bool, error) {
-	if ok, err := s.realDirOnDisk(parentDir(path)); err != nil || !ok {
-		return nil, false, err
-	}
-	info, err := s.root.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	d, _, err := s.openDir(parentDir(path), false)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrInvalid) {
 		return nil, false, nil
 	}
+	if err != nil {
+		return nil, false, fmt.Errorf("definition %q on disk: %w", path, err)
+	}
+	defer d.Close()
+	fd, err := unix.Openat(int(d.Fd()), baseName(path), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("definition %q on disk: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	info, err := f.Stat()
 	if err != nil {
 		return nil, false, fmt.Errorf("definition %q on disk: %w", path, err)
 	}
 	if !info.Mode().IsRegular() {
 		return nil, false, nil
 	}
+	if err := singleLink(path, info); err != nil {
+		return nil, false, err
+	}
 	if info.Size() > s.opts.MaxFileSize {
 		return nil, false, fmt.Errorf("definition %q: %w: the file on disk is %d bytes, over the limit of %d (definitions.maxFileSize)",
 			path, ErrTooLarge, info.Size(), s.opts.MaxFileSize)
 	}
-	data, err := s.root.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
+	data, err := io.ReadAll(io.LimitReader(f, s.opts.MaxFileSize+1))
 	if err != nil {
 		return nil, false, fmt.Errorf("definition %q on disk: %w", path, err)
 	}
 	return data, true, nil
+}
+
+// singleLink refuses a file with more than one hard link.
+func singleLink(path string, info fs.FileInfo) error {
+	if n, ok := linkCount(info); ok && n > 1 {
+		return fmt.Errorf("%w: definition %q on disk has %d hard links; files with more than one are not recorded, since their other names may lie anywhere", ErrInvalid, path, n)
+	}
+	return nil
 }
 
 // Close waits for the write in progress and closes the store.
@@ -1149,55 +1173,44 @@ func treeKey(e object.TreeEntry) string {
 
 // stageWorkingFile prepares the file under the definitions root: a temporary
 // file beside it for a write, or a removal for a delete. It refuses paths
-// that go through symlinks or where a directory or file is in the way.
+// that go through symlinks or where a directory or file is in the way, and
+// works through the descriptor of the file's directory (see openDir), so
+// that a symlink or rename swapped in meanwhile cannot redirect it.
 func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []byte, del bool) error {
-	dir := parentDir(path)
-	// Every existing directory on the way must be a real directory; the
-	// first missing one marks where directories will be made.
-	firstMissing := ""
-	var walked string
-	for _, d := range splitDirs(dir) {
-		walked = joinPath(walked, d)
-		info, err := s.root.Lstat(walked)
-		if errors.Is(err, os.ErrNotExist) {
-			firstMissing = walked
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("definition %q: %w", path, err)
-		}
-		if info.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("%w: definition %q goes through the symlink %q", ErrInvalid, path, walked)
-		}
-		if !info.IsDir() {
-			return fmt.Errorf("%w: definition %q: %q on disk is not a directory", ErrInvalid, path, walked)
-		}
+	dir, base := parentDir(path), baseName(path)
+	d, made, err := s.openDir(dir, !del)
+	if del && errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing on disk to remove
 	}
-	if info, err := s.root.Lstat(path); err == nil && !info.Mode().IsRegular() {
+	if err != nil {
+		if errors.Is(err, ErrInvalid) {
+			return fmt.Errorf("%w: definition %q: %v", ErrInvalid, path, errors.Unwrap(err))
+		}
+		return fmt.Errorf("definition %q: %w", path, err)
+	}
+	dw.open = append(dw.open, d)
+	if st, err := lstatAt(d, base); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: definition %q on disk is not a regular file", ErrInvalid, path)
 	}
 	if del {
-		dw.rootRemoves = append(dw.rootRemoves, path)
+		dw.rootRemoves = append(dw.rootRemoves, dirRemove{dir: d, name: base, path: path})
 		dw.rootDirs[dir] = true
 		return nil
 	}
-	if firstMissing != "" {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("definition %q: %w", path, err)
-		}
+	if len(made) > 0 {
 		// Sync the new directories and the one that gained the first of them.
-		for d := dir; d != parentDir(firstMissing); d = parentDir(d) {
-			dw.rootDirs[d] = true
+		for _, m := range made {
+			dw.rootDirs[m] = true
 		}
-		dw.rootDirs[parentDir(firstMissing)] = true
+		dw.rootDirs[parentDir(made[0])] = true
 	}
-	tmp := joinPath(dir, tmpPrefix+randomHex(8))
-	f, err := s.root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	tmp := tmpPrefix + randomHex(8)
+	f, err := createAt(d, tmp)
 	if err != nil {
 		return fmt.Errorf("definition %q: %w", path, err)
 	}
 	dw.files = append(dw.files, f)
-	dw.rootRenames = append(dw.rootRenames, rename{from: tmp, to: path})
+	dw.rootRenames = append(dw.rootRenames, dirRename{dir: d, from: tmp, to: base})
 	dw.rootDirs[dir] = true
 	if _, err := f.Write(content); err != nil {
 		return fmt.Errorf("definition %q: %w", path, err)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // durableWrite collects temporary files that must reach the disk together:
@@ -17,12 +19,28 @@ type durableWrite struct {
 	dirs    map[string]bool
 	// cleanup are files that abort removes besides the renames' sources.
 	cleanup []string
-	// rootRenames are renames inside the definitions root, done through
-	// os.Root so that they cannot leave it.
+	// Renames and removals inside the definitions root go through the
+	// descriptors of their directories (opened without following links),
+	// so that they cannot land anywhere else.
 	root        *os.Root
-	rootRenames []rename
-	rootRemoves []string // files to remove, then their emptied directories
+	rootRenames []dirRename
+	rootRemoves []dirRemove // files to remove, then their emptied directories
 	rootDirs    map[string]bool
+	// open are the directory descriptors to close at the end.
+	open []*os.File
+}
+
+// dirRename renames from to to in dir.
+type dirRename struct {
+	dir      *os.File
+	from, to string
+}
+
+// dirRemove removes name from dir; path is its path in the root.
+type dirRemove struct {
+	dir  *os.File
+	name string
+	path string
 }
 
 type rename struct{ from, to string }
@@ -43,8 +61,16 @@ func (w *durableWrite) abort() {
 		os.Remove(p)
 	}
 	for _, r := range w.rootRenames {
-		w.root.Remove(r.from)
+		unix.Unlinkat(int(r.dir.Fd()), r.from, 0)
 	}
+	w.closeDirs()
+}
+
+func (w *durableWrite) closeDirs() {
+	for _, f := range w.open {
+		f.Close()
+	}
+	w.open = nil
 }
 
 func (w *durableWrite) finish() error {
@@ -69,20 +95,21 @@ func (w *durableWrite) finish() error {
 			return err
 		}
 	}
+	defer w.closeDirs()
 	for _, r := range w.rootRenames {
-		if err := w.root.Rename(r.from, r.to); err != nil {
+		if err := unix.Renameat(int(r.dir.Fd()), r.from, int(r.dir.Fd()), r.to); err != nil {
 			w.abort()
-			return err
+			return &os.LinkError{Op: "rename", Old: r.from, New: r.to, Err: err}
 		}
 	}
-	for _, p := range w.rootRemoves {
-		if err := w.root.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+	for _, r := range w.rootRemoves {
+		if err := unix.Unlinkat(int(r.dir.Fd()), r.name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return &os.PathError{Op: "remove", Path: r.path, Err: err}
 		}
 		// Remove the directories the removal emptied; the first that is not
 		// empty stops it. Its parent gains a changed entry.
-		for d := parentDir(p); d != ""; d = parentDir(d) {
-			if w.root.Remove(d) != nil {
+		for d := parentDir(r.path); d != ""; d = parentDir(d) {
+			if w.removeDir(d) != nil {
 				break
 			}
 			w.rootDirs[parentDir(d)] = true
@@ -106,6 +133,17 @@ func (w *durableWrite) finish() error {
 		}
 		return syncDirs(dirs[i].path)
 	})
+}
+
+// removeDir removes the empty directory d of the root through its
+// parent's descriptor.
+func (w *durableWrite) removeDir(d string) error {
+	parent, _, err := (&Definitions{root: w.root}).openDir(parentDir(d), false)
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	return unix.Unlinkat(int(parent.Fd()), baseName(d), unix.AT_REMOVEDIR)
 }
 
 // parallel runs fn(0..n-1) concurrently and returns the first error.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
 )
 
@@ -57,8 +58,11 @@ type ExecuteRequest struct {
 	ToolName   string
 	ServerName string
 	Arguments  json.RawMessage
-	// AppID is the calling app, empty for the person; Author is the author
-	// of state writes the call makes.
+	// Party is who acts, with its grants; AppID and Author default to its
+	// own. AppID is the app the call is made for (the person may act for
+	// an app), empty for the person; Author is the author of state writes
+	// the call makes.
+	Party     access.Party
 	AppID     string
 	Author    string
 	TaskID    string
@@ -270,6 +274,14 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	if err != nil {
 		id = uuid.New()
 	}
+	if req.Party.Valid() {
+		if req.AppID == "" {
+			req.AppID = req.Party.AppID()
+		}
+		if req.Author == "" {
+			req.Author = req.Party.Author()
+		}
+	}
 	args := req.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -345,7 +357,7 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
 		defer timer.Stop()
 	}
-	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Progress: func(p, total float64, msg string) {
+	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Party: req.Party, Progress: func(p, total float64, msg string) {
 		lc.update(func(c *Call) { c.Progress = &Progress{Progress: p, Total: total, Message: msg} })
 		m.publish(lc)
 	}}

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/nexuscocreate/nexus/access"
 )
 
 // Kind says what a tool does.
@@ -86,8 +88,30 @@ type Invocation struct {
 	// Author is the state-layer author of writes the call makes:
 	// "app:<id>", "cli" or "editor".
 	Author string
+	// Party is who acts, with its grants: what the call may touch is
+	// decided by it (see package access). A handler that gets no valid
+	// Party falls back to [Invocation.Acting].
+	Party access.Party
 	// Progress reports progress of a long call; it never blocks.
 	Progress func(progress, total float64, message string)
+}
+
+// Acting returns the party of the call: Party when it is set; otherwise an
+// app with no grants for an AppID, the person for an Author alone, and no one
+// (who may touch nothing) when the invocation names nobody. A door that
+// forgets the grants gets less, never more.
+func (inv *Invocation) Acting() access.Party {
+	switch {
+	case inv == nil:
+		return access.Party{}
+	case inv.Party.Valid():
+		return inv.Party
+	case inv.AppID != "":
+		return access.ForApp(&access.App{ID: inv.AppID})
+	case inv.Author != "":
+		return access.Person(inv.Author)
+	}
+	return access.Party{}
 }
 
 // Handler runs a tool with arguments that already passed the input schema.

@@ -79,6 +79,9 @@ type GrantsConfig struct {
 	// Runtime lists other apps' runtime namespaces.
 	Runtime []string   `yaml:"runtime"`
 	Tools   ToolGrants `yaml:"tools"`
+	// Network lets the app's commands use the network; they have none
+	// by default.
+	Network bool `yaml:"network"`
 }
 
 // DefinitionGrants lists definition paths an app may read or write.
@@ -184,7 +187,7 @@ func DefaultConfig() *Config {
 			Timeout:      Duration(60 * time.Second),
 			OutputLimit:  mib,
 			Sandbox:      "workspace-write",
-			Network:      true,
+			Network:      false,
 			EnvAllowlist: []string{"PATH", "HOME", "LANG", "TERM"},
 		},
 		MCP: MCPConfig{

@@ -41,7 +41,7 @@ func TestDefaultConfig(t *testing.T) {
 			Timeout:      Duration(time.Minute),
 			OutputLimit:  1 << 20,
 			Sandbox:      "workspace-write",
-			Network:      true,
+			Network:      false,
 			EnvAllowlist: []string{"PATH", "HOME", "LANG", "TERM"},
 		},
 		MCP: MCPConfig{

@@ -104,6 +104,10 @@ type Spec struct {
 	// have; 0 means DefaultMaxProcs. See the package documentation for
 	// how, and where it cannot be enforced.
 	MaxProcs int
+	// View, in ReadOnly and WorkspaceWrite mode, is the file system the
+	// command sees (hidden state, read-only files, private temporary
+	// directories and /proc); nil leaves it as it is. Ignored in Off mode.
+	View *View
 }
 
 // Result is how a command that ran ended.
@@ -153,6 +157,14 @@ func (s *Spec) validate() error {
 	default:
 		return fmt.Errorf("command: unknown sandbox mode %q", s.Mode)
 	}
+	if s.View != nil && s.Mode != Off {
+		if s.Mode == ReadOnly && !filepath.IsAbs(s.Workspace) {
+			return fmt.Errorf("command: a view needs the absolute workspace, not %q", s.Workspace)
+		}
+		if err := s.View.validate(); err != nil {
+			return err
+		}
+	}
 	for _, a := range slices.Concat(s.Argv, []string{s.Shell, s.Dir, s.Workspace}) {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("command: %q contains a NUL byte", a)
@@ -175,6 +187,14 @@ func (s *Spec) argv() []string {
 		return []string{"/bin/sh", "-c", s.Shell}
 	}
 	return s.Argv
+}
+
+// view is the spec's View where it applies.
+func (s *Spec) view() *View {
+	if s.Mode == Off {
+		return nil
+	}
+	return s.View
 }
 
 func (s *Spec) maxProcs() int {

@@ -40,6 +40,13 @@ type helperSpec struct {
 	MaxProcs  int
 	// ABI is the Landlock ABI to enforce, exactly; 0 in Off mode.
 	ABI int
+	// View, when set, is built in the helper's mount namespace before
+	// Landlock, and the helper then moves into Dir.
+	View *View
+	Dir  string
+	// Writable are paths besides the workspace and TempDir that Landlock
+	// lets the command write.
+	Writable []string
 }
 
 // Helper status states. The helper writes stateRunning once it has read
@@ -97,6 +104,11 @@ func HelperMain(args []string) int {
 
 	if err := h.limit(&s); err != nil {
 		return h.fail(stateFailed, 126, err.Error())
+	}
+	if s.View != nil {
+		if err := setupView(s.View, s.Workspace, s.Dir); err != nil {
+			return h.fail(stateSandbox, 126, fmt.Sprintf("mode %s: the command's view of the file system: %v", s.Mode, err))
+		}
 	}
 	if err := restrict(&s); err != nil {
 		return h.fail(stateSandbox, 126, fmt.Sprintf("mode %s: %v", s.Mode, err))

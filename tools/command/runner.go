@@ -98,6 +98,11 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		MaxProcs:  spec.maxProcs(),
 		ABI:       abi,
 	}
+	if v := spec.view(); v != nil {
+		// The temporary directories are the command's own tmpfs.
+		hs.View, hs.Dir, hs.TempDir = v, spec.Dir, "/tmp"
+		hs.Writable = v.writablePaths(spec.Workspace)
+	}
 	if hs.Env == nil {
 		hs.Env = []string{}
 	}
@@ -223,6 +228,20 @@ type proc struct {
 // start starts the helper for spec, in new PID (and, for a sandboxed
 // command without network, network) namespaces when it can.
 func (r *Runner) start(spec *Spec) (*proc, error) {
+	if spec.view() != nil {
+		// A view needs its namespaces: without them the command would see
+		// what the view hides. Fail closed.
+		flags := uintptr(unix.CLONE_NEWPID | unix.CLONE_NEWNS)
+		if !spec.Network {
+			flags |= unix.CLONE_NEWNET
+		}
+		p, err := r.startHelper(spec, flags)
+		if err != nil && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS)) {
+			return nil, fmt.Errorf("%w: mode %s needs mount and PID namespaces to hide the daemon's state from the command, and the kernel refused them: %v",
+				ErrSandboxUnavailable, spec.Mode, err)
+		}
+		return p, err
+	}
 	r.nsMu.Lock()
 	useNS := !r.noNamespaces
 	r.nsMu.Unlock()
@@ -290,6 +309,14 @@ func (r *Runner) startHelper(spec *Spec, cloneflags uintptr) (*proc, error) {
 			Pdeathsig:  syscall.SIGKILL,
 			Cloneflags: cloneflags,
 		},
+	}
+	if cloneflags&unix.CLONE_NEWNS != 0 && os.Geteuid() != 0 {
+		// Without root, a user namespace of the same user is what lets the
+		// helper make its mounts.
+		uid, gid := os.Geteuid(), os.Getegid()
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	}
 	err := cmd.Start()
 	closeAll(child)

@@ -156,7 +156,7 @@ func restrict(s *helperSpec) error {
 	if s.Mode == WorkspaceWrite {
 		rw := uint64(accessRead | accessWrite | llsys.AccessFSRefer)
 		rules = append(rules,
-			pathRule{paths: []string{s.Workspace}, access: rw},
+			pathRule{paths: append([]string{s.Workspace}, s.Writable...), access: rw},
 			pathRule{paths: []string{s.TempDir, "/dev/shm"}, access: rw, optional: true},
 		)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -113,7 +114,7 @@ func TestEscapes(t *testing.T) {
 				t.Errorf("%s %q: the error leaks content: %v", c.tool, tt.path, err)
 			}
 		}
-		if _, err := e.core.Dir(tt.path); err == nil {
+		if _, err := e.core.dir(access.Person("cli"), tt.path); err == nil {
 			t.Errorf("Dir %q succeeded", tt.path)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -176,17 +177,20 @@ func (t *Tools) List() []tools.Tool {
 	return list
 }
 
-// Dir checks a workspace-relative directory under the rules of the file
-// tools ("" is the workspace root) and returns its absolute path: the hook
-// with which execute_command confines its working directory. Errors are
-// *tools.Error.
-func (t *Tools) Dir(p string) (string, error) {
+// dir checks a workspace-relative directory under the rules of the file
+// tools ("" is the workspace root), and that the party may see it, and
+// returns its absolute path: how execute_command confines its working
+// directory. Errors are *tools.Error.
+func (t *Tools) dir(party access.Party, p string) (string, error) {
 	p, err := cleanPath(p, true)
 	if err != nil {
 		return "", err
 	}
 	canon, err := t.canonical(p)
 	if err != nil {
+		return "", err
+	}
+	if err := t.allowDir(party, p, canon); err != nil {
 		return "", err
 	}
 	d, err := t.openDir(p, canon)

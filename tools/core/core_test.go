@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -389,7 +390,7 @@ func TestExecuteCommandHook(t *testing.T) {
 		{".nexus/definitions", filepath.Join(real, ".nexus", "definitions"), ""},
 	}
 	for _, tt := range tests {
-		got, err := e.core.Dir(tt.path)
+		got, err := e.core.dir(access.Person("cli"), tt.path)
 		if tt.code != "" {
 			wantCode(t, err, tt.code)
 			continue

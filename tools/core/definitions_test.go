@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -45,7 +46,11 @@ func TestWriteDefinitions(t *testing.T) {
 		t.Errorf("commit %+v; want author editor", c)
 	}
 
+	// Another app may not touch it; an app granted it may.
 	e.inv = &tools.Invocation{AppID: "coder", Author: state.AppAuthor("coder")}
+	_, err := e.call("edit_file", map[string]any{"path": p, "oldText": "2", "newText": "3"})
+	wantCode(t, err, tools.CodePermissionDenied, `app "coder" may not write "/planner/plan.yaml"`)
+	e.inv = &tools.Invocation{Party: access.ForApp(&access.App{ID: "coder", Write: []string{"planner/**"}})}
 	var ed editResult
 	e.mustCall("edit_file", map[string]any{"path": p, "oldText": "2", "newText": "3"}, &ed)
 	if ed.Revision == "" || ed.Revision == w.Revision || ed.Replacements != 1 {
@@ -109,14 +114,16 @@ func TestDefinitionErrors(t *testing.T) {
 			tools.CodeInvalidArguments, "oldText not found"},
 		{"edit ambiguous", "edit_file", map[string]any{"path": p, "oldText": "a", "newText": "b"}, nil,
 			tools.CodeInvalidArguments, "occurs 2 times"},
-		{"the root", "write_file", map[string]any{"path": ".nexus/definitions", "content": "x"}, nil,
+		{"the root", "write_file", map[string]any{"path": ".nexus/definitions", "content": "x"}, &tools.Invocation{Author: "cli"},
 			tools.CodeInvalidArguments, "definitions root"},
+		{"another app's", "write_file", map[string]any{"path": ".nexus/definitions/coder/x.yaml", "content": "x"}, nil,
+			tools.CodePermissionDenied, `app "planner" may not write "/coder/x.yaml"`},
 		{"a .git name", "write_file", map[string]any{"path": ".nexus/definitions/planner/.git/config", "content": "x"}, nil,
 			tools.CodeInvalidArguments, ".git"},
 		{"too large", "write_file", map[string]any{"path": p, "content": strings.Repeat("x", state.DefaultMaxFileSize+1)}, nil,
 			tools.CodeInvalidArguments, "too large"},
-		{"no author", "write_file", map[string]any{"path": p, "content": "x"}, &tools.Invocation{},
-			tools.CodeExecutionFailed, "no author"},
+		{"no one", "write_file", map[string]any{"path": p, "content": "x"}, &tools.Invocation{},
+			tools.CodePermissionDenied, "names no acting party"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +141,7 @@ func TestDefinitionErrors(t *testing.T) {
 
 	// Without a store, writes under the definitions root fail; reads work.
 	e2 := newEnv(t, func(c *Config) { c.Definitions = nil })
+	e2.inv = &tools.Invocation{Author: "cli"}
 	e2.file(".nexus/definitions/a/x.yaml", "x\n")
 	_, err := e2.call("write_file", map[string]any{"path": ".nexus/definitions/a/y.yaml", "content": "y"})
 	wantCode(t, err, tools.CodeExecutionFailed, "no definitions store")

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/command"
 )
@@ -30,6 +33,12 @@ type ExecConfig struct {
 	OutputLimit int
 	// Getenv reads the daemon's environment; default os.LookupEnv.
 	Getenv func(string) (string, bool)
+	// Hide are more directories commands see empty: the daemon's socket
+	// directory when it is outside .nexus/run.
+	Hide []string
+	// OtherWorkspaces lists the other workspaces of this user that have had
+	// a daemon; commands see their .nexus empty.
+	OtherWorkspaces func() []string
 }
 
 const executeSchema = `{
@@ -91,8 +100,8 @@ func (t *Tools) ExecuteCommand(cfg ExecConfig) tools.Tool {
 			Risk:         tools.RiskHigh,
 		},
 		Timeout: -1, // the command's own timeout applies
-		Handler: func(ctx context.Context, _ *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-			return t.execute(ctx, cfg, raw)
+		Handler: func(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
+			return t.execute(ctx, cfg, inv.Acting(), raw)
 		},
 	}
 }
@@ -115,7 +124,7 @@ type executeResult struct {
 	DurationMs int64  `json:"durationMs"`
 }
 
-func (t *Tools) execute(ctx context.Context, cfg ExecConfig, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party, raw json.RawMessage) (json.RawMessage, error) {
 	var a executeArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, tools.Errorf(tools.CodeInvalidArguments, "%v", err)
@@ -124,9 +133,20 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, raw json.RawMessage
 	if cwd == "" {
 		cwd = "."
 	}
-	dir, err := t.Dir(cwd)
+	if !party.Valid() {
+		return nil, tools.Errorf(tools.CodePermissionDenied, "the call names no acting party")
+	}
+	if cfg.Mode == command.Off && !party.IsPerson() {
+		return nil, tools.Errorf(tools.CodePermissionDenied,
+			"tools.sandbox is off in .nexus/config.yaml: only the person's commands run unconfined, an app's never do")
+	}
+	dir, err := t.dir(party, cwd)
 	if err != nil {
 		return nil, err
+	}
+	network := cfg.Network
+	if app := party.App(); app != nil {
+		network = app.Network
 	}
 	timeout := cfg.Timeout
 	if a.TimeoutSeconds > 0 {
@@ -153,7 +173,8 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, raw json.RawMessage
 	}
 	res, err := cfg.Runner.Run(ctx, command.Spec{
 		Argv: a.Argv, Shell: a.Command, Dir: dir, Env: envList, Timeout: timeout,
-		OutputLimit: cfg.OutputLimit, Mode: cfg.Mode, Workspace: t.cfg.Workspace, Network: cfg.Network,
+		OutputLimit: cfg.OutputLimit, Mode: cfg.Mode, Workspace: t.rootReal, Network: network,
+		View: t.view(cfg, party),
 	})
 	if err != nil {
 		if errors.Is(err, command.ErrSandboxUnavailable) {
@@ -179,4 +200,71 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, raw json.RawMessage
 		return nil, &tools.Error{Code: tools.CodeOutputLimit, Message: fmt.Sprintf("the output was over %d bytes; the head and the tail are kept", cfg.OutputLimit), Output: out}
 	}
 	return out, nil
+}
+
+// readOnlyFiles are the workspace files a command may read but never
+// change: git's own directory (its hooks run when the person commits), and
+// the files that make the editor or the daemon run programs.
+var readOnlyFiles = []string{".git", ".vscode", ".mcp.json", ".idea", ".envrc"}
+
+// view is the file system a command of the party sees: the daemon's state,
+// the definitions root and other workspaces' .nexus hidden; of the
+// definitions, what the party may use shown again (read grants read-only);
+// .git and the editor's and MCP files read-only.
+func (t *Tools) view(cfg ExecConfig, party access.Party) *command.View {
+	v := &command.View{Hide: []string{filepath.Join(t.rootReal, privateDir)}}
+	defs := t.defsReal()
+	if defs != "" && !strings.HasPrefix(defs, v.Hide[0]+"/") {
+		v.Hide = append(v.Hide, defs)
+	}
+	v.Hide = append(v.Hide, cfg.Hide...)
+	if cfg.OtherWorkspaces != nil {
+		for _, ws := range cfg.OtherWorkspaces() {
+			if ws = filepath.Clean(ws); filepath.IsAbs(ws) && ws != t.rootReal && ws != t.cfg.Workspace {
+				v.Hide = append(v.Hide, filepath.Join(ws, privateDir))
+			}
+		}
+	}
+	if defs != "" {
+		for _, m := range party.Mounts() {
+			for _, p := range expandMount(defs, m) {
+				v.Binds = append(v.Binds, command.Bind{Path: p, Writable: m.Writable})
+			}
+		}
+	}
+	for _, name := range readOnlyFiles {
+		v.ReadOnly = append(v.ReadOnly, filepath.Join(t.rootReal, name))
+	}
+	return v
+}
+
+// defsReal is the definitions root as the kernel names it, "" without one.
+func (t *Tools) defsReal() string {
+	switch {
+	case t.defInside:
+		return filepath.Join(t.rootReal, filepath.FromSlash(t.defRel))
+	case t.cfg.DefinitionsDir != "":
+		if real, err := filepath.EvalSymlinks(t.cfg.DefinitionsDir); err == nil {
+			return real
+		}
+		return filepath.Clean(t.cfg.DefinitionsDir)
+	}
+	return ""
+}
+
+// expandMount is the absolute paths a mount of the definitions root names:
+// its path, or for a pattern the files and directories that match it now,
+// symlinks never.
+func expandMount(defs string, m access.Mount) []string {
+	if !m.Glob {
+		return []string{filepath.Join(defs, filepath.FromSlash(m.Path))}
+	}
+	matches, _ := filepath.Glob(filepath.Join(defs, filepath.FromSlash(m.Path)))
+	var out []string
+	for _, p := range matches {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }

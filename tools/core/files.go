@@ -16,6 +16,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -73,7 +74,7 @@ type readResult struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 }
 
-func (t *Tools) readFile(ctx context.Context, _ *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) readFile(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
 	var a readArgs
 	if err := decode(raw, &a); err != nil {
 		return nil, err
@@ -98,6 +99,9 @@ func (t *Tools) readFile(ctx context.Context, _ *tools.Invocation, raw json.RawM
 	}
 	canon, err := t.canonical(p)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.allow(inv.Acting(), p, canon, false); err != nil {
 		return nil, err
 	}
 	f, fi, err := t.openRegular(p, canon)
@@ -246,16 +250,20 @@ func (t *Tools) writeFile(_ context.Context, inv *tools.Invocation, raw json.Raw
 	if err != nil {
 		return nil, err
 	}
+	party := inv.Acting()
+	if err := t.allow(party, p, canon, true); err != nil {
+		return nil, err
+	}
 	content := []byte(*a.Content)
 	res := writeResult{Path: p, BytesWritten: len(content)}
 	if t.inDefinitions(canon) {
-		defs, rel, author, err := t.definition(inv, p, canon)
+		defs, rel, err := t.definition(party, p, canon)
 		if err != nil {
 			return nil, err
 		}
 		_, err = defs.Get(rel, "")
 		res.Created = errors.Is(err, state.ErrNotFound)
-		res.Revision, err = defs.Set(rel, content, state.WriteOptions{Author: author, Message: "write_file " + p})
+		res.Revision, err = defs.Set(rel, content, state.WriteOptions{Message: "write_file " + p})
 		if err != nil {
 			return nil, stateError("write", p, err)
 		}
@@ -335,9 +343,13 @@ func (t *Tools) editFile(_ context.Context, inv *tools.Invocation, raw json.RawM
 	if err != nil {
 		return nil, err
 	}
+	party := inv.Acting()
+	if err := t.allow(party, p, canon, true); err != nil {
+		return nil, err
+	}
 	res := editResult{Path: p, Replacements: 1}
 	if t.inDefinitions(canon) {
-		defs, rel, author, err := t.definition(inv, p, canon)
+		defs, rel, err := t.definition(party, p, canon)
 		if err != nil {
 			return nil, err
 		}
@@ -349,7 +361,7 @@ func (t *Tools) editFile(_ context.Context, inv *tools.Invocation, raw json.RawM
 		if err != nil {
 			return nil, err
 		}
-		res.Revision, err = defs.Set(rel, next, state.WriteOptions{Author: author, Message: "edit_file " + p,
+		res.Revision, err = defs.Set(rel, next, state.WriteOptions{Message: "edit_file " + p,
 			ExpectedRevision: cur.Revision})
 		if err != nil {
 			return nil, stateError("write", p, err)
@@ -406,30 +418,17 @@ func replaceOnce(p string, content []byte, old, new string) ([]byte, error) {
 	return append(out, content[first+len(old):]...), nil
 }
 
-// definition returns the store, the path relative to the definitions root
-// and the author for a write under the definitions root.
-func (t *Tools) definition(inv *tools.Invocation, p, canon string) (*state.Definitions, string, string, error) {
+// definition returns the store as the party sees it, and the path
+// relative to the definitions root, for a write under the definitions root.
+// The party is the author of the commit.
+func (t *Tools) definition(party access.Party, p, canon string) (*state.View, string, error) {
 	if canon == t.defRel {
-		return nil, "", "", invalidf("path %q is the definitions root, a directory", p)
-	}
-	rel := canon
-	if t.defRel != "" {
-		rel = canon[len(t.defRel)+1:]
+		return nil, "", invalidf("path %q is the definitions root, a directory", p)
 	}
 	if t.cfg.Definitions == nil {
-		return nil, "", "", tools.Errorf(tools.CodeExecutionFailed, "path %q is under the definitions root, but no definitions store is open", p)
+		return nil, "", tools.Errorf(tools.CodeExecutionFailed, "path %q is under the definitions root, but no definitions store is open", p)
 	}
-	var author string
-	if inv != nil {
-		author = inv.Author
-		if author == "" && inv.AppID != "" {
-			author = state.AppAuthor(inv.AppID)
-		}
-	}
-	if author == "" {
-		return nil, "", "", tools.Errorf(tools.CodeExecutionFailed, "write to definition %q has no author", p)
-	}
-	return t.cfg.Definitions, rel, author, nil
+	return t.cfg.Definitions.For(party), t.defPath(canon), nil
 }
 
 // stateError maps an error of the definitions store to a tool error.
@@ -441,6 +440,8 @@ func stateError(op, p string, err error) error {
 		return invalidf("%s %q: %v", op, p, err)
 	case errors.Is(err, state.ErrConflict):
 		return tools.Errorf(tools.CodeExecutionFailed, "%s %q: the file changed during the call; read it again and retry", op, p)
+	case errors.Is(err, access.ErrDenied):
+		return tools.Errorf(tools.CodePermissionDenied, "%s %q: %v", op, p, err)
 	}
 	return tools.Errorf(tools.CodeExecutionFailed, "%s %q: %v", op, p, err)
 }
@@ -474,6 +475,9 @@ func (t *Tools) writeAtomic(p, canon string, content []byte, mustExist bool) (bo
 		return false, fsError("write", p, err)
 	default:
 		if err := regular(p, fi); err != nil {
+			return false, err
+		}
+		if err := singleLink(p, fi); err != nil {
 			return false, err
 		}
 		perm = fi.Mode().Perm()

@@ -32,7 +32,8 @@ func TestReadFile(t *testing.T) {
 	e.symlink("a.txt", "link.txt")
 	e.symlink("../a.txt", "dir/up.txt")
 	e.symlink("dir", "dirlink")
-	e.file(".nexus/definitions/app/d.yaml", "k: v\n")
+	e.file(".nexus/definitions/planner/d.yaml", "k: v\n")
+	e.file(".nexus/definitions/coder/d.yaml", "k: v\n")
 
 	type args struct {
 		Path      string `json:"path"`
@@ -78,7 +79,8 @@ func TestReadFile(t *testing.T) {
 		{"through a symlinked dir", args{Path: "dirlink/inner.txt"}, readResult{Content: "inner\n", TotalLines: 1, StartLine: 1, EndLine: 1}, "", ""},
 		{"clean path", args{Path: "./dir//inner.txt"}, readResult{Content: "inner\n", TotalLines: 1, StartLine: 1, EndLine: 1}, "", ""},
 		{"html unescaped", args{Path: "html.txt"}, readResult{Content: "<a href=\"x\">&</a>\n", TotalLines: 1, StartLine: 1, EndLine: 1}, "", ""},
-		{"definition", args{Path: ".nexus/definitions/app/d.yaml"}, readResult{Content: "k: v\n", TotalLines: 1, StartLine: 1, EndLine: 1}, "", ""},
+		{"definition", args{Path: ".nexus/definitions/planner/d.yaml"}, readResult{Content: "k: v\n", TotalLines: 1, StartLine: 1, EndLine: 1}, "", ""},
+		{"another app's definition", args{Path: ".nexus/definitions/coder/d.yaml"}, readResult{}, tools.CodePermissionDenied, `app "planner" may not read "/coder/d.yaml"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -78,7 +79,7 @@ type listResult struct {
 	Truncated bool        `json:"truncated,omitempty"`
 }
 
-func (t *Tools) listDirectory(ctx context.Context, _ *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) listDirectory(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
 	var a listArgs
 	if err := decode(raw, &a); err != nil {
 		return nil, err
@@ -91,6 +92,10 @@ func (t *Tools) listDirectory(ctx context.Context, _ *tools.Invocation, raw json
 	if err != nil {
 		return nil, err
 	}
+	party := inv.Acting()
+	if err := t.allowDir(party, p, canon); err != nil {
+		return nil, err
+	}
 	d, err := t.openDir(p, canon)
 	if err != nil {
 		return nil, err
@@ -100,7 +105,7 @@ func (t *Tools) listDirectory(ctx context.Context, _ *tools.Invocation, raw json
 	descend := func(e walkEntry) bool {
 		return a.Recursive && !strings.EqualFold(e.name, ".git") && !strings.EqualFold(e.name, privateDir)
 	}
-	err = t.walk(ctx, d, canon, p, descend, func(e walkEntry) error {
+	err = t.walk(ctx, party, d, canon, p, descend, func(e walkEntry) error {
 		if len(res.Entries) == t.listLimit {
 			res.Truncated = true
 			return errStop
@@ -130,11 +135,12 @@ type walkEntry struct {
 }
 
 // walk visits the entries of the open directory d, at canonical path canon,
-// in name order, depth first. It enters real directories (never symlinks)
+// in name order, depth first, that the party may see ([Tools.visible]):
+// nothing else is visited or entered. It enters real directories (never symlinks)
 // for which descend is true; a directory that cannot be opened, or that
 // changed into something else while walking, is not entered. Entries are
 // looked at through the workspace root only.
-func (t *Tools) walk(ctx context.Context, d *os.File, canon, display string, descend func(walkEntry) bool, visit func(walkEntry) error) error {
+func (t *Tools) walk(ctx context.Context, party access.Party, d *os.File, canon, display string, descend func(walkEntry) bool, visit func(walkEntry) error) error {
 	des, err := d.ReadDir(-1)
 	if err != nil && len(des) == 0 {
 		return fsError("list", display, err)
@@ -148,6 +154,9 @@ func (t *Tools) walk(ctx context.Context, d *os.File, canon, display string, des
 		if e.info, err = t.root.Lstat(e.canon); err != nil {
 			continue // gone since the directory was read
 		}
+		if !t.visible(party, e) {
+			continue
+		}
 		if err := visit(e); err != nil {
 			return err
 		}
@@ -158,7 +167,7 @@ func (t *Tools) walk(ctx context.Context, d *os.File, canon, display string, des
 		if err != nil {
 			continue
 		}
-		err = t.walk(ctx, sub, e.canon, e.display, descend, visit)
+		err = t.walk(ctx, party, sub, e.canon, e.display, descend, visit)
 		sub.Close()
 		if err != nil {
 			return err

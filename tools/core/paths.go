@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -83,6 +84,63 @@ func (t *Tools) checkPrivate(p, canon string) error {
 			p, through, privateDir, t.defRel)
 	}
 	return invalidf("path %q leads%s into %s/, the daemon's private state, which tools may not use", p, through, privateDir)
+}
+
+// allow checks that the party may read, or write, the file at canonical
+// path canon: outside the definitions root anyone who may call the tool
+// may (the policy decided that), inside it the party's access decides (see
+// package access).
+func (t *Tools) allow(party access.Party, p, canon string, write bool) error {
+	if !party.Valid() {
+		return tools.Errorf(tools.CodePermissionDenied, "path %q: the call names no acting party", p)
+	}
+	if !t.inDefinitions(canon) {
+		return nil
+	}
+	if err := party.Definition(t.defPath(canon), write); err != nil {
+		return tools.Errorf(tools.CodePermissionDenied, "path %q: %v", p, err)
+	}
+	return nil
+}
+
+// allowDir checks that the party may see the directory at canonical path
+// canon: read it, or something below it.
+func (t *Tools) allowDir(party access.Party, p, canon string) error {
+	if !party.Valid() {
+		return tools.Errorf(tools.CodePermissionDenied, "path %q: the call names no acting party", p)
+	}
+	if t.inDefinitions(canon) && !party.MayList(t.defPath(canon)) {
+		return tools.Errorf(tools.CodePermissionDenied, "path %q: %v", p, party.Definition(t.defPath(canon), false))
+	}
+	return nil
+}
+
+// visible reports whether an entry met while listing or searching may
+// appear to the party: not the daemon's private state (but the directories
+// that lead to the definitions root), and under the definitions root only
+// what the party may read, or directories that hold something it may read.
+func (t *Tools) visible(party access.Party, e walkEntry) bool {
+	first, _, _ := strings.Cut(e.canon, "/")
+	if strings.EqualFold(first, privateDir) && !t.inDefinitions(e.canon) {
+		return e.info.IsDir() && t.defInside && under(t.defRel, e.canon)
+	}
+	if !t.inDefinitions(e.canon) {
+		return true
+	}
+	rel := t.defPath(e.canon)
+	return party.MayRead(rel) || (e.info.IsDir() && party.MayList(rel))
+}
+
+// defPath is the path relative to the definitions root of a canonical path
+// in it.
+func (t *Tools) defPath(canon string) string {
+	switch {
+	case t.defRel == "":
+		return canon
+	case canon == t.defRel:
+		return ""
+	}
+	return canon[len(t.defRel)+1:]
 }
 
 // inDefinitions reports whether a canonical path is in the definitions root.
@@ -217,6 +275,10 @@ func (t *Tools) openRegular(p, canon string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, err
 	}
+	if err := singleLink(p, fi); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	if err := t.verify(f, p, canon); err != nil {
 		f.Close()
 		return nil, nil, err
@@ -234,6 +296,17 @@ func regular(p string, fi fs.FileInfo) error {
 	default:
 		return invalidf("path %q is not a regular file (%s)", p, fileType(fi.Mode()))
 	}
+}
+
+// singleLink refuses a file with more than one hard link: another name of
+// it may lie where the caller may not reach (a token in .nexus/run, another
+// app's definition), and a hard link carries no trace of where it points.
+func singleLink(p string, fi fs.FileInfo) error {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return tools.Errorf(tools.CodePermissionDenied,
+			"file %q has %d hard links; files with more than one are refused, since another of their names may be out of the caller's reach", p, st.Nlink)
+	}
+	return nil
 }
 
 // openDir opens the directory at canonical path canon.

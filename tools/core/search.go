@@ -98,7 +98,7 @@ type searcher struct {
 	res   searchResult
 }
 
-func (t *Tools) searchFiles(ctx context.Context, _ *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) searchFiles(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
 	var a searchArgs
 	if err := decode(raw, &a); err != nil {
 		return nil, err
@@ -127,6 +127,10 @@ func (t *Tools) searchFiles(ctx context.Context, _ *tools.Invocation, raw json.R
 	if err != nil {
 		return nil, err
 	}
+	party := inv.Acting()
+	if err := t.allowDir(party, p, canon); err != nil {
+		return nil, err
+	}
 	s.base = p
 	name := canon
 	if name == "" {
@@ -137,6 +141,9 @@ func (t *Tools) searchFiles(ctx context.Context, _ *tools.Invocation, raw json.R
 		return nil, fsError("search", p, err)
 	}
 	if fi.Mode().IsRegular() {
+		if err := t.allow(party, p, canon, false); err != nil {
+			return nil, err
+		}
 		// One file: the glob applies to its name.
 		s.base = path.Dir(p)
 		err = s.visit(ctx, walkEntry{name: path.Base(p), canon: canon, display: p, info: fi})
@@ -148,7 +155,7 @@ func (t *Tools) searchFiles(ctx context.Context, _ *tools.Invocation, raw json.R
 		descend := func(e walkEntry) bool {
 			return !strings.EqualFold(e.name, ".git") && !strings.EqualFold(e.name, privateDir) && e.name != "node_modules"
 		}
-		err = t.walk(ctx, d, canon, p, descend, func(e walkEntry) error { return s.visit(ctx, e) })
+		err = t.walk(ctx, party, d, canon, p, descend, func(e walkEntry) error { return s.visit(ctx, e) })
 		d.Close()
 	}
 	if err != nil && err != errStop {

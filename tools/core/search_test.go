@@ -19,7 +19,8 @@ func TestSearchFiles(t *testing.T) {
 	e.file("cmd/x/main.go", "package main // needle\n")
 	e.file("cmd/x/main_test.go", "package main\n")
 	e.file(".git/config", "needle\n")
-	e.file(".nexus/definitions/app/d.yaml", "needle: 1\n")
+	e.file(".nexus/definitions/planner/d.yaml", "needle: 1\n")
+	e.file(".nexus/definitions/coder/d.yaml", "needle: 2\n") // another app's: never found
 	e.file("node_modules/m/index.js", "needle\n")
 	e.file("sub/.git/config", "needle\n")
 	e.file("bin.dat", "needle\x00\n")
@@ -65,7 +66,7 @@ func TestSearchFiles(t *testing.T) {
 		{"under a path", map[string]any{"path": "cmd", "pattern": "needle"}, "cmd/x/main.go:1:package main // needle"},
 		{"one file", map[string]any{"path": "b.txt", "pattern": "needle"}, "b.txt:2:needle here"},
 		{"one file, glob", map[string]any{"path": "cmd/x/main.go", "glob": "*.go"}, "files=cmd/x/main.go"},
-		{"definitions", map[string]any{"path": ".nexus/definitions", "pattern": "needle"}, ".nexus/definitions/app/d.yaml:1:needle: 1"},
+		{"definitions", map[string]any{"path": ".nexus/definitions", "pattern": "needle"}, ".nexus/definitions/planner/d.yaml:1:needle: 1"},
 		{"no match", map[string]any{"pattern": "haystack"}, ""},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,135 @@
+package workspace
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// NexusDir is the daemon's directory in a workspace.
+const NexusDir = ".nexus"
+
+// DaemonFile is where a running nexusd describes itself, relative to the
+// workspace root.
+const DaemonFile = ".nexus/run/daemon.json"
+
+// Layout is where a workspace keeps the daemon's files: the one list of
+// them. Every path is absolute.
+type Layout struct {
+	Workspace string
+	// Nexus is .nexus/, the daemon's own state. Tool calls reach none of it
+	// but the definitions root when that lies inside (see [Layout.Protected]).
+	Nexus string
+	// Run is .nexus/run/ (0700): the lock, daemon.json, the admin token,
+	// and Apps, the generated app tokens.
+	Run, Apps              string
+	Lock, DaemonJSON       string
+	AdminToken             string
+	Config                 string // .nexus/config.yaml
+	History                string // .nexus/history.git
+	Approvals              string // .nexus/approvals.json
+	Audit                  string // .nexus/audit/toolcalls.jsonl
+	MCPTrust               string // .nexus/mcp-trust.json
+	DefaultDefinitions     string // .nexus/definitions
+	DefaultRuntimeDatabase string // .nexus/runtime.db
+}
+
+// NewLayout returns the layout of the workspace ws (an absolute path).
+func NewLayout(ws string) Layout {
+	n := filepath.Join(ws, NexusDir)
+	run := filepath.Join(n, "run")
+	return Layout{
+		Workspace: ws, Nexus: n, Run: run, Apps: filepath.Join(run, "apps"),
+		Lock: filepath.Join(run, "lock"), DaemonJSON: filepath.Join(ws, filepath.FromSlash(DaemonFile)),
+		AdminToken: filepath.Join(run, "admin.token"),
+		Config:     filepath.Join(n, "config.yaml"), History: filepath.Join(n, "history.git"),
+		Approvals: filepath.Join(n, "approvals.json"), Audit: filepath.Join(n, "audit", "toolcalls.jsonl"),
+		MCPTrust:               filepath.Join(n, "mcp-trust.json"),
+		DefaultDefinitions:     filepath.Join(n, "definitions"),
+		DefaultRuntimeDatabase: filepath.Join(n, "runtime.db"),
+	}
+}
+
+// Resolve makes a configured path absolute against the workspace.
+func (l Layout) Resolve(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(l.Workspace, p)
+}
+
+// Protected reports whether the workspace-relative path rel (slash form,
+// symlinks already resolved) is the daemon's own state, which no tool call
+// reads or writes: .nexus/ and everything in it, whatever the case of its
+// letters, except the definitions root when definitions (workspace-relative,
+// "" when it lies outside the workspace) is inside it.
+func (l Layout) Protected(rel, definitions string) bool {
+	first, _, _ := strings.Cut(rel, "/")
+	if !strings.EqualFold(first, NexusDir) {
+		return false
+	}
+	return definitions == "" || !(rel == definitions || strings.HasPrefix(rel, definitions+"/"))
+}
+
+// MakeDirs creates .nexus/ and the private run directories (0700).
+func (l Layout) MakeDirs() error {
+	if err := os.MkdirAll(l.Nexus, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{l.Run, l.Apps} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DaemonInfo is the content of .nexus/run/daemon.json.
+type DaemonInfo struct {
+	PID            int    `json:"pid"`
+	Version        string `json:"version"`
+	Workspace      string `json:"workspace"`
+	GRPCAddress    string `json:"grpcAddress"`
+	GRPCTCPAddress string `json:"grpcTcpAddress,omitempty"`
+	AdminTokenFile string `json:"adminTokenFile"`
+}
+
+// WriteFileAtomic writes a file readable only by this user (0600): a
+// temporary file in the same directory, synced, renamed over path. Readers
+// see the old content or the new, never a mix.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// WriteJSONAtomic writes v as indented JSON with [WriteFileAtomic].
+func WriteJSONAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(data, '\n'))
+}
