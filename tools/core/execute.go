@@ -167,6 +167,11 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 		}
 		env[k] = v
 	}
+	var view *command.View
+	if cfg.Mode != command.Off {
+		view = t.view(cfg, party)
+		env["TMPDIR"] = "/tmp" // the command's own
+	}
 	var envList []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envList = append(envList, k+"="+env[k])
@@ -174,7 +179,7 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 	res, err := cfg.Runner.Run(ctx, command.Spec{
 		Argv: a.Argv, Shell: a.Command, Dir: dir, Env: envList, Timeout: timeout,
 		OutputLimit: cfg.OutputLimit, Mode: cfg.Mode, Workspace: t.rootReal, Network: network,
-		View: t.view(cfg, party),
+		View: view,
 	})
 	if err != nil {
 		if errors.Is(err, command.ErrSandboxUnavailable) {
