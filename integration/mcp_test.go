@@ -121,6 +121,15 @@ func TestMCPToolsThroughTheDaemon(t *testing.T) {
 	if _, err := d.tools().TrustMcpServer(planner, &nexusv1.TrustMcpServerRequest{Name: "changing"}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("an app approving a server: %v", err)
 	}
+	// The person approves what was shown, or nothing: a stale pin is
+	// refused.
+	if _, err := d.tools().TrustMcpServer(admin, &nexusv1.TrustMcpServerRequest{Name: "changing", Pin: "sha256:stale"}); status.Code(err) != codes.FailedPrecondition ||
+		!strings.Contains(err.Error(), "changed since it was shown") {
+		t.Fatalf("approving with a stale pin: %v", err)
+	}
+	if _, err := d.tools().TrustMcpServer(admin, &nexusv1.TrustMcpServerRequest{Name: "nope"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("approving an unknown server: %v", err)
+	}
 	d.trustMCP("changing")
 	d.trustMCP("everything")
 	d.waitMCP("changing", "ready")

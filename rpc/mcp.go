@@ -29,8 +29,6 @@ func mcpError(err error) error {
 		return status.Error(codes.NotFound, err.Error()+": servers are configured in .nexus/mcp.json, .vscode/mcp.json or .mcp.json")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return status.FromContextError(err).Err()
-	case errors.Is(err, mcp.ErrCorruptTrust):
-		return status.Error(codes.Internal, err.Error())
 	}
 	return status.Error(codes.FailedPrecondition, err.Error())
 }
