@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	hub "github.com/nexuscocreate/nexus/tools/mcp"
 )
 
 // mcpBin is an MCP server installed by scripts/mcp-servers.sh (make bench
@@ -28,6 +29,25 @@ func mcpBin(name string) (string, error) {
 		return "", fmt.Errorf("%s is not installed (run make mcp-servers): %w", name, err)
 	}
 	return p, nil
+}
+
+// trustAll approves every MCP server the workspace configures, as nexus
+// mcp trust --all would, before the daemon starts.
+func trustAll(ws string) error {
+	cfgs, _, err := hub.LoadConfig(ws, nil)
+	if err != nil {
+		return err
+	}
+	store, err := hub.OpenTrustStore(hub.TrustFile(ws))
+	if err != nil {
+		return err
+	}
+	for name, cfg := range cfgs {
+		if err := store.Approve(name, cfg.Launch().Pin(), time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // benchMCP measures the McpHub: server-everything's echo through the daemon
@@ -91,6 +111,11 @@ func benchMCP(tmp string) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(ws, ".nexus", "mcp.json"), data, 0o644); err != nil {
+		return err
+	}
+	// The person approved these servers before (nexus mcp trust): they
+	// start with the daemon.
+	if err := trustAll(ws); err != nil {
 		return err
 	}
 

@@ -194,6 +194,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"version", "extra"}, "too many arguments"},
 		{[]string{"mcp"}, "nexus mcp needs a verb"},
 		{[]string{"mcp", "restart"}, "missing arguments; usage: nexus mcp restart NAME"},
+		{[]string{"mcp", "trust"}, "missing arguments; usage: nexus mcp trust NAME | --all"},
+		{[]string{"mcp", "trust", "a", "--all"}, "too many arguments"},
 		{[]string{"mcp", "resources", "--read", "file:///a"}, "--read needs the SERVER"},
 		{[]string{"mcp", "prompts", "--get", "p"}, "--get needs the SERVER"},
 		{[]string{"mcp", "prompts", "s", "--arg", "k=v"}, "--arg needs --get NAME"},
@@ -272,6 +274,36 @@ later       lazy    -      http       .mcp.json        0
 `
 	if err != nil || b.String() != want {
 		t.Errorf("printServers = %v\n%s\nwant\n%s", err, b.String(), want)
+	}
+}
+
+func TestPrintLaunch(t *testing.T) {
+	var b strings.Builder
+	for _, s := range []*nexusv1.McpServer{
+		{Name: "files", Source: ".mcp.json", Pin: "sha256:abc", Launch: &nexusv1.McpLaunch{Transport: "stdio", Command: "npx",
+			Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "my dir", "it's"}, Cwd: "/ws",
+			Env: map[string]string{"B": "2", "A": "x y"}, InheritEnv: []string{"GITHUB_TOKEN"}}},
+		{Name: "web", Source: ".vscode/mcp.json", Pin: "sha256:def", Launch: &nexusv1.McpLaunch{Transport: "http", Url: "https://example.com/mcp",
+			Headers: map[string]string{"Authorization": "Bearer t"}}},
+	} {
+		if err := printLaunch(&b, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `MCP server files (.mcp.json, stdio)
+  command:  npx -y @modelcontextprotocol/server-filesystem 'my dir' 'it'\''s'
+  cwd:      /ws
+  env:      A='x y'
+            B=2
+  inherits: GITHUB_TOKEN
+  pin:      sha256:abc
+MCP server web (.vscode/mcp.json, http)
+  url:      https://example.com/mcp
+  headers:  Authorization='Bearer t'
+  pin:      sha256:def
+`
+	if b.String() != want {
+		t.Errorf("printLaunch =\n%s\nwant\n%s", b.String(), want)
 	}
 }
 

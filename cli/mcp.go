@@ -8,10 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
@@ -21,14 +25,16 @@ import (
 func (e *env) mcpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "List and restart MCP servers, read their resources and prompts",
-		Long: `List and restart the MCP servers of the workspace, read their resources and
-render their prompts. Servers are configured in .nexus/mcp.json, .vscode/mcp.json
-or .mcp.json; their tools are in "nexus tools ls".`,
+		Short: "List, approve and restart MCP servers, read their resources and prompts",
+		Long: `List, approve and restart the MCP servers of the workspace, read their
+resources and render their prompts. Servers are configured in .nexus/mcp.json,
+.vscode/mcp.json or .mcp.json; their tools are in "nexus tools ls". A server
+runs only once you have approved its entry ("nexus mcp trust"); until then, and
+again after its command, args, env or url change, it is pending_approval.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: needVerb,
 	}
-	cmd.AddCommand(e.mcpLsCommand(), e.mcpRestartCommand(), e.mcpResourcesCommand(), e.mcpPromptsCommand())
+	cmd.AddCommand(e.mcpLsCommand(), e.mcpTrustCommand(), e.mcpRestartCommand(), e.mcpResourcesCommand(), e.mcpPromptsCommand())
 	return cmd
 }
 
@@ -86,6 +92,134 @@ func printServers(w io.Writer, servers []*nexusv1.McpServer) error {
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
+}
+
+func (e *env) mcpTrustCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "trust NAME | --all",
+		Short: "Show what an MCP server entry runs and approve it, so that it starts",
+		Long: `Show what the entry of an MCP server runs — command, args, cwd, env and the
+variables it inherits, or url and headers — and approve exactly that: the
+approval is pinned to those values (kept in .nexus/mcp-trust.json), and a
+later change of any of them makes the server wait for approval again.
+--all approves every server waiting for approval, showing each.
+
+A server waiting for approval runs nothing, not even when its tools are called:
+an entry written by a tool call, or cloned with the repository, runs only once
+you have seen it here.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all {
+				return argsBetween(0, 0)(cmd, args)
+			}
+			return argsBetween(1, 1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				list, err := t.ListMcpServers(ctx, &nexusv1.ListMcpServersRequest{})
+				if err != nil {
+					return err
+				}
+				var todo []*nexusv1.McpServer
+				for _, s := range list.GetServers() {
+					if all && s.GetState() == "pending_approval" || !all && s.GetName() == args[0] {
+						todo = append(todo, s)
+					}
+				}
+				if !all && len(todo) == 0 {
+					return status.Errorf(codes.NotFound, "no MCP server named %q is configured: servers are configured in .nexus/mcp.json, .vscode/mcp.json or .mcp.json", args[0])
+				}
+				trusted := &nexusv1.ListMcpServersResponse{}
+				for _, s := range todo {
+					if !e.json {
+						if err := printLaunch(e.stdout, s); err != nil {
+							return err
+						}
+					}
+					if s.GetTrusted() {
+						trusted.Servers = append(trusted.Servers, s)
+						if !e.json {
+							fmt.Fprintf(e.stdout, "%s is already approved\n", s.GetName())
+						}
+						continue
+					}
+					// The pin of what was shown: if the entry changed in
+					// between, the daemon refuses.
+					resp, err := t.TrustMcpServer(ctx, &nexusv1.TrustMcpServerRequest{Name: s.GetName(), Pin: s.GetPin()})
+					if err != nil {
+						return err
+					}
+					trusted.Servers = append(trusted.Servers, resp.GetServer())
+					if !e.json {
+						state := resp.GetServer().GetState()
+						if resp.GetServer().GetLazy() && state == "disabled" {
+							state = "lazy: it starts at its first call"
+						}
+						fmt.Fprintf(e.stdout, "approved %s (%s)\n", s.GetName(), state)
+					}
+				}
+				if e.json {
+					return e.printJSON(trusted)
+				}
+				if all && len(todo) == 0 {
+					_, err := fmt.Fprintln(e.stdout, "no MCP server waits for approval")
+					return err
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "approve every server waiting for approval")
+	return cmd
+}
+
+// printLaunch shows what a server's entry runs, as the person approves it.
+func printLaunch(w io.Writer, s *nexusv1.McpServer) error {
+	l := s.GetLaunch()
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP server %s (%s, %s)\n", s.GetName(), orDash(s.GetSource()), orDash(l.GetTransport()))
+	field := func(name, value string) {
+		if name != "" {
+			name += ":"
+		}
+		fmt.Fprintf(&b, "  %-9s %s\n", name, value)
+	}
+	pairs := func(name string, m map[string]string) {
+		for i, k := range slices.Sorted(maps.Keys(m)) {
+			if i > 0 {
+				name = ""
+			}
+			field(name, k+"="+shellQuote(m[k]))
+		}
+	}
+	if l.GetTransport() == "http" {
+		field("url", l.GetUrl())
+		pairs("headers", l.GetHeaders())
+	} else {
+		words := []string{shellQuote(l.GetCommand())}
+		for _, a := range l.GetArgs() {
+			words = append(words, shellQuote(a))
+		}
+		field("command", strings.Join(words, " "))
+		field("cwd", l.GetCwd())
+		pairs("env", l.GetEnv())
+		if len(l.GetInheritEnv()) > 0 {
+			field("inherits", strings.Join(l.GetInheritEnv(), " "))
+		}
+	}
+	field("pin", s.GetPin())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (e *env) mcpRestartCommand() *cobra.Command {

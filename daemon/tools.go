@@ -29,6 +29,7 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("tool policy: %w", err)
 	}
+	rules.Workspace = ws // protected writes are checked through the workspace's symlinks
 	approvals, err := policy.OpenApprovals(l.Approvals)
 	if err != nil {
 		return nil, nil, nil, nil, err

@@ -80,6 +80,44 @@ func TestMCPCommandLine(t *testing.T) {
 		return out
 	}
 
+	// Present at the first start: both wait for the person, who sees
+	// what they run and approves them.
+	awaitMcpLs(t, ws, "everything and ghost pending_approval", func(s map[string]cliServer) bool {
+		return s["everything"].State == "pending_approval" && s["ghost"].State == "pending_approval"
+	})
+	var sawPending bool
+	for line := range strings.Lines(run("mcp", "ls")) {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "ghost" && f[1] == "pending_approval" {
+			sawPending = true
+		}
+	}
+	if !sawPending {
+		t.Error("nexus mcp ls does not show ghost pending_approval")
+	}
+	out, errOut, code := nexus(t, ws, "", "tools", "run", "echo", "--server", "everything", "--args", `{"message":"hi"}`)
+	if code == 0 || !strings.Contains(out+errOut, "nexus mcp trust everything") {
+		t.Errorf("a call to a server waiting for approval: exit %d, %q %q", code, out, errOut)
+	}
+	trusted := run("mcp", "trust", "--all")
+	for _, want := range []string{
+		"MCP server everything (.nexus/mcp.json, stdio)", "  command:  " + mcpBin(t, "mcp-server-everything") + "\n",
+		"MCP server ghost (.nexus/mcp.json, stdio)", "  command:  /nonexistent/ghost\n", "  cwd:      " + ws + "\n",
+		"  pin:      sha256:", "approved everything (", "approved ghost (",
+	} {
+		if !strings.Contains(trusted, want) {
+			t.Errorf("nexus mcp trust --all printed\n%s\nwithout %q", trusted, want)
+		}
+	}
+	if out := run("mcp", "trust", "--all"); out != "no MCP server waits for approval\n" {
+		t.Errorf("nexus mcp trust --all again printed %q", out)
+	}
+	if out := run("mcp", "trust", "ghost"); !strings.Contains(out, "ghost is already approved") {
+		t.Errorf("nexus mcp trust ghost again printed %q", out)
+	}
+	if out, errOut, code := nexus(t, ws, "", "mcp", "trust", "nope"); code != 1 || out != "" || !strings.Contains(errOut, "(not_found)") {
+		t.Errorf("nexus mcp trust nope: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
 	servers := awaitMcpLs(t, ws, "everything ready and ghost failed", func(s map[string]cliServer) bool {
 		return s["everything"].State == "ready" && s["ghost"].State == "failed"
 	})
@@ -131,7 +169,7 @@ func TestMCPCommandLine(t *testing.T) {
 	awaitMcpLs(t, ws, "everything ready again after one restart", func(s map[string]cliServer) bool {
 		return s["everything"].State == "ready" && s["everything"].Restarts == 1
 	})
-	out, errOut, code := nexus(t, ws, "", "mcp", "restart", "nope")
+	out, errOut, code = nexus(t, ws, "", "mcp", "restart", "nope")
 	if code != 1 || out != "" || !strings.Contains(errOut, `"nope"`) || !strings.Contains(errOut, "(not_found)") {
 		t.Errorf("nexus mcp restart nope: exit %d, stdout %q, stderr %q; want exit 1 and not_found naming nope", code, out, errOut)
 	}

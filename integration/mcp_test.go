@@ -2,12 +2,16 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools"
@@ -74,6 +78,18 @@ func (d *daemon) waitMCP(name, state string) *nexusv1.McpServer {
 	}
 }
 
+// trustMCP approves a server waiting for approval, as the person does
+// with nexus mcp trust, and returns its status.
+func (d *daemon) trustMCP(name string) *nexusv1.McpServer {
+	d.t.Helper()
+	pending := d.waitMCP(name, "pending_approval")
+	resp, err := d.tools().TrustMcpServer(as(d.admin), &nexusv1.TrustMcpServerRequest{Name: name, Pin: pending.Pin})
+	if err != nil {
+		d.t.Fatalf("trust %s: %v", name, err)
+	}
+	return resp.Server
+}
+
 func waitLog(t *testing.T, path, text string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -94,9 +110,30 @@ func TestMCPToolsThroughTheDaemon(t *testing.T) {
 	writeMCP(t, ws, `"changing": `+changingServer(t)+`, "everything": {"command": `+quote(mcpBin(t, "mcp-server-everything"))+`}`)
 	logFile := filepath.Join(t.TempDir(), "nexusd.log")
 	d := startDaemon(t, ws, "--log-file", logFile)
+	admin, planner := as(d.admin), as(d.appToken("planner"))
+	// Entries present at the first start wait for the person too; an app
+	// sees that, without what they run, and may not approve them.
+	d.waitMCP("changing", "pending_approval")
+	apps, err := d.tools().ListMcpServers(planner, &nexusv1.ListMcpServersRequest{})
+	if err != nil || len(apps.Servers) != 2 || apps.Servers[0].State != "pending_approval" || apps.Servers[0].Launch != nil || apps.Servers[0].Pin != "" {
+		t.Fatalf("an app's list: %v %v", apps, err)
+	}
+	if _, err := d.tools().TrustMcpServer(planner, &nexusv1.TrustMcpServerRequest{Name: "changing"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("an app approving a server: %v", err)
+	}
+	// The person approves what was shown, or nothing: a stale pin is
+	// refused.
+	if _, err := d.tools().TrustMcpServer(admin, &nexusv1.TrustMcpServerRequest{Name: "changing", Pin: "sha256:stale"}); status.Code(err) != codes.FailedPrecondition ||
+		!strings.Contains(err.Error(), "changed since it was shown") {
+		t.Fatalf("approving with a stale pin: %v", err)
+	}
+	if _, err := d.tools().TrustMcpServer(admin, &nexusv1.TrustMcpServerRequest{Name: "nope"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("approving an unknown server: %v", err)
+	}
+	d.trustMCP("changing")
+	d.trustMCP("everything")
 	d.waitMCP("changing", "ready")
 	d.waitMCP("everything", "ready")
-	admin, planner := as(d.admin), as(d.appToken("planner"))
 
 	// Listed beside the core tools, under their server; a tool named like a
 	// core tool shadows nothing.
@@ -185,6 +222,7 @@ func TestMCPToolsThroughTheDaemon(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, ".nexus", "approvals.json"), approvals, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The approvals hold across a restart.
 	d = startDaemon(t, ws, "--log-file", logFile)
 	d.waitMCP("changing", "ready")
 	admin, planner = as(d.admin), as(d.appToken("planner"))
@@ -212,6 +250,7 @@ func TestMCPServerKilledAndConfigEdited(t *testing.T) {
 	writeMCP(t, ws, `"changing": `+changingServer(t))
 	d := startDaemon(t, ws)
 	admin := as(d.admin)
+	d.trustMCP("changing")
 	st := d.waitMCP("changing", "ready")
 
 	stream, err := d.framework().ExecuteToolStream(admin, &nexusv1.ExecuteToolRequest{ToolName: "sleep", ServerName: "changing", ArgumentsJson: `{"ms":60000}`})
@@ -259,14 +298,17 @@ func TestMCPServerKilledAndConfigEdited(t *testing.T) {
 	}
 
 	// Edits to the file apply while the daemon runs: an added server
-	// starts, the unchanged one goes on, a removed one stops.
+	// waits for the person and then starts, the unchanged one goes on, a
+	// removed one stops.
 	pid := d.mcpServer("changing").Pid
-	writeMCP(t, ws, `"changing": `+changingServer(t)+`, "memory": {"command": `+quote(mcpBin(t, "mcp-server-memory"))+`, "env": {"MEMORY_FILE_PATH": `+quote(filepath.Join(t.TempDir(), "m.jsonl"))+`}}`)
+	memory := `"memory": {"command": ` + quote(mcpBin(t, "mcp-server-memory")) + `, "env": {"MEMORY_FILE_PATH": ` + quote(filepath.Join(t.TempDir(), "m.jsonl")) + `}}`
+	writeMCP(t, ws, `"changing": `+changingServer(t)+`, `+memory)
+	d.trustMCP("memory")
 	d.waitMCP("memory", "ready")
 	if d.mcpServer("changing").Pid != pid {
 		t.Error("the unchanged server was restarted")
 	}
-	writeMCP(t, ws, `"memory": {"command": `+quote(mcpBin(t, "mcp-server-memory"))+`, "env": {"MEMORY_FILE_PATH": `+quote(filepath.Join(t.TempDir(), "m.jsonl"))+`}}`)
+	writeMCP(t, ws, memory)
 	deadline = time.Now().Add(30 * time.Second)
 	for d.mcpServer("changing") != nil {
 		if time.Now().After(deadline) {
@@ -277,5 +319,105 @@ func TestMCPServerKilledAndConfigEdited(t *testing.T) {
 	list, _ := d.tools().ListTools(admin, &nexusv1.ListToolsRequest{ServerName: "changing"})
 	if len(list.GetTools()) != 0 {
 		t.Fatalf("the removed server's tools are listed: %d", len(list.Tools))
+	}
+}
+
+// TestMCPEntryWrittenByAToolCallWaits: a tool call that writes .mcp.json
+// cannot make the daemon run a program. The write itself always asks the
+// person, whatever the allow rules say; once the person let it through, the
+// server it adds waits for approval and its program never runs (it would
+// leave a marker) until nexus mcp trust.
+func TestMCPEntryWrittenByAToolCallWaits(t *testing.T) {
+	ws := newWorkspace(t, stdioConfig+"  policy:\n    write_file: allow\n")
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(mcpBin(t, "mcp-server-everything")))), "changing.mjs")
+	entry, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"intruder": map[string]any{
+		"command": "sh", "args": []string{"-c", `echo ran > "$0"; exec node "$1"`, marker, script}}}})
+	writeArgs, _ := json.Marshal(map[string]string{"path": ".mcp.json", "content": string(entry)})
+	noMarker := func(when string) {
+		t.Helper()
+		if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s: the server's program ran (%v)", when, err)
+		}
+	}
+
+	// Headless, the person's own gRPC call is allowed by the rules, but a
+	// write of .mcp.json or of a git hook asks, and nobody can answer.
+	d := startDaemon(t, ws)
+	for _, path := range []string{".mcp.json", "./.vscode//mcp.json", ".git/hooks/pre-commit"} {
+		args, _ := json.Marshal(map[string]string{"path": path, "content": "x"})
+		r, err := d.tools().ExecuteTool(as(d.admin), &nexusv1.ExecuteToolRequest{ToolName: "write_file", ArgumentsJson: string(args)})
+		if err != nil || r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "needs approval") || !strings.Contains(r.Message, "always asks") {
+			t.Fatalf("write_file %s headless: %v %v", path, r, err)
+		}
+	}
+	r, err := d.tools().ExecuteTool(as(d.admin), &nexusv1.ExecuteToolRequest{ToolName: "write_file", ArgumentsJson: `{"path":"notes.md","content":"x"}`})
+	if err != nil || !r.Success {
+		t.Fatalf("an ordinary write_file, allowed by the rules: %v %v", r, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".mcp.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf(".mcp.json was written without the person: %v", err)
+	}
+	d.stop()
+
+	// With the editor attached, the person allows the write (once).
+	e := startEditor(t, ws)
+	e.initialize(os.Getpid())
+	var out struct {
+		Success   bool   `json:"success"`
+		ErrorCode string `json:"errorCode"`
+		Message   string `json:"message"`
+	}
+	e.mustCall("nexus/tools/execute", map[string]any{"toolName": "write_file", "argumentsJson": string(writeArgs)}, &out)
+	if !out.Success {
+		t.Fatalf("write_file .mcp.json, allowed by the person: %+v", out)
+	}
+	e.await("the permission request for the write", 30*time.Second, func() bool {
+		for _, r := range e.requests {
+			if r.method == "nexus/requestPermission" && strings.Contains(string(r.params), ".mcp.json") {
+				return true
+			}
+		}
+		return false
+	})
+	// The server it adds waits; the editor was asked about it and did not
+	// approve it.
+	e.await("intruder pending_approval, and the editor asked about it", 30*time.Second, func() bool {
+		var pending, asked bool
+		for _, n := range e.notes {
+			pending = pending || n.method == "nexus/mcpServerStatus" && strings.Contains(string(n.params), `"name":"intruder"`) &&
+				strings.Contains(string(n.params), `"state":"pending_approval"`)
+		}
+		for _, r := range e.requests {
+			asked = asked || r.method == "nexus/requestMcpTrust" && strings.Contains(string(r.params), `"name":"intruder"`)
+		}
+		return pending && asked
+	})
+	e.mustCall("nexus/tools/execute", map[string]any{"toolName": "greet", "serverName": "intruder", "arguments": map[string]string{"name": "x"}}, &out)
+	if out.Success || out.ErrorCode != "permission_denied" || !strings.Contains(out.Message, "nexus mcp trust intruder") {
+		t.Fatalf("a call to the waiting server: %+v", out)
+	}
+	noMarker("before the person approved it")
+
+	// The person looks at it and approves it: it starts.
+	shown, errOut, code := nexus(t, ws, "", "mcp", "trust", "intruder")
+	if code != 0 || !strings.Contains(shown, "  command:  sh -c") || !strings.Contains(shown, marker) || !strings.Contains(shown, "approved intruder") {
+		t.Fatalf("nexus mcp trust intruder: exit %d\n%s%s", code, shown, errOut)
+	}
+	e.await("intruder ready", 60*time.Second, func() bool {
+		for _, n := range e.notes {
+			if n.method == "nexus/mcpServerStatus" && strings.Contains(string(n.params), `"name":"intruder"`) &&
+				strings.Contains(string(n.params), `"state":"ready"`) {
+				return true
+			}
+		}
+		return false
+	})
+	e.mustCall("nexus/tools/execute", map[string]any{"toolName": "greet", "serverName": "intruder", "arguments": map[string]string{"name": "person"}}, &out)
+	if !out.Success {
+		t.Fatalf("a call to the approved server: %+v", out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the approved server did not run: %v", err)
 	}
 }

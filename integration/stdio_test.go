@@ -72,8 +72,9 @@ type editor struct {
 	nextID    int
 	pending   map[string]chan rpcMsg
 	notes     []rpcNote
-	orphans   []rpcMsg // responses with id null or an id nobody waits for
-	violation []string // what on stdout was not a well-formed frame
+	requests  []rpcNote // requests of the daemon, as they came
+	orphans   []rpcMsg  // responses with id null or an id nobody waits for
+	violation []string  // what on stdout was not a well-formed frame
 	frames    int
 	outBytes  int64
 	onNote    func(method string, params json.RawMessage) // called under mu
@@ -228,6 +229,9 @@ func (e *editor) dispatch(body []byte) {
 	}
 	switch {
 	case m.Method != "" && m.ID != nil:
+		e.mu.Lock()
+		e.requests = append(e.requests, rpcNote{m.Method, m.Params})
+		e.mu.Unlock()
 		go e.answer(m)
 	case m.Method != "":
 		e.mu.Lock()
@@ -256,7 +260,8 @@ func (e *editor) dispatch(body []byte) {
 }
 
 // answer replies to a request of the daemon: permission is allowed once,
-// anything else is not a method of this editor.
+// anything else (nexus/requestMcpTrust included: an MCP server stays
+// waiting for approval) is not a method of this editor.
 func (e *editor) answer(m rpcMsg) {
 	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
 	if m.Method == "nexus/requestPermission" {
@@ -1062,8 +1067,8 @@ func TestStdioConfigFilesAreWatched(t *testing.T) {
 	e.await("a warning that the valid configuration applies at the next start", 30*time.Second,
 		logged("warn", "restart nexusd to apply it", config))
 
-	// .vscode does not exist at the start; the server it names is
-	// started (and fails, naming the missing program).
+	// .vscode does not exist at the start; the server it names waits for
+	// approval, and the editor is asked about it, with what it runs.
 	if err := os.Mkdir(filepath.Join(ws, ".vscode"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -1071,11 +1076,38 @@ func TestStdioConfigFilesAreWatched(t *testing.T) {
 		[]byte(`{"servers": {"late": {"type": "stdio", "command": "/nonexistent/mcp-server"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.await("nexus/mcpServerStatus of the server in .vscode/mcp.json", 30*time.Second, func() bool {
+	type serverStatus struct {
+		Name, Source, State, Error, Pin string
+		Trusted                         bool
+		Launch                          struct{ Command string }
+	}
+	var pending serverStatus
+	e.await("nexus/mcpServerStatus and nexus/requestMcpTrust of the server in .vscode/mcp.json", 30*time.Second, func() bool {
+		var status, asked bool
 		for _, n := range e.notes {
-			var s struct{ Name, Source, Error string }
+			if n.method == "nexus/mcpServerStatus" && json.Unmarshal(n.params, &pending) == nil &&
+				pending.Name == "late" && pending.Source == ".vscode/mcp.json" && pending.State == "pending_approval" &&
+				pending.Launch.Command == "/nonexistent/mcp-server" && !pending.Trusted {
+				status = true
+				break
+			}
+		}
+		for _, r := range e.requests {
+			var p struct{ Server serverStatus }
+			if r.method == "nexus/requestMcpTrust" && json.Unmarshal(r.params, &p) == nil && p.Server.Name == "late" && p.Server.Pin != "" {
+				asked = true
+			}
+		}
+		return status && asked
+	})
+	// Approved with nexus/mcp/trust, it is started (and fails, naming the
+	// missing program).
+	e.mustCall("nexus/mcp/trust", map[string]any{"name": "late", "pin": pending.Pin}, nil)
+	e.await("nexus/mcpServerStatus of the approved server, failed", 30*time.Second, func() bool {
+		for _, n := range e.notes {
+			var s serverStatus
 			if n.method == "nexus/mcpServerStatus" && json.Unmarshal(n.params, &s) == nil &&
-				s.Name == "late" && s.Source == ".vscode/mcp.json" && strings.Contains(s.Error, "/nonexistent/mcp-server") {
+				s.Name == "late" && s.Trusted && strings.Contains(s.Error, "/nonexistent/mcp-server") {
 				return true
 			}
 		}

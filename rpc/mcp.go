@@ -41,16 +41,26 @@ func (s *toolService) ListMcpServers(ctx context.Context, _ *nexusv1.ListMcpServ
 	if s.mcp == nil {
 		return resp, nil
 	}
+	admin := identityFrom(ctx).Admin
 	for _, st := range s.mcp.Servers() {
-		resp.Servers = append(resp.Servers, mcpServer(st))
+		resp.Servers = append(resp.Servers, mcpServer(st, admin))
 	}
 	return resp, nil
 }
 
-func mcpServer(st mcp.Status) *nexusv1.McpServer {
-	return &nexusv1.McpServer{Name: st.Name, State: st.State, Transport: st.Transport, Source: st.Source,
+// mcpServer converts a server's status; its launch values and pin go to
+// the person only: env and headers may hold secrets.
+func mcpServer(st mcp.Status, admin bool) *nexusv1.McpServer {
+	out := &nexusv1.McpServer{Name: st.Name, State: st.State, Transport: st.Transport, Source: st.Source,
 		ToolCount: int32(st.Tools), Error: st.Error, Restarts: int32(st.Restarts), Since: timestamppb.New(st.Since),
-		Lazy: st.Lazy, Pid: int32(st.PID)}
+		Lazy: st.Lazy, Pid: int32(st.PID), Trusted: st.Trusted}
+	if admin {
+		l := st.Launch
+		out.Pin = st.Pin
+		out.Launch = &nexusv1.McpLaunch{Transport: l.Transport, Command: l.Command, Args: l.Args, Cwd: l.Cwd, Env: l.Env,
+			InheritEnv: l.InheritEnv, Url: l.URL, Headers: l.Headers}
+	}
+	return out
 }
 
 func (s *toolService) RestartMcpServer(ctx context.Context, req *nexusv1.RestartMcpServerRequest) (*nexusv1.RestartMcpServerResponse, error) {
@@ -68,6 +78,24 @@ func (s *toolService) RestartMcpServer(ctx context.Context, req *nexusv1.Restart
 		return nil, mcpError(err)
 	}
 	return &nexusv1.RestartMcpServerResponse{}, nil
+}
+
+func (s *toolService) TrustMcpServer(ctx context.Context, req *nexusv1.TrustMcpServerRequest) (*nexusv1.TrustMcpServerResponse, error) {
+	if !identityFrom(ctx).Admin {
+		return nil, status.Error(codes.PermissionDenied, "only the admin token (the person) may approve MCP servers")
+	}
+	h, err := s.hub()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "name is required: the MCP server to approve")
+	}
+	st, err := h.Trust(req.GetName(), req.GetPin())
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	return &nexusv1.TrustMcpServerResponse{Server: mcpServer(st, true)}, nil
 }
 
 func (s *toolService) ListMcpResources(ctx context.Context, req *nexusv1.ListMcpResourcesRequest) (*nexusv1.ListMcpResourcesResponse, error) {

@@ -138,6 +138,10 @@ type client struct {
 	// unannounced counts prompts for a call no nexus/toolCall had named.
 	unannounced int
 	answer      func(params json.RawMessage) (any, error)
+	// trustAsked are the params of nexus/requestMcpTrust, answered with
+	// trustAnswer (default: an error, as an editor without the method).
+	trustAsked  []json.RawMessage
+	trustAnswer func(params json.RawMessage) (any, error)
 	change      chan struct{}
 }
 
@@ -178,6 +182,18 @@ func connect(t testing.TB, s *served) *client {
 			c.mu.Unlock()
 			c.signal()
 			jsonrpc2.Async(ctx)
+			return answer(params)
+		}
+		if req.Method() == requestMcpTrust {
+			c.mu.Lock()
+			c.trustAsked = append(c.trustAsked, params)
+			answer := c.trustAnswer
+			c.mu.Unlock()
+			c.signal()
+			jsonrpc2.Async(ctx)
+			if answer == nil {
+				return nil, jsonrpc2.NewError(jsonrpc2.MethodNotFound, "not an editor method")
+			}
 			return answer(params)
 		}
 		c.mu.Lock()

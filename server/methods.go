@@ -39,6 +39,7 @@ func (s *Server) methodTable() map[string]method {
 		"nexus/toolCalls/cancel":      {fn: typed((*Server).toolCallsCancel)},
 		"nexus/mcp/servers":           {fn: typed((*Server).mcpServers)},
 		"nexus/mcp/restart":           {fn: typed((*Server).mcpRestart), async: true},
+		"nexus/mcp/trust":             {fn: typed((*Server).mcpTrust), async: true},
 	}
 }
 

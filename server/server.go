@@ -152,6 +152,9 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	if s.opts.Approvers != nil {
 		defer s.opts.Approvers.Set(nil)
 	}
+	if s.opts.MCP != nil {
+		defer s.opts.MCP.SetTrustAsker(nil)
+	}
 
 	var err error
 	select {
@@ -257,6 +260,7 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		return nil, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "initialize was already received")
 	case "initialized":
 		s.attachApprover()
+		s.attachTrustAsker()
 		return nil, nil
 	case "shutdown":
 		s.phase.Store(phaseShutdown)
@@ -376,6 +380,7 @@ func (s *Server) initialize(ctx context.Context, raw jsonrpc2.RawMessage) (any, 
 				"methods":           s.methodNames(),
 				"notifications":     notificationNames,
 				"requestPermission": s.opts.Approvers != nil,
+				"requestMcpTrust":   s.opts.MCP != nil,
 				"workDoneProgress":  true,
 			},
 		},

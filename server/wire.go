@@ -96,11 +96,17 @@ type mcpServerWire struct {
 	Since     time.Time `json:"since"`
 	Lazy      bool      `json:"lazy,omitempty"`
 	PID       int       `json:"pid,omitempty"`
+	// Launch is what the entry runs and Pin its hash, what the person
+	// approves; Trusted is true once they did.
+	Launch  mcp.Launch `json:"launch"`
+	Pin     string     `json:"pin"`
+	Trusted bool       `json:"trusted"`
 }
 
 func mcpServerJSON(st mcp.Status) mcpServerWire {
 	return mcpServerWire{Name: st.Name, State: st.State, Transport: st.Transport, Source: st.Source, ToolCount: st.Tools,
-		Error: st.Error, Restarts: st.Restarts, Since: st.Since, Lazy: st.Lazy, PID: st.PID}
+		Error: st.Error, Restarts: st.Restarts, Since: st.Since, Lazy: st.Lazy, PID: st.PID,
+		Launch: st.Launch, Pin: st.Pin, Trusted: st.Trusted}
 }
 
 type logWire struct {

@@ -91,7 +91,7 @@ type Manager struct {
 
 	toolsMu  sync.RWMutex
 	tools    map[toolKey]*registered
-	resolver func(ctx context.Context, server string) bool
+	resolver func(ctx context.Context, server string) error
 
 	// inflight counts the calls between their start and their end, so that
 	// Close can wait for them before it closes the audit log.
@@ -319,13 +319,17 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	if ok {
 		lc.update(func(c *Call) { c.Title, c.Kind = t.Title, t.Kind })
 	}
+	var unresolved *Error
 	if !ok && req.ServerName != "" {
-		if t, ok = m.resolve(ctx, req); ok {
+		if t, ok, unresolved = m.resolve(ctx, req); ok {
 			lc.update(func(c *Call) { c.Title, c.Kind = t.Title, t.Kind })
 		}
 	}
 	m.publish(lc)
 	if !ok {
+		if unresolved != nil {
+			return nil, unresolved
+		}
 		return nil, unknownTool(req)
 	}
 	if err := validate(t, args); err != nil {
@@ -376,25 +380,30 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 }
 
 // SetResolver installs fn, which is asked about a tool of a server the
-// manager does not know yet (a lazily started MCP server): it returns
-// true once the server's tools are registered.
-func (m *Manager) SetResolver(fn func(ctx context.Context, server string) bool) {
+// manager does not know yet (a lazily started MCP server): it returns once
+// the server's tools are registered or cannot be, with nil; or with the
+// error the call ends with (an MCP server waiting for the person's
+// approval), which is code unknown_tool unless it is an *Error.
+func (m *Manager) SetResolver(fn func(ctx context.Context, server string) error) {
 	m.toolsMu.Lock()
 	m.resolver = fn
 	m.toolsMu.Unlock()
 }
 
-func (m *Manager) resolve(ctx context.Context, req *ExecuteRequest) (*registered, bool) {
+func (m *Manager) resolve(ctx context.Context, req *ExecuteRequest) (*registered, bool, *Error) {
 	m.toolsMu.RLock()
 	fn := m.resolver
 	m.toolsMu.RUnlock()
-	if fn == nil || !fn(ctx, req.ServerName) {
-		return nil, false
+	if fn == nil {
+		return nil, false, nil
+	}
+	if err := fn(ctx, req.ServerName); err != nil {
+		return nil, false, asError(err, CodeUnknownTool)
 	}
 	m.toolsMu.RLock()
 	defer m.toolsMu.RUnlock()
 	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
-	return t, ok
+	return t, ok, nil
 }
 
 func unknownTool(req *ExecuteRequest) *Error {

@@ -5,6 +5,10 @@
 // repeated crashes), keeps their tool lists current, and lists and reads
 // their resources and prompts.
 //
+// A server runs only once the person has approved its entry ([Hub.Trust]),
+// pinned to its launch values ([Launch]): until then, and again after its
+// command, args, env or url change, it waits in state pending_approval.
+//
 // Start with [New], [Hub.Apply] the servers of [LoadConfig], and
 // [Hub.Watch] the configuration files.
 package mcp
@@ -30,6 +34,9 @@ const (
 	StateReady    = "ready"
 	StateFailed   = "failed"
 	StateDisabled = "disabled"
+	// StatePendingApproval is a server whose entry the person has not
+	// approved (or not as it is now): it is not started.
+	StatePendingApproval = "pending_approval"
 )
 
 // Status is the state of one server. The hub publishes a Status on the bus
@@ -48,6 +55,11 @@ type Status struct {
 	Lazy     bool
 	// PID is the process of a running stdio server, else 0.
 	PID int
+	// Launch is what the entry runs, and Pin its hash: what the person
+	// approves. Trusted is true when they approved this pin.
+	Launch  Launch
+	Pin     string
+	Trusted bool
 }
 
 // Options configure a Hub. Zero values get the defaults of the mcp section
@@ -78,6 +90,10 @@ type Options struct {
 	// gets (default PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TMPDIR, TERM).
 	BaseEnv []string
 	Version string
+	// TrustFile keeps the person's approvals (default [TrustFile] of the
+	// workspace). A file that cannot be read trusts nothing: every server
+	// waits, and approving says why it cannot be recorded.
+	TrustFile string
 }
 
 // ErrUnknownServer is the error for a server name that is not configured.
@@ -89,10 +105,19 @@ type Hub struct {
 	logger *slog.Logger
 	sem    chan struct{}
 
+	trust    *TrustStore
+	trustErr error // why the trust file could not be read
+
 	mu      sync.Mutex
 	servers map[string]*server
 	closed  bool
 	loaded  string // the snapshot of the configuration files of the last Reload
+	// asker is asked to approve servers that wait (SetTrustAsker); asked
+	// holds the pin it was asked about, by server name.
+	asker      TrustAsker
+	asked      map[string]string
+	askCtx     context.Context
+	stopAsking context.CancelFunc
 
 	// progress maps a progress token (the tool call id) to the call's
 	// progress function.
@@ -131,7 +156,15 @@ func New(opts Options) *Hub {
 	if opts.Bus == nil {
 		opts.Bus = events.New()
 	}
+	if opts.TrustFile == "" {
+		opts.TrustFile = TrustFile(opts.Workspace)
+	}
 	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
+	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)
+	if h.trustErr != nil {
+		h.logger.Error("MCP servers are not trusted: their trust file cannot be read", "error", h.trustErr.Error())
+		h.trust = &TrustStore{path: opts.TrustFile, pins: map[string]trustEntry{}}
+	}
 	if opts.Tools != nil {
 		opts.Tools.SetResolver(h.resolve)
 	}
@@ -175,6 +208,7 @@ func (h *Hub) Apply(cfgs map[string]ServerConfig) {
 	for _, s := range stopping {
 		if h.servers[s.cfg.Name] == s {
 			delete(h.servers, s.cfg.Name)
+			delete(h.asked, s.cfg.Name) // its successor is asked about afresh
 		}
 	}
 	if h.closed {
@@ -182,7 +216,9 @@ func (h *Hub) Apply(cfgs map[string]ServerConfig) {
 	}
 	for _, name := range sortedNames(cfgs) {
 		if _, ok := h.servers[name]; !ok {
-			h.servers[name] = h.start(cfgs[name])
+			s := h.start(cfgs[name])
+			h.servers[name] = s
+			h.askLocked(s)
 		}
 	}
 }
@@ -211,6 +247,9 @@ func (h *Hub) Restart(name string) error {
 	if s.cfg.Err != nil {
 		return fmt.Errorf("MCP server %q cannot start: %v", name, s.cfg.Err)
 	}
+	if s.statusNow().State == StatePendingApproval {
+		return errors.New(s.pendingMessage())
+	}
 	s.restart()
 	return nil
 }
@@ -219,6 +258,9 @@ func (h *Hub) Restart(name string) error {
 func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
+	if h.stopAsking != nil {
+		h.stopAsking()
+	}
 	servers := h.servers
 	h.servers = map[string]*server{}
 	h.mu.Unlock()
@@ -240,14 +282,19 @@ func (h *Hub) server(name string) (*server, error) {
 }
 
 // resolve is the manager's resolver: it starts a lazy server on its first
-// use and reports whether the server became ready.
-func (h *Hub) resolve(ctx context.Context, name string) bool {
+// use and waits until it is ready or has failed. A call to a server that
+// waits for the person's approval fails, saying so: it never starts one.
+func (h *Hub) resolve(ctx context.Context, name string) error {
 	s, err := h.server(name)
 	if err != nil || !s.cfg.Enabled || s.cfg.Err != nil {
-		return false
+		return nil
+	}
+	if s.statusNow().State == StatePendingApproval {
+		return s.pendingError()
 	}
 	s.wake()
-	return s.waitSettled(ctx) == StateReady
+	s.waitSettled(ctx)
+	return nil
 }
 
 // ready returns the ready servers among name ("" = all).
@@ -257,7 +304,11 @@ func (h *Hub) ready(name string) ([]*server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if st := s.statusNow(); st.State != StateReady {
+		switch st := s.statusNow(); st.State {
+		case StateReady:
+		case StatePendingApproval:
+			return nil, errors.New(s.pendingMessage())
+		default:
 			return nil, fmt.Errorf("MCP server %q is %s%s", name, st.State, errorSuffix(st.Error))
 		}
 		return []*server{s}, nil

@@ -61,6 +61,17 @@ func newTestHub(t *testing.T, opts Options) *testHub {
 	return &testHub{Hub: h, m: m, bus: bus, ws: opts.Workspace}
 }
 
+// applyTrusted applies cfgs as entries the person has already approved:
+// what most tests run. trust_test.go covers the approval itself.
+func (th *testHub) applyTrusted(cfgs map[string]ServerConfig) {
+	for name, cfg := range cfgs {
+		if err := th.trust.Approve(name, cfg.Launch().Pin(), time.Now()); err != nil {
+			panic(err)
+		}
+	}
+	th.Apply(cfgs)
+}
+
 func (th *testHub) waitState(t *testing.T, name, state string) Status {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -115,7 +126,7 @@ func TestEverythingOverStdio(t *testing.T) {
 	cfg.Env = map[string]string{"GIVEN": "given-value"}
 	sub := th.bus.Subscribe(func(ev any) bool { _, ok := ev.(Status); return ok }, 0)
 	defer sub.Close()
-	th.Apply(map[string]ServerConfig{"everything": cfg})
+	th.applyTrusted(map[string]ServerConfig{"everything": cfg})
 	st := th.waitState(t, "everything", StateReady)
 	// Every status change is an event: starting, then ready with its tools.
 	var seen []string
@@ -182,7 +193,7 @@ func TestProgressTimeoutAndCancel(t *testing.T) {
 	ev := stdio("everything", serverBin(t, "mcp-server-everything"))
 	ch := changing(t)
 	ch.CallTimeout = 700 * time.Millisecond
-	th.Apply(map[string]ServerConfig{"everything": ev, "changing": ch})
+	th.applyTrusted(map[string]ServerConfig{"everything": ev, "changing": ch})
 	th.waitState(t, "everything", StateReady)
 	th.waitState(t, "changing", StateReady)
 
@@ -224,7 +235,7 @@ func TestProgressTimeoutAndCancel(t *testing.T) {
 
 func TestServerKilledMidCall(t *testing.T) {
 	th := newTestHub(t, Options{})
-	th.Apply(map[string]ServerConfig{"changing": changing(t)})
+	th.applyTrusted(map[string]ServerConfig{"changing": changing(t)})
 	st := th.waitState(t, "changing", StateReady)
 	done := make(chan tools.Call, 1)
 	running := make(chan struct{})
@@ -274,7 +285,7 @@ func (th *testHub) statusOf(name string) Status {
 
 func TestMissingCommandLeavesOthersAlone(t *testing.T) {
 	th := newTestHub(t, Options{MaxRestarts: 1})
-	th.Apply(map[string]ServerConfig{
+	th.applyTrusted(map[string]ServerConfig{
 		"ghost":      stdio("ghost", "/nonexistent/mcp-server-ghost"),
 		"everything": stdio("everything", serverBin(t, "mcp-server-everything")),
 	})
@@ -297,7 +308,7 @@ func TestMissingCommandLeavesOthersAlone(t *testing.T) {
 func TestToolListChangesAndDefinitionPins(t *testing.T) {
 	var logs syncBuffer
 	th := newTestHub(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	th.Apply(map[string]ServerConfig{"changing": changing(t)})
+	th.applyTrusted(map[string]ServerConfig{"changing": changing(t)})
 	th.waitState(t, "changing", StateReady)
 
 	// notifications/tools/list_changed refreshes the list.
@@ -344,7 +355,7 @@ func waitTool(t *testing.T, m *tools.Manager, server, name string, present bool)
 
 func TestErrorsAndOutputLimit(t *testing.T) {
 	th := newTestHub(t, Options{OutputLimit: 4096})
-	th.Apply(map[string]ServerConfig{"changing": changing(t)})
+	th.applyTrusted(map[string]ServerConfig{"changing": changing(t)})
 	th.waitState(t, "changing", StateReady)
 	c := th.call(t, "changing", "fail", `{}`)
 	wantError(t, c, tools.CodeExecutionFailed, "MCP tool changing/fail reported an error: it went wrong on purpose")
@@ -371,7 +382,7 @@ func TestFilesystemAndMemory(t *testing.T) {
 	os.WriteFile(filepath.Join(files, "note.txt"), []byte("a note for the filesystem server\n"), 0o644)
 	mem := stdio("memory", serverBin(t, "mcp-server-memory"))
 	mem.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(th.ws, "memory.jsonl")}
-	th.Apply(map[string]ServerConfig{
+	th.applyTrusted(map[string]ServerConfig{
 		"filesystem": stdio("filesystem", serverBin(t, "mcp-server-filesystem"), files),
 		"memory":     mem,
 	})
@@ -389,7 +400,7 @@ func TestFilesystemAndMemory(t *testing.T) {
 
 func TestResourcesAndPrompts(t *testing.T) {
 	th := newTestHub(t, Options{})
-	th.Apply(map[string]ServerConfig{"everything": stdio("everything", serverBin(t, "mcp-server-everything")), "memory": stdio("memory", serverBin(t, "mcp-server-memory"))})
+	th.applyTrusted(map[string]ServerConfig{"everything": stdio("everything", serverBin(t, "mcp-server-everything")), "memory": stdio("memory", serverBin(t, "mcp-server-memory"))})
 	th.waitState(t, "everything", StateReady)
 	th.waitState(t, "memory", StateReady)
 	rs, err := th.Resources(t.Context(), "")
@@ -427,7 +438,7 @@ func TestLazyAndApply(t *testing.T) {
 	th := newTestHub(t, Options{})
 	lazy := changing(t)
 	lazy.Lazy = true
-	th.Apply(map[string]ServerConfig{"changing": lazy})
+	th.applyTrusted(map[string]ServerConfig{"changing": lazy})
 	if st := th.statusOf("changing"); st.State != StateDisabled || !st.Lazy {
 		t.Fatalf("lazy server before use: %+v", st)
 	}
@@ -437,7 +448,7 @@ func TestLazyAndApply(t *testing.T) {
 
 	// Changed configuration: restarted; removed: its tools go.
 	ev := stdio("everything", serverBin(t, "mcp-server-everything"))
-	th.Apply(map[string]ServerConfig{"everything": ev})
+	th.applyTrusted(map[string]ServerConfig{"everything": ev})
 	th.waitState(t, "everything", StateReady)
 	if _, ok := th.m.Lookup("greet", "changing"); ok {
 		t.Fatal("a removed server's tool is still registered")
@@ -448,12 +459,12 @@ func TestLazyAndApply(t *testing.T) {
 	pid := th.statusOf("everything").PID
 	ev2 := ev
 	ev2.Env = map[string]string{"X": "1"}
-	th.Apply(map[string]ServerConfig{"everything": ev2})
+	th.applyTrusted(map[string]ServerConfig{"everything": ev2})
 	st := th.waitState(t, "everything", StateReady)
 	if st.PID == pid {
 		t.Fatal("a changed server was not restarted")
 	}
-	th.Apply(map[string]ServerConfig{"everything": ev2})
+	th.applyTrusted(map[string]ServerConfig{"everything": ev2})
 	if st2 := th.statusOf("everything"); st2.PID != st.PID {
 		t.Fatal("an unchanged server was restarted")
 	}
@@ -529,7 +540,7 @@ func startHTTPEverything(t *testing.T) string {
 func TestEverythingOverStreamableHTTP(t *testing.T) {
 	url := startHTTPEverything(t)
 	th := newTestHub(t, Options{})
-	th.Apply(map[string]ServerConfig{"web": {Name: "web", Source: "test", Transport: "http", URL: url, Enabled: true,
+	th.applyTrusted(map[string]ServerConfig{"web": {Name: "web", Source: "test", Transport: "http", URL: url, Enabled: true,
 		Headers: map[string]string{"X-Nexus-Test": "1"}}})
 	st := th.waitState(t, "web", StateReady)
 	if st.Tools < 10 || st.Transport != "http" || st.PID != 0 {
@@ -555,7 +566,7 @@ func TestEverythingOverStreamableHTTP(t *testing.T) {
 
 func TestNothingListens(t *testing.T) {
 	th := newTestHub(t, Options{MaxRestarts: 1, StartupTimeout: 2 * time.Second})
-	th.Apply(map[string]ServerConfig{"void": {Name: "void", Source: "test", Transport: "http", URL: "http://127.0.0.1:9/mcp", Enabled: true}})
+	th.applyTrusted(map[string]ServerConfig{"void": {Name: "void", Source: "test", Transport: "http", URL: "http://127.0.0.1:9/mcp", Enabled: true}})
 	st := th.waitState(t, "void", StateFailed)
 	if !strings.Contains(st.Error, "connecting to http://127.0.0.1:9/mcp") {
 		t.Fatalf("error %q", st.Error)
@@ -576,13 +587,23 @@ func TestWatchAppliesEdits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	trust := func(name string) {
+		t.Helper()
+		th.waitState(t, name, StatePendingApproval)
+		if _, err := th.Trust(name, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ev := serverBin(t, "mcp-server-everything")
-	// A new file, in a directory that did not exist when the watch began.
+	// A new file, in a directory that did not exist when the watch began:
+	// its server waits for the person, then starts.
 	write(".vscode/mcp.json", `{"servers": {"everything": {"type": "stdio", "command": "`+ev+`"}}}`)
+	trust("everything")
 	th.waitState(t, "everything", StateReady)
 	pid := th.statusOf("everything").PID
 	// An unrelated server added in another file leaves it alone.
 	write(".mcp.json", `{"mcpServers": {"memory": {"command": "`+serverBin(t, "mcp-server-memory")+`"}}}`)
+	trust("memory")
 	th.waitState(t, "memory", StateReady)
 	if th.statusOf("everything").PID != pid {
 		t.Fatal("an unchanged server was restarted")

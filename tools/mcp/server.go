@@ -29,6 +29,11 @@ import (
 type server struct {
 	hub *Hub
 	cfg ServerConfig
+	pin string // of cfg.Launch()
+
+	life        context.Context // ends when the server is closed
+	approved    chan struct{}   // closed once the person approved the entry
+	approveOnce sync.Once
 
 	mu      sync.Mutex
 	status  Status
@@ -47,19 +52,36 @@ type server struct {
 // errServerGone is the cause of a call's end when its server died.
 var errServerGone = errors.New("the MCP server ended")
 
+// start supervises a server of the configuration; the caller holds h.mu.
+// A server whose entry the person has not approved waits in state
+// pending_approval, and runs nothing until [Hub.Trust].
 func (h *Hub) start(cfg ServerConfig) *server {
 	ctx, stop := context.WithCancel(context.Background())
+	launch := cfg.Launch()
 	s := &server{
-		hub: h, cfg: cfg, hashes: map[string]string{}, settled: make(chan struct{}),
+		hub: h, cfg: cfg, pin: launch.Pin(), life: ctx, approved: make(chan struct{}),
+		hashes: map[string]string{}, settled: make(chan struct{}),
 		wakeCh: make(chan struct{}, 1), restartCh: make(chan struct{}, 1), refreshCh: make(chan struct{}, 1),
 		stop: stop, done: make(chan struct{}),
-		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Since: time.Now()},
+		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Since: time.Now(), Launch: launch},
+	}
+	s.status.Pin = s.pin
+	s.status.Trusted = cfg.Err == nil && h.trust.Trusted(cfg.Name, s.pin)
+	if s.status.Trusted {
+		s.approveOnce.Do(func() { close(s.approved) })
 	}
 	switch {
 	case !cfg.Enabled:
 		s.status.State = StateDisabled
 	case cfg.Err != nil:
 		s.status.State, s.status.Error = StateFailed, cfg.Err.Error()
+	case !s.status.Trusted:
+		s.status.State, s.status.Error = StatePendingApproval, s.pendingMessage()
+		if h.trustErr != nil {
+			s.status.Error += "; the trust file cannot be read: " + h.trustErr.Error()
+		}
+		h.logger.Warn("MCP server entry is new or changed: it waits for the person's approval", "server", cfg.Name,
+			"source", cfg.Source, "approve", "nexus mcp trust "+cfg.Name)
 	case cfg.Lazy:
 		s.status.State = StateDisabled
 	default:
@@ -132,6 +154,24 @@ func (s *server) restart() {
 	}
 }
 
+// approve ends the wait of a server for the person's approval: it starts
+// (a lazy one waits for its first call).
+func (s *server) approve() {
+	s.approveOnce.Do(func() {
+		close(s.approved)
+		s.setStatus(func(st *Status) {
+			st.Trusted = true
+			if st.State != StatePendingApproval {
+				return
+			}
+			st.State, st.Error = StateStarting, ""
+			if s.cfg.Lazy {
+				st.State = StateDisabled
+			}
+		})
+	})
+}
+
 // close stops the server and unregisters its tools; it returns when both
 // are done.
 func (s *server) close() {
@@ -160,6 +200,11 @@ func (s *server) run(ctx context.Context) {
 	if s.cfg.Err != nil || !s.cfg.Enabled {
 		<-ctx.Done()
 		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-s.approved:
 	}
 	if s.cfg.Lazy {
 		select {

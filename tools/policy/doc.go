@@ -32,6 +32,11 @@
 //
 // After the levels:
 //
+//   - A write to a protected path (see "Protected paths" below) is ask,
+//     whatever the levels decided, unless they decided deny; a remembered
+//     reject_always still denies it, a remembered allow_always does not
+//     allow it, and an "always" answer to it counts once and is not
+//     remembered.
 //   - A remembered "always" answer (see [Approvals]) for the same app, tool
 //     and definition hash turns an ask into allow or deny. It never changes
 //     an allow or a deny, so it never overrides a deny from the config. A
@@ -41,6 +46,42 @@
 //     not parse (the deny rules could not be checked) or when a command in
 //     it may match a deny rule through words that are only known when the
 //     shell runs ("$X -rf /" against "rm **").
+//
+// # Protected paths
+//
+// Some files make code run later, outside every sandbox, without the
+// person choosing to run it: git hooks (and .git/config, which can name
+// programs git runs), VS Code tasks and settings, and the MCP files the
+// McpHub, VS Code and Claude Code start servers from. A tool call that
+// writes one always asks the person:
+//
+//	path                      why
+//	.git, .git/**             hooks run at the next commit; config names programs
+//	.vscode/tasks.json        a task may run when the folder opens
+//	.vscode/settings.json     settings name programs and their arguments
+//	.vscode/mcp.json          MCP servers VS Code starts
+//	.mcp.json                 MCP servers Claude Code and the McpHub start
+//	.nexus/mcp.json           MCP servers the McpHub starts
+//
+// The decision table, for a core tool whose kind is edit, delete or move
+// (write_file, edit_file) and whose "path" argument (or any argument named
+// "...Path") is one of these paths, or a directory holding one (".vscode"):
+//
+//	levels 0–5 decide   remembered answer    decision
+//	deny                (any)                deny
+//	ask or allow        reject_always        deny
+//	ask or allow        allow_always, none   ask (the answer counts once)
+//
+// With no approver attached, that ask is denied with a message saying
+// approval was needed. Paths are compared cleaned ("./", "//", "." and a
+// trailing "/" go) and case-folded (.VSCODE/tasks.json is asked about, as a
+// case-insensitive file system would open the same file). When
+// Rules.Workspace is set, a path is also checked as it resolves through the
+// symlinks already in the workspace (link/pre-commit with link pointing at
+// .git/hooks asks); a link swapped in between this check and the write is
+// not seen by it. MCP tools are not inspected:
+// their arguments have no known meaning, and their servers were approved
+// by the person.
 //
 // # Tool names in rules
 //

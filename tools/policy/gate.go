@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -65,6 +66,11 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 		return tools.Errorf(tools.CodePermissionDenied, "denied by policy: %s", v.Reason)
 	}
 	record := BuildICERC(*req, gr.Intent, gr.ExpectedOutcome)
+	if v.Protected != "" {
+		record.Risk.Level = tools.RiskHigh
+		record.Risk.Details = append(record.Risk.Details, fmt.Sprintf(
+			"writes %s, which can make code run outside every sandbox (git hooks, VS Code tasks and settings, MCP servers): always asked, an \"always\" answer counts once", v.Protected))
+	}
 	setICERC(record)
 	approver := approvers.get()
 	if approver == nil {
@@ -85,7 +91,10 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	case !ans.Valid():
 		return tools.Errorf(tools.CodePermissionDenied, "the answer %q is not one of allow_once, allow_always, reject_once, reject_always: denied", ans)
 	}
-	if ans.Always() {
+	switch {
+	case ans.Always() && v.Protected != "":
+		logger.Info("an \"always\" answer to a write of a protected file counts once", "answer", string(ans), "path", v.Protected, "app", gr.Call.AppID)
+	case ans.Always():
 		if err := p.Record(*req, ans, time.Now()); err != nil {
 			logger.Warn("an \"always\" answer could not be remembered", "error", err.Error(), "tool", gr.Tool.Name, "app", gr.Call.AppID)
 		}

@@ -45,6 +45,10 @@ type Rules struct {
 	// at the terminal) when nothing more specific says otherwise; empty
 	// means Allow.
 	Admin Decision
+	// Workspace is the workspace root, absolute. When set, the path of a
+	// write is also checked for protected files as it resolves through the
+	// symlinks in the workspace (see the package doc).
+	Workspace string
 }
 
 // AppRules are one app's tool lists.
@@ -79,6 +83,10 @@ type Verdict struct {
 	Reason string
 	// Remembered is true when the decision came from an "always" answer.
 	Remembered bool
+	// Protected is the protected path the call writes (.git/hooks/x,
+	// .vscode/tasks.json, an MCP file), when that made the decision ask:
+	// then an "always" answer counts once and is not remembered.
+	Protected string
 }
 
 // Answer is the person's answer to a permission request.
@@ -119,6 +127,8 @@ type Policy struct {
 	admin    Decision
 	adminRaw Decision // as configured, for the reason when invalid
 	store    *Approvals
+	// workspace is Rules.Workspace: where protected paths resolve.
+	workspace string
 }
 
 // New returns a policy with the rules; store, when not nil, remembers and
@@ -130,6 +140,8 @@ func New(rules Rules, store *Approvals) *Policy {
 		admin:    Allow,
 		adminRaw: rules.Admin,
 		store:    store,
+		// A relative root would make every resolution wrong.
+		workspace: absOrEmpty(rules.Workspace),
 	}
 	if rules.Admin != "" {
 		p.admin = normalize(rules.Admin)
@@ -224,6 +236,9 @@ func (p *Policy) decideRef(req *Request) Verdict {
 // nil for other tools, and for execute_command when no command is known.
 func (p *Policy) decide(req *Request, cmd *command) Verdict {
 	v := p.configured(req, cmd)
+	if target, ok := p.protectedWrite(req); ok {
+		return p.protectedVerdict(req, target, v)
+	}
 	if v.Decision == Ask && p.store != nil {
 		v = p.remembered(req, v)
 	}
@@ -387,8 +402,10 @@ func (p *Policy) Record(req Request, ans Answer, when time.Time) error {
 //   - any other action is a tool name as the caller knows it ("read_file",
 //     "server/tool", ...), resolved by lookup, which gets it unchanged;
 //   - resource, when set, is the command line for action "execute_command"
-//     (when the action does not carry one) and is otherwise not used: the
-//     policy decides by tool, not by path.
+//     (when the action does not carry one), and for a core tool that
+//     writes (kind edit, delete or move) the path it would write, so that a
+//     protected path is answered ask as the call would be; it is otherwise
+//     not used: the policy decides by tool, not by path.
 //
 // An action that lookup does not know (or a nil lookup) is denied. For
 // execute_command without a command line the command rules are not
@@ -419,6 +436,8 @@ func (p *Policy) Check(appID, action, resource string, lookup func(name string) 
 			return v
 		}
 		req.Args, _ = json.Marshal(map[string]string{"command": line})
+	} else if r := strings.TrimSpace(resource); r != "" && def.ServerName == "" {
+		req.Args, _ = json.Marshal(map[string]string{"path": r})
 	}
 	return p.Decide(req)
 }

@@ -1452,7 +1452,8 @@ func (x *RevokeApprovalResponse) GetRevoked() bool {
 
 // McpServer is the state of one configured MCP server. state is one of
 // starting, ready, failed, disabled (lazy servers not yet used are
-// disabled with lazy true).
+// disabled with lazy true), pending_approval (an entry the person has not
+// approved, or not as it is now: it is not started).
 type McpServer struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1468,7 +1469,14 @@ type McpServer struct {
 	Since    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=since,proto3" json:"since,omitempty"`
 	Lazy     bool                   `protobuf:"varint,9,opt,name=lazy,proto3" json:"lazy,omitempty"`
 	// pid is the process of a stdio server while it runs, else 0.
-	Pid           int32 `protobuf:"varint,10,opt,name=pid,proto3" json:"pid,omitempty"`
+	Pid int32 `protobuf:"varint,10,opt,name=pid,proto3" json:"pid,omitempty"`
+	// launch is what the entry runs, and pin its hash: what the person
+	// approves with TrustMcpServer. Both are sent to the admin token only
+	// (env and headers may hold secrets); trusted is true when this pin is
+	// approved.
+	Launch        *McpLaunch `protobuf:"bytes,11,opt,name=launch,proto3" json:"launch,omitempty"`
+	Pin           string     `protobuf:"bytes,12,opt,name=pin,proto3" json:"pin,omitempty"`
+	Trusted       bool       `protobuf:"varint,13,opt,name=trusted,proto3" json:"trusted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1573,6 +1581,131 @@ func (x *McpServer) GetPid() int32 {
 	return 0
 }
 
+func (x *McpServer) GetLaunch() *McpLaunch {
+	if x != nil {
+		return x.Launch
+	}
+	return nil
+}
+
+func (x *McpServer) GetPin() string {
+	if x != nil {
+		return x.Pin
+	}
+	return ""
+}
+
+func (x *McpServer) GetTrusted() bool {
+	if x != nil {
+		return x.Trusted
+	}
+	return false
+}
+
+// McpLaunch is what an MCP server entry runs, after ${VAR} expansion:
+// command, args, cwd, env and the names of the daemon's variables it
+// inherits (stdio), or url and headers (http).
+type McpLaunch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// transport is stdio or http.
+	Transport     string            `protobuf:"bytes,1,opt,name=transport,proto3" json:"transport,omitempty"`
+	Command       string            `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	Args          []string          `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	Cwd           string            `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Env           map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	InheritEnv    []string          `protobuf:"bytes,6,rep,name=inherit_env,json=inheritEnv,proto3" json:"inherit_env,omitempty"`
+	Url           string            `protobuf:"bytes,7,opt,name=url,proto3" json:"url,omitempty"`
+	Headers       map[string]string `protobuf:"bytes,8,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpLaunch) Reset() {
+	*x = McpLaunch{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpLaunch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpLaunch) ProtoMessage() {}
+
+func (x *McpLaunch) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpLaunch.ProtoReflect.Descriptor instead.
+func (*McpLaunch) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *McpLaunch) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *McpLaunch) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpLaunch) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpLaunch) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *McpLaunch) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpLaunch) GetInheritEnv() []string {
+	if x != nil {
+		return x.InheritEnv
+	}
+	return nil
+}
+
+func (x *McpLaunch) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpLaunch) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
 type ListMcpServersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1581,7 +1714,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1726,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1739,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
 }
 
 type ListMcpServersResponse struct {
@@ -1618,7 +1751,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1763,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1776,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -1662,7 +1795,7 @@ type RestartMcpServerRequest struct {
 
 func (x *RestartMcpServerRequest) Reset() {
 	*x = RestartMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1807,7 @@ func (x *RestartMcpServerRequest) String() string {
 func (*RestartMcpServerRequest) ProtoMessage() {}
 
 func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1820,7 @@ func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RestartMcpServerRequest) GetName() string {
@@ -1705,7 +1838,7 @@ type RestartMcpServerResponse struct {
 
 func (x *RestartMcpServerResponse) Reset() {
 	*x = RestartMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1850,7 @@ func (x *RestartMcpServerResponse) String() string {
 func (*RestartMcpServerResponse) ProtoMessage() {}
 
 func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1863,105 @@ func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
+}
+
+type TrustMcpServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// pin, when set, is the pin of the entry as it was shown to the person;
+	// empty approves the entry as it is now.
+	Pin           string `protobuf:"bytes,2,opt,name=pin,proto3" json:"pin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustMcpServerRequest) Reset() {
+	*x = TrustMcpServerRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustMcpServerRequest) ProtoMessage() {}
+
+func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*TrustMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *TrustMcpServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TrustMcpServerRequest) GetPin() string {
+	if x != nil {
+		return x.Pin
+	}
+	return ""
+}
+
+type TrustMcpServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        *McpServer             `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustMcpServerResponse) Reset() {
+	*x = TrustMcpServerResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustMcpServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustMcpServerResponse) ProtoMessage() {}
+
+func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustMcpServerResponse.ProtoReflect.Descriptor instead.
+func (*TrustMcpServerResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TrustMcpServerResponse) GetServer() *McpServer {
+	if x != nil {
+		return x.Server
+	}
+	return nil
 }
 
 type McpResource struct {
@@ -1747,7 +1978,7 @@ type McpResource struct {
 
 func (x *McpResource) Reset() {
 	*x = McpResource{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1990,7 @@ func (x *McpResource) String() string {
 func (*McpResource) ProtoMessage() {}
 
 func (x *McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +2003,7 @@ func (x *McpResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
 func (*McpResource) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *McpResource) GetServerName() string {
@@ -1827,7 +2058,7 @@ type ListMcpResourcesRequest struct {
 
 func (x *ListMcpResourcesRequest) Reset() {
 	*x = ListMcpResourcesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +2070,7 @@ func (x *ListMcpResourcesRequest) String() string {
 func (*ListMcpResourcesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +2083,7 @@ func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListMcpResourcesRequest) GetServerName() string {
@@ -1871,7 +2102,7 @@ type ListMcpResourcesResponse struct {
 
 func (x *ListMcpResourcesResponse) Reset() {
 	*x = ListMcpResourcesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +2114,7 @@ func (x *ListMcpResourcesResponse) String() string {
 func (*ListMcpResourcesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +2127,7 @@ func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListMcpResourcesResponse) GetResources() []*McpResource {
@@ -1916,7 +2147,7 @@ type ReadMcpResourceRequest struct {
 
 func (x *ReadMcpResourceRequest) Reset() {
 	*x = ReadMcpResourceRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2159,7 @@ func (x *ReadMcpResourceRequest) String() string {
 func (*ReadMcpResourceRequest) ProtoMessage() {}
 
 func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2172,7 @@ func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReadMcpResourceRequest) GetServerName() string {
@@ -1970,7 +2201,7 @@ type ReadMcpResourceResponse struct {
 
 func (x *ReadMcpResourceResponse) Reset() {
 	*x = ReadMcpResourceResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2213,7 @@ func (x *ReadMcpResourceResponse) String() string {
 func (*ReadMcpResourceResponse) ProtoMessage() {}
 
 func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2226,7 @@ func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReadMcpResourceResponse) GetContentsJson() string {
@@ -2019,7 +2250,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2262,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2275,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *McpPrompt) GetServerName() string {
@@ -2091,7 +2322,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2103,7 +2334,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2347,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListMcpPromptsRequest) GetServerName() string {
@@ -2135,7 +2366,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2378,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2391,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -2181,7 +2412,7 @@ type GetMcpPromptRequest struct {
 
 func (x *GetMcpPromptRequest) Reset() {
 	*x = GetMcpPromptRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2424,7 @@ func (x *GetMcpPromptRequest) String() string {
 func (*GetMcpPromptRequest) ProtoMessage() {}
 
 func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2437,7 @@ func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetMcpPromptRequest) GetServerName() string {
@@ -2240,7 +2471,7 @@ type GetMcpPromptResponse struct {
 
 func (x *GetMcpPromptResponse) Reset() {
 	*x = GetMcpPromptResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2483,7 @@ func (x *GetMcpPromptResponse) String() string {
 func (*GetMcpPromptResponse) ProtoMessage() {}
 
 func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2496,7 @@ func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetMcpPromptResponse) GetResultJson() string {
@@ -2397,7 +2628,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\vserver_name\x18\x03 \x01(\tR\n" +
 	"serverName\"2\n" +
 	"\x16RevokeApprovalResponse\x12\x18\n" +
-	"\arevoked\x18\x01 \x01(\bR\arevoked\"\x94\x02\n" +
+	"\arevoked\x18\x01 \x01(\bR\arevoked\"\xed\x02\n" +
 	"\tMcpServer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1c\n" +
@@ -2410,13 +2641,37 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x05since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x12\n" +
 	"\x04lazy\x18\t \x01(\bR\x04lazy\x12\x10\n" +
 	"\x03pid\x18\n" +
-	" \x01(\x05R\x03pid\"\x17\n" +
+	" \x01(\x05R\x03pid\x12+\n" +
+	"\x06launch\x18\v \x01(\v2\x13.nexus.v1.McpLaunchR\x06launch\x12\x10\n" +
+	"\x03pin\x18\f \x01(\tR\x03pin\x12\x18\n" +
+	"\atrusted\x18\r \x01(\bR\atrusted\"\xfc\x02\n" +
+	"\tMcpLaunch\x12\x1c\n" +
+	"\ttransport\x18\x01 \x01(\tR\ttransport\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x03 \x03(\tR\x04args\x12\x10\n" +
+	"\x03cwd\x18\x04 \x01(\tR\x03cwd\x12.\n" +
+	"\x03env\x18\x05 \x03(\v2\x1c.nexus.v1.McpLaunch.EnvEntryR\x03env\x12\x1f\n" +
+	"\vinherit_env\x18\x06 \x03(\tR\n" +
+	"inheritEnv\x12\x10\n" +
+	"\x03url\x18\a \x01(\tR\x03url\x12:\n" +
+	"\aheaders\x18\b \x03(\v2 .nexus.v1.McpLaunch.HeadersEntryR\aheaders\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x17\n" +
 	"\x15ListMcpServersRequest\"G\n" +
 	"\x16ListMcpServersResponse\x12-\n" +
 	"\aservers\x18\x01 \x03(\v2\x13.nexus.v1.McpServerR\aservers\"-\n" +
 	"\x17RestartMcpServerRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
-	"\x18RestartMcpServerResponse\"\xa9\x01\n" +
+	"\x18RestartMcpServerResponse\"=\n" +
+	"\x15TrustMcpServerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03pin\x18\x02 \x01(\tR\x03pin\"E\n" +
+	"\x16TrustMcpServerResponse\x12+\n" +
+	"\x06server\x18\x01 \x01(\v2\x13.nexus.v1.McpServerR\x06server\"\xa9\x01\n" +
 	"\vMcpResource\x12\x1f\n" +
 	"\vserver_name\x18\x01 \x01(\tR\n" +
 	"serverName\x12\x10\n" +
@@ -2458,7 +2713,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\x14GetMcpPromptResponse\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\tR\n" +
-	"resultJson2\x9b\t\n" +
+	"resultJson2\xf0\t\n" +
 	"\vToolManager\x12D\n" +
 	"\tListTools\x12\x1a.nexus.v1.ListToolsRequest\x1a\x1b.nexus.v1.ListToolsResponse\x12\\\n" +
 	"\x11GetToolDefinition\x12\".nexus.v1.GetToolDefinitionRequest\x1a#.nexus.v1.GetToolDefinitionResponse\x12J\n" +
@@ -2469,7 +2724,8 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\rListApprovals\x12\x1e.nexus.v1.ListApprovalsRequest\x1a\x1f.nexus.v1.ListApprovalsResponse\x12S\n" +
 	"\x0eRevokeApproval\x12\x1f.nexus.v1.RevokeApprovalRequest\x1a .nexus.v1.RevokeApprovalResponse\x12S\n" +
 	"\x0eListMcpServers\x12\x1f.nexus.v1.ListMcpServersRequest\x1a .nexus.v1.ListMcpServersResponse\x12Y\n" +
-	"\x10RestartMcpServer\x12!.nexus.v1.RestartMcpServerRequest\x1a\".nexus.v1.RestartMcpServerResponse\x12Y\n" +
+	"\x10RestartMcpServer\x12!.nexus.v1.RestartMcpServerRequest\x1a\".nexus.v1.RestartMcpServerResponse\x12S\n" +
+	"\x0eTrustMcpServer\x12\x1f.nexus.v1.TrustMcpServerRequest\x1a .nexus.v1.TrustMcpServerResponse\x12Y\n" +
 	"\x10ListMcpResources\x12!.nexus.v1.ListMcpResourcesRequest\x1a\".nexus.v1.ListMcpResourcesResponse\x12V\n" +
 	"\x0fReadMcpResource\x12 .nexus.v1.ReadMcpResourceRequest\x1a!.nexus.v1.ReadMcpResourceResponse\x12S\n" +
 	"\x0eListMcpPrompts\x12\x1f.nexus.v1.ListMcpPromptsRequest\x1a .nexus.v1.ListMcpPromptsResponse\x12M\n" +
@@ -2487,7 +2743,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),            // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),          // 1: nexus.v1.ListToolsRequest
@@ -2512,73 +2768,84 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*RevokeApprovalRequest)(nil),     // 20: nexus.v1.RevokeApprovalRequest
 	(*RevokeApprovalResponse)(nil),    // 21: nexus.v1.RevokeApprovalResponse
 	(*McpServer)(nil),                 // 22: nexus.v1.McpServer
-	(*ListMcpServersRequest)(nil),     // 23: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),    // 24: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),   // 25: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),  // 26: nexus.v1.RestartMcpServerResponse
-	(*McpResource)(nil),               // 27: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),   // 28: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),  // 29: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),    // 30: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),   // 31: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                 // 32: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),     // 33: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),    // 34: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),       // 35: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),      // 36: nexus.v1.GetMcpPromptResponse
-	nil,                               // 37: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),     // 38: google.protobuf.Timestamp
+	(*McpLaunch)(nil),                 // 23: nexus.v1.McpLaunch
+	(*ListMcpServersRequest)(nil),     // 24: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),    // 25: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),   // 26: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),  // 27: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),     // 28: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),    // 29: nexus.v1.TrustMcpServerResponse
+	(*McpResource)(nil),               // 30: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),   // 31: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),  // 32: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),    // 33: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),   // 34: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                 // 35: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),     // 36: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),    // 37: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),       // 38: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),      // 39: nexus.v1.GetMcpPromptResponse
+	nil,                               // 40: nexus.v1.McpLaunch.EnvEntry
+	nil,                               // 41: nexus.v1.McpLaunch.HeadersEntry
+	nil,                               // 42: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),     // 43: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	8,  // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	38, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	38, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	43, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	43, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	9,  // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	10, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	11, // 7: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
 	7,  // 8: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	38, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	43, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
 	17, // 10: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	38, // 11: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	22, // 12: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
-	27, // 13: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
-	32, // 14: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	37, // 15: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	1,  // 16: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 17: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 18: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	12, // 19: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	13, // 20: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	15, // 21: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	18, // 22: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	20, // 23: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	23, // 24: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	25, // 25: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	28, // 26: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	30, // 27: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	33, // 28: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	35, // 29: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	2,  // 30: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 31: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 32: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 33: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	14, // 34: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	16, // 35: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	19, // 36: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	21, // 37: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	24, // 38: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	26, // 39: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	29, // 40: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	31, // 41: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	34, // 42: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	36, // 43: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	30, // [30:44] is the sub-list for method output_type
-	16, // [16:30] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	43, // 11: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	23, // 12: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
+	40, // 13: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	41, // 14: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	22, // 15: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
+	22, // 16: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	30, // 17: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
+	35, // 18: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
+	42, // 19: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	1,  // 20: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 21: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 22: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	12, // 23: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	13, // 24: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	15, // 25: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	18, // 26: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	20, // 27: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	24, // 28: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	26, // 29: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	28, // 30: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	31, // 31: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	33, // 32: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	36, // 33: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	38, // 34: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	2,  // 35: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 36: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 37: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 38: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	14, // 39: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	16, // 40: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	19, // 41: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	21, // 42: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	25, // 43: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	27, // 44: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	29, // 45: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	32, // 46: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	34, // 47: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	37, // 48: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	39, // 49: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	35, // [35:50] is the sub-list for method output_type
+	20, // [20:35] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -2592,7 +2859,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

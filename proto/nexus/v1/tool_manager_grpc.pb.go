@@ -29,6 +29,7 @@ const (
 	ToolManager_RevokeApproval_FullMethodName    = "/nexus.v1.ToolManager/RevokeApproval"
 	ToolManager_ListMcpServers_FullMethodName    = "/nexus.v1.ToolManager/ListMcpServers"
 	ToolManager_RestartMcpServer_FullMethodName  = "/nexus.v1.ToolManager/RestartMcpServer"
+	ToolManager_TrustMcpServer_FullMethodName    = "/nexus.v1.ToolManager/TrustMcpServer"
 	ToolManager_ListMcpResources_FullMethodName  = "/nexus.v1.ToolManager/ListMcpResources"
 	ToolManager_ReadMcpResource_FullMethodName   = "/nexus.v1.ToolManager/ReadMcpResource"
 	ToolManager_ListMcpPrompts_FullMethodName    = "/nexus.v1.ToolManager/ListMcpPrompts"
@@ -64,6 +65,11 @@ type ToolManagerClient interface {
 	// RestartMcpServer stops a server and starts it again, also a failed or
 	// lazy one (admin token only).
 	RestartMcpServer(ctx context.Context, in *RestartMcpServerRequest, opts ...grpc.CallOption) (*RestartMcpServerResponse, error)
+	// TrustMcpServer approves the entry of a server that waits for the
+	// person's approval (state pending_approval), and starts it (admin token
+	// only: an app token gets PERMISSION_DENIED). With pin, the entry must
+	// still be the one shown (FAILED_PRECONDITION when it changed).
+	TrustMcpServer(ctx context.Context, in *TrustMcpServerRequest, opts ...grpc.CallOption) (*TrustMcpServerResponse, error)
 	// ListMcpResources lists the resources of one server, or of all ready ones.
 	ListMcpResources(ctx context.Context, in *ListMcpResourcesRequest, opts ...grpc.CallOption) (*ListMcpResourcesResponse, error)
 	// ReadMcpResource reads one resource of a server.
@@ -191,6 +197,16 @@ func (c *toolManagerClient) RestartMcpServer(ctx context.Context, in *RestartMcp
 	return out, nil
 }
 
+func (c *toolManagerClient) TrustMcpServer(ctx context.Context, in *TrustMcpServerRequest, opts ...grpc.CallOption) (*TrustMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrustMcpServerResponse)
+	err := c.cc.Invoke(ctx, ToolManager_TrustMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolManagerClient) ListMcpResources(ctx context.Context, in *ListMcpResourcesRequest, opts ...grpc.CallOption) (*ListMcpResourcesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListMcpResourcesResponse)
@@ -260,6 +276,11 @@ type ToolManagerServer interface {
 	// RestartMcpServer stops a server and starts it again, also a failed or
 	// lazy one (admin token only).
 	RestartMcpServer(context.Context, *RestartMcpServerRequest) (*RestartMcpServerResponse, error)
+	// TrustMcpServer approves the entry of a server that waits for the
+	// person's approval (state pending_approval), and starts it (admin token
+	// only: an app token gets PERMISSION_DENIED). With pin, the entry must
+	// still be the one shown (FAILED_PRECONDITION when it changed).
+	TrustMcpServer(context.Context, *TrustMcpServerRequest) (*TrustMcpServerResponse, error)
 	// ListMcpResources lists the resources of one server, or of all ready ones.
 	ListMcpResources(context.Context, *ListMcpResourcesRequest) (*ListMcpResourcesResponse, error)
 	// ReadMcpResource reads one resource of a server.
@@ -307,6 +328,9 @@ func (UnimplementedToolManagerServer) ListMcpServers(context.Context, *ListMcpSe
 }
 func (UnimplementedToolManagerServer) RestartMcpServer(context.Context, *RestartMcpServerRequest) (*RestartMcpServerResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RestartMcpServer not implemented")
+}
+func (UnimplementedToolManagerServer) TrustMcpServer(context.Context, *TrustMcpServerRequest) (*TrustMcpServerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TrustMcpServer not implemented")
 }
 func (UnimplementedToolManagerServer) ListMcpResources(context.Context, *ListMcpResourcesRequest) (*ListMcpResourcesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListMcpResources not implemented")
@@ -514,6 +538,24 @@ func _ToolManager_RestartMcpServer_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolManager_TrustMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrustMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).TrustMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_TrustMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).TrustMcpServer(ctx, req.(*TrustMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ToolManager_ListMcpResources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListMcpResourcesRequest)
 	if err := dec(in); err != nil {
@@ -628,6 +670,10 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestartMcpServer",
 			Handler:    _ToolManager_RestartMcpServer_Handler,
+		},
+		{
+			MethodName: "TrustMcpServer",
+			Handler:    _ToolManager_TrustMcpServer_Handler,
 		},
 		{
 			MethodName: "ListMcpResources",

@@ -1,0 +1,340 @@
+package mcp
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+// Trust: a server runs only once the person has approved its entry, and
+// the approval is pinned to the entry's launch values. A tool call can
+// write .mcp.json or .vscode/mcp.json; what it writes there waits for the
+// person (state pending_approval) and never starts by itself, not even
+// lazily by a call to its tools.
+
+// Launch is what a server entry runs, after ${VAR} expansion: for stdio the
+// command, its arguments, working directory, its own environment variables
+// and the names of those it inherits from the daemon; for http the URL and
+// headers. It is what the person sees when asked to approve, and what the
+// approval is pinned to ([Launch.Pin]); the other keys of an entry (lazy,
+// timeouts, tool filters, enabled) change nothing that runs.
+type Launch struct {
+	Transport  string            `json:"transport"`
+	Command    string            `json:"command,omitempty"`
+	Args       []string          `json:"args,omitempty"`
+	Cwd        string            `json:"cwd,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	InheritEnv []string          `json:"inheritEnv,omitempty"`
+	URL        string            `json:"url,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
+}
+
+// Launch returns the values the server runs with.
+func (c ServerConfig) Launch() Launch {
+	if c.Transport == "http" {
+		return Launch{Transport: c.Transport, URL: c.URL, Headers: c.Headers}
+	}
+	return Launch{Transport: c.Transport, Command: c.Command, Args: c.Args, Cwd: c.Cwd, Env: c.Env, InheritEnv: c.InheritEnv}
+}
+
+// pinVersion is part of what a pin hashes, so that a change of the format
+// makes every pin new rather than equal by accident.
+const pinVersion = 1
+
+// Pin is "sha256:" and the hex SHA-256 of the launch values as JSON (maps
+// with sorted keys): two entries with the same pin run the same thing. An
+// approval holds for the pin it was given for.
+func (l Launch) Pin() string {
+	data, err := json.Marshal(struct {
+		Version int `json:"v"`
+		Launch
+	}{pinVersion, l})
+	if err != nil { // strings, slices and maps of strings always marshal
+		panic(err)
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// TrustFile returns the file where the person's approvals of the
+// workspace's MCP servers are kept: .nexus/mcp-trust.json, which tool
+// calls cannot write.
+func TrustFile(workspace string) string {
+	return filepath.Join(absWorkspace(workspace), ".nexus", "mcp-trust.json")
+}
+
+var (
+	// ErrPinMismatch is the error of [Hub.Trust] when the entry's launch
+	// values are no longer those the person was shown.
+	ErrPinMismatch = errors.New("the entry changed since it was shown")
+	// ErrCorruptTrust is the error of [OpenTrustStore] for a file it cannot
+	// read as approvals.
+	ErrCorruptTrust = errors.New("corrupt MCP trust file")
+)
+
+// trustVersion is the version of the trust file's format.
+const trustVersion = 1
+
+// trustEntry is one approval: the pin of the entry the person approved
+// under a server name.
+type trustEntry struct {
+	Name string    `json:"name"`
+	Pin  string    `json:"pin"`
+	Time time.Time `json:"time"`
+}
+
+type trustFile struct {
+	Version int          `json:"version"`
+	Servers []trustEntry `json:"servers"`
+}
+
+// TrustStore keeps the person's approvals of MCP servers: one pin per
+// server name, the last one approved. Only pins are stored, never the
+// launch values (which may hold secrets from the environment). Every
+// change is written to a temporary file, synced, and renamed over the old
+// one (mode 0600); a change that returned nil survives a crash. It is safe
+// for concurrent use.
+type TrustStore struct {
+	path string
+
+	pinsMu sync.Mutex
+	pins   map[string]trustEntry
+}
+
+// OpenTrustStore reads the trust file at path; a missing file trusts
+// nothing. A file that is not a valid trust file is an error wrapping
+// [ErrCorruptTrust].
+func OpenTrustStore(path string) (*TrustStore, error) {
+	t := &TrustStore{path: path, pins: map[string]trustEntry{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("MCP trust file: %w", err)
+	}
+	corrupt := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w: %s (fix or delete the file; then approve the servers again)", path, ErrCorruptTrust, fmt.Sprintf(format, args...))
+	}
+	var f trustFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, corrupt("%v", err)
+	}
+	if dec.More() {
+		return nil, corrupt("data after the JSON object")
+	}
+	if f.Version != trustVersion {
+		return nil, corrupt("version %d, want %d", f.Version, trustVersion)
+	}
+	for i, e := range f.Servers {
+		if e.Name == "" || e.Pin == "" {
+			return nil, corrupt("entry %d has no name or no pin", i)
+		}
+		t.pins[e.Name] = e
+	}
+	return t, nil
+}
+
+// Path is the file the approvals are kept in.
+func (t *TrustStore) Path() string { return t.path }
+
+// Trusted reports whether the person approved pin for the server name.
+func (t *TrustStore) Trusted(name, pin string) bool {
+	t.pinsMu.Lock()
+	defer t.pinsMu.Unlock()
+	e, ok := t.pins[name]
+	return ok && e.Pin == pin
+}
+
+// Approve records that the person approved pin for the server name,
+// replacing an earlier approval of that name. It returns once the file is
+// durable; on error nothing changed.
+func (t *TrustStore) Approve(name, pin string, when time.Time) error {
+	if name == "" || pin == "" {
+		return errors.New("MCP trust: approve: no name or no pin")
+	}
+	t.pinsMu.Lock()
+	defer t.pinsMu.Unlock()
+	m := maps.Clone(t.pins)
+	m[name] = trustEntry{Name: name, Pin: pin, Time: when.UTC().Round(0)}
+	f := trustFile{Version: trustVersion, Servers: slices.SortedFunc(maps.Values(m), func(a, b trustEntry) int {
+		return cmp.Compare(a.Name, b.Name)
+	})}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writePrivateFile(t.path, append(data, '\n')); err != nil {
+		return fmt.Errorf("MCP trust file: %w", err)
+	}
+	t.pins = m
+	return nil
+}
+
+// writePrivateFile writes data to path atomically with mode 0600:
+// temporary file, fsync, rename, fsync of the directory.
+func writePrivateFile(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// TrustAsker asks the person whether to approve a server that waits for
+// approval, showing st.Launch; it returns true when they approve. ctx ends
+// when the question no longer matters (the server was approved another
+// way, its entry changed or went, the asker was replaced).
+type TrustAsker func(ctx context.Context, st Status) (bool, error)
+
+// SetTrustAsker attaches fn (nil detaches) as the asker of the person: it
+// is asked at once about every server waiting for approval, and then about
+// each server that comes to wait. Each entry (name and pin) is asked about
+// once per asker: a refusal, or no answer, leaves the server waiting until
+// it is approved another way ([Hub.Trust]).
+func (h *Hub) SetTrustAsker(fn TrustAsker) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopAsking != nil {
+		h.stopAsking()
+	}
+	h.asker, h.asked = fn, map[string]string{}
+	h.askCtx, h.stopAsking = context.WithCancel(context.Background())
+	if fn == nil || h.closed {
+		return
+	}
+	for _, name := range sortedNames(h.servers) {
+		h.askLocked(h.servers[name])
+	}
+}
+
+// askLocked asks the attached asker about s if it waits for approval and
+// was not asked about yet. The caller holds h.mu.
+func (h *Hub) askLocked(s *server) {
+	st := s.statusNow()
+	if h.asker == nil || st.State != StatePendingApproval || h.asked[st.Name] == s.pin {
+		return
+	}
+	h.asked[st.Name] = s.pin
+	ask := h.asker
+	ctx, cancel := context.WithCancel(h.askCtx)
+	go func() {
+		select {
+		case <-s.approved:
+		case <-s.life.Done():
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	go func() {
+		defer cancel()
+		ok, err := ask(ctx, st)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			h.logger.Warn("the editor was not asked to approve the MCP server; nexus mcp trust approves it", "server", st.Name, "error", err.Error())
+		case !ok:
+			h.logger.Info("the person did not approve the MCP server; it waits", "server", st.Name)
+		default:
+			if _, err := h.Trust(st.Name, s.pin); err != nil {
+				h.logger.Warn("the MCP server the person approved in the editor was not trusted", "server", st.Name, "error", err.Error())
+			}
+		}
+	}()
+}
+
+// Trust approves the entry of a server and starts it (a lazy one waits for
+// its first call). pin, when not "", must be the entry's current pin (the
+// values the person was shown), or Trust fails with [ErrPinMismatch];
+// "" approves the entry as it is now. The approval is written to the trust
+// file before the server starts, and holds across restarts until the
+// entry's launch values change. A server already trusted is left alone.
+func (h *Hub) Trust(name, pin string) (Status, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.servers[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	}
+	if s.cfg.Err != nil {
+		return Status{}, fmt.Errorf("MCP server %q cannot run: its entry in %s is invalid: %v", name, s.cfg.Source, s.cfg.Err)
+	}
+	if pin != "" && pin != s.pin {
+		return Status{}, fmt.Errorf("MCP server %q: %w (shown %s, now %s): look at it again", name, ErrPinMismatch, shortPin(pin), shortPin(s.pin))
+	}
+	if !h.trust.Trusted(name, s.pin) {
+		if h.trustErr != nil {
+			return Status{}, fmt.Errorf("MCP server %q not trusted: %w", name, h.trustErr)
+		}
+		if err := h.trust.Approve(name, s.pin, time.Now()); err != nil {
+			return Status{}, err
+		}
+		h.logger.Info("MCP server approved by the person", "server", name, "source", s.cfg.Source, "pin", shortPin(s.pin))
+	}
+	s.approve()
+	return s.statusNow(), nil
+}
+
+func shortPin(pin string) string {
+	if len(pin) > len("sha256:")+12 {
+		return pin[:len("sha256:")+12]
+	}
+	return pin
+}
+
+// pendingError is the error of a call to a server that waits for approval.
+func (s *server) pendingError() *tools.Error {
+	return tools.Errorf(tools.CodePermissionDenied, "%s", s.pendingMessage())
+}
+
+func (s *server) pendingMessage() string {
+	return fmt.Sprintf("MCP server %q (%s) waits for the person's approval and has not been started: "+
+		"`nexus mcp trust %s` shows its command, arguments, environment and URL and approves them (or approve it when the editor asks)",
+		s.cfg.Name, s.cfg.Source, s.cfg.Name)
+}
