@@ -398,3 +398,52 @@ func TestSecurityGRPCDoors(t *testing.T) {
 		t.Errorf("a refused call changed the history: %s → %s", rev, got)
 	}
 }
+
+// TestSecurityRenameRace: an app's directory swapped for a symlink to
+// another app's, over and over, while the app writes into it through both
+// doors: no write lands in the other app's directory, no temporary file is
+// left there, and the daemon lives on (a bounded number of rounds).
+func TestSecurityRenameRace(t *testing.T) {
+	e := newSecEnv(t)
+	defs := filepath.Join(e.ws, ".nexus", "definitions")
+	sub := filepath.Join(defs, "alpha", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 300
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range rounds {
+			os.Rename(sub, sub+".old")
+			os.Symlink("../gamma", sub)
+			os.Remove(sub)
+			os.Rename(sub+".old", sub)
+		}
+	}()
+	fw := e.d.framework()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+		default:
+			content := fmt.Sprintf("write %d\n", i)
+			fw.SetDefinitionFileContent(e.callers["alpha"], &nexusv1.SetDefinitionFileContentRequest{Path: "sub/f.txt", Content: content})
+			e.tool("alpha", "write_file", jsonArgs("path", ".nexus/definitions/alpha/sub/g.txt", "content", content))
+			continue
+		}
+		break
+	}
+	des, err := os.ReadDir(filepath.Join(defs, "gamma"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		if de.Name() != "secret.txt" {
+			t.Errorf("a write of alpha landed in gamma's directory: %s", de.Name())
+		}
+	}
+	// The daemon is alive and its history readable.
+	if _, err := fw.GetDefinitionFileContent(e.callers["person"], &nexusv1.GetDefinitionFileContentRequest{Path: "/gamma/secret.txt"}); err != nil {
+		t.Fatalf("after the race: %v\n%s", err, e.d.stderr)
+	}
+}
