@@ -100,7 +100,13 @@ func TestExecuteCommand(t *testing.T) {
 	}
 
 	// workspace-write (the default): no write outside the workspace.
-	outside, err := os.MkdirTemp("/var/tmp", "nexus-outside-")
+	// (Not under /tmp or /var/tmp: those are the command's own.)
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(home, ".cache", "nexus"), 0o755)
+	outside, err := os.MkdirTemp(filepath.Join(home, ".cache", "nexus"), "outside-")
 	if err != nil {
 		t.Fatal(err)
 	}
