@@ -144,7 +144,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	maxMsg := max(int(cfg.GRPC.MaxMessageSize), 2*int(cfg.Definitions.MaxFileSize)+1<<20)
+	// One message, over gRPC or from the editor, carries at most the
+	// largest definition file (twice, in a diff) or the largest tool
+	// arguments; a larger one is refused before it is read.
+	maxMsg := max(int(cfg.GRPC.MaxMessageSize), max(2*int(cfg.Definitions.MaxFileSize), int(cfg.Tools.MaxArgumentsSize))+1<<20)
 	srv := rpc.NewServer(rpc.Config{
 		Definitions:    defs,
 		Runtime:        rt,
@@ -217,7 +220,9 @@ func Run(ctx context.Context, opts Options) error {
 			Approvers:   approvers,
 			Apps:        appIDs(apps),
 			Logger:      logger,
-			MaxMessage:  maxMsg,
+			// The person's own editor may send arguments as a JSON string
+			// (argumentsJson), whose escaping can double them.
+			MaxMessage: max(maxMsg, 2*int(cfg.Tools.MaxArgumentsSize)+1<<20),
 			Info: server.Info{Version: opts.Version, Workspace: ws, GRPCAddress: info.GRPCAddress, GRPCTCPAddress: info.GRPCTCPAddress,
 				AdminTokenFile: l.adminToken, DefinitionsRoot: l.resolve(cfg.Definitions.Root), Debounce: time.Duration(cfg.Definitions.Debounce).String()},
 		})
