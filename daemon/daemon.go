@@ -220,9 +220,7 @@ func Run(ctx context.Context, opts Options) error {
 			Approvers:   approvers,
 			Apps:        appIDs(apps),
 			Logger:      logger,
-			// The person's own editor may send arguments as a JSON string
-			// (argumentsJson), whose escaping can double them.
-			MaxMessage: max(maxMsg, 2*int(cfg.Tools.MaxArgumentsSize)+1<<20),
+			MaxMessage:  maxMsg,
 			Info: server.Info{Version: opts.Version, Workspace: ws, GRPCAddress: info.GRPCAddress, GRPCTCPAddress: info.GRPCTCPAddress,
 				AdminTokenFile: l.adminToken, DefinitionsRoot: l.resolve(cfg.Definitions.Root), Debounce: time.Duration(cfg.Definitions.Debounce).String()},
 		})
