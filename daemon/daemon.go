@@ -41,6 +41,9 @@ type Options struct {
 	// Stdio, when set, is the editor's connection (nexusd --stdio): the
 	// daemon serves it with JSON-RPC and stops when the editor goes.
 	Stdio *Stdio
+	// InsecureTCP allows plain TCP (no TLS) on a loopback address; without
+	// it, a TCP address (GRPCAddr or grpc.address) refuses to start.
+	InsecureTCP bool
 }
 
 // Stdio is the editor's end of nexusd --stdio.
@@ -94,6 +97,10 @@ func Run(ctx context.Context, opts Options) error {
 	cfg, err := workspace.LoadConfig(l.configFile, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	tcpAddr, err := tcpAddress(ctx, opts.GRPCAddr, cfg.GRPC.Address, opts.InsecureTCP, lookupHost)
+	if err != nil {
+		return err
 	}
 	logger, closeLog, err := newLogger(opts, cfg)
 	if err != nil {
@@ -172,10 +179,6 @@ func Run(ctx context.Context, opts Options) error {
 	defer os.Remove(sock)
 	listeners := []net.Listener{unixLis}
 	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.adminToken}
-	tcpAddr := opts.GRPCAddr
-	if tcpAddr == "" {
-		tcpAddr = cfg.GRPC.Address
-	}
 	if tcpAddr != "" {
 		tl, err := net.Listen("tcp", tcpAddr)
 		if err != nil {
@@ -184,6 +187,8 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		listeners = append(listeners, tl)
 		info.GRPCTCPAddress = tl.Addr().String()
+		logger.Warn("serving gRPC over plain TCP (--insecure-tcp): bearer tokens cross it in clear, and any process of this machine may connect",
+			"address", info.GRPCTCPAddress)
 	}
 	if err := writeJSON(l.daemonJSON, info); err != nil {
 		return err
