@@ -162,6 +162,9 @@ func runTools() error {
 	if err := benchTools(tmp); err != nil {
 		return err
 	}
+	if err := benchHugeArguments(tmp); err != nil {
+		return err
+	}
 	if err := benchEvents(tmp); err != nil {
 		return err
 	}

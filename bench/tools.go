@@ -226,3 +226,65 @@ func benchEvents(tmp string) error {
 	fmt.Printf("%-44s %8.0f/s   %-34s %10s   (target ≥ 50,000/s)\n", "tool-call events to one watcher", rate, "", "")
 	return nil
 }
+
+// benchHugeArguments starts the real nexusd, as an app without tool grants
+// makes 12 calls of get_current_time with 30 MiB of arguments (the report
+// of issue 11: 27 MB to 1.66 GB), and prints the daemon's RSS after them
+// beside its idle RSS.
+func benchHugeArguments(tmp string) error {
+	bin := filepath.Join(tmp, "nexusd")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/nexusd").CombinedOutput(); err != nil {
+		return fmt.Errorf("build nexusd: %v: %s", err, out)
+	}
+	ws := filepath.Join(tmp, "huge")
+	if err := os.MkdirAll(filepath.Join(ws, ".nexus"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".nexus", "config.yaml"), []byte("apps:\n  - id: alpha\n"), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "--workspace", ws, "--log-level", "error")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	var info struct {
+		PID         int
+		GRPCAddress string
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "daemon.json"))
+		if err == nil && jsonUnmarshal(data, &info) == nil && info.PID == cmd.Process.Pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nexusd not ready")
+		}
+	}
+	tok, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "apps", "alpha.token"))
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(info.GRPCAddress, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	alpha := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	cf := nexusv1.NewCoreFrameworkClient(conn)
+	if r, err := cf.ExecuteTool(alpha, &nexusv1.ExecuteToolRequest{ToolName: "get_current_time"}); err != nil || !r.Success {
+		return fmt.Errorf("get_current_time: %v %v", r, err)
+	}
+	idle := vmRSS(cmd.Process.Pid)
+	args := `{"timezone":"UTC","pad":"` + strings.Repeat("x", 30<<20) + `"}`
+	for range 12 {
+		if r, err := cf.ExecuteTool(alpha, &nexusv1.ExecuteToolRequest{ToolName: "get_current_time", ArgumentsJson: args}); err == nil && r.Success {
+			return fmt.Errorf("a call with 30 MiB of arguments succeeded")
+		}
+	}
+	after := vmRSS(cmd.Process.Pid)
+	fmt.Printf("%-44s %7d KiB   %-34s %7d KiB   ratio %.4f×   (target < 100 MB)\n",
+		"nexusd RSS after 12 calls, 30 MiB arguments", after, "vs idle RSS of the same nexusd", idle, float64(after)/float64(idle))
+	return nil
+}

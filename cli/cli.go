@@ -156,6 +156,13 @@ func errorMessage(ctx context.Context, err error) string {
 	if st.Message() == "" {
 		return codeName(st.Code())
 	}
+	var size, limit int
+	if _, err := fmt.Sscanf(st.Message(), "grpc: received message larger than max (%d vs. %d)", &size, &limit); err == nil {
+		// gRPC's own refusal, before the daemon read the request.
+		return fmt.Sprintf("the request is %.1f MiB, over the daemon's limit of %.1f MiB for one message "+
+			"(set by tools.maxArgumentsSize and definitions.maxFileSize, or grpc.maxMessageSize, in .nexus/config.yaml) (%s)",
+			float64(size)/(1<<20), float64(limit)/(1<<20), codeName(st.Code()))
+	}
 	return fmt.Sprintf("%s (%s)", st.Message(), codeName(st.Code()))
 }
 

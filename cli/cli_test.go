@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
@@ -337,5 +338,17 @@ func TestCodeName(t *testing.T) {
 		if got := codeName(code); got != want {
 			t.Errorf("codeName(%v) = %q; want %q", code, got, want)
 		}
+	}
+}
+
+func TestErrorMessageOfARequestTooLarge(t *testing.T) {
+	err := status.Error(codes.ResourceExhausted, "grpc: received message larger than max (31457291 vs. 23068672)")
+	want := "the request is 30.0 MiB, over the daemon's limit of 22.0 MiB for one message " +
+		"(set by tools.maxArgumentsSize and definitions.maxFileSize, or grpc.maxMessageSize, in .nexus/config.yaml) (resource_exhausted)"
+	if got := errorMessage(context.Background(), err); got != want {
+		t.Errorf("errorMessage = %q", got)
+	}
+	if got := errorMessage(context.Background(), status.Error(codes.ResourceExhausted, "other")); got != "other (resource_exhausted)" {
+		t.Errorf("errorMessage of another status = %q", got)
 	}
 }

@@ -41,6 +41,9 @@ type Options struct {
 	// Stdio, when set, is the editor's connection (nexusd --stdio): the
 	// daemon serves it with JSON-RPC and stops when the editor goes.
 	Stdio *Stdio
+	// InsecureTCP allows plain TCP (no TLS) on a loopback address; without
+	// it, a TCP address (GRPCAddr or grpc.address) refuses to start.
+	InsecureTCP bool
 }
 
 // Stdio is the editor's end of nexusd --stdio.
@@ -87,6 +90,10 @@ func Run(ctx context.Context, opts Options) error {
 	cfg, err := workspace.LoadConfig(l.Config, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	tcpAddr, err := tcpAddress(ctx, opts.GRPCAddr, cfg.GRPC.Address, opts.InsecureTCP, lookupHost)
+	if err != nil {
+		return err
 	}
 	logger, closeLog, err := newLogger(opts, cfg)
 	if err != nil {
@@ -137,7 +144,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	maxMsg := max(int(cfg.GRPC.MaxMessageSize), 2*int(cfg.Definitions.MaxFileSize)+1<<20)
+	// One message, over gRPC or from the editor, carries at most the
+	// largest definition file (twice, in a diff) or the largest tool
+	// arguments; a larger one is refused before it is read.
+	maxMsg := max(int(cfg.GRPC.MaxMessageSize), max(2*int(cfg.Definitions.MaxFileSize), int(cfg.Tools.MaxArgumentsSize))+1<<20)
 	srv := rpc.NewServer(rpc.Config{
 		Definitions:    defs,
 		Runtime:        rt,
@@ -162,10 +172,6 @@ func Run(ctx context.Context, opts Options) error {
 	defer os.Remove(sock)
 	listeners := []net.Listener{unixLis}
 	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.AdminToken}
-	tcpAddr := opts.GRPCAddr
-	if tcpAddr == "" {
-		tcpAddr = cfg.GRPC.Address
-	}
 	if tcpAddr != "" {
 		tl, err := net.Listen("tcp", tcpAddr)
 		if err != nil {
@@ -174,6 +180,8 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		listeners = append(listeners, tl)
 		info.GRPCTCPAddress = tl.Addr().String()
+		logger.Warn("serving gRPC over plain TCP (--insecure-tcp): bearer tokens cross it in clear, and any process of this machine may connect",
+			"address", info.GRPCTCPAddress)
 	}
 	if err := workspace.WriteJSONAtomic(l.DaemonJSON, info); err != nil {
 		return err

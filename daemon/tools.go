@@ -46,9 +46,10 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 		Gate:   pol.Gate(approvers, approvalTimeout, logger),
 		// A result carries at most tools.outputLimit bytes of content;
 		// JSON escaping can double it.
-		OutputLimit: 2*outputLimit + 64<<10,
-		Timeout:     time.Duration(cfg.Tools.Timeout),
-		AuditFile:   l.Audit,
+		OutputLimit:  2*outputLimit + 64<<10,
+		MaxArguments: int(cfg.Tools.MaxArgumentsSize),
+		Timeout:      time.Duration(cfg.Tools.Timeout),
+		AuditFile:    l.Audit,
 	})
 	if err != nil {
 		return nil, nil, nil, nil, err

@@ -468,7 +468,7 @@ func TestLongWorkspacePathUsesShortSocket(t *testing.T) {
 
 func TestTCPAndReflection(t *testing.T) {
 	ws := newWorkspace(t, "")
-	d := startDaemon(t, ws, "--grpc-addr", "127.0.0.1:0")
+	d := startDaemon(t, ws, "--grpc-addr", "127.0.0.1:0", "--insecure-tcp")
 	var info struct{ GRPCTCPAddress string }
 	data, _ := os.ReadFile(filepath.Join(ws, ".nexus/run/daemon.json"))
 	if err := json.Unmarshal(data, &info); err != nil || !strings.HasPrefix(info.GRPCTCPAddress, "127.0.0.1:") {

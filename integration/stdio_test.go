@@ -770,7 +770,7 @@ func TestStdioMalformedFramesDoNotDisturbGRPC(t *testing.T) {
 		fmt.Fprintf(&bigBatch, `{"jsonrpc":"2.0","id":%d,"method":"nexus/tools/list"}`, 100000+i)
 	}
 	bigBatch.WriteString("]")
-	overLimit := 100 << 20 // over the daemon's 32 MiB message limit, and sent in full
+	overLimit := 100 << 20 // over the daemon's 22 MiB message limit, and sent in full
 	cases := []struct {
 		name string
 		raw  string

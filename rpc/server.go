@@ -30,7 +30,8 @@ type Config struct {
 	Approvals   *policy.Approvals
 	// MCP is the McpHub; nil serves no MCP servers.
 	MCP *mcp.Hub
-	// MaxMessageSize bounds a request or response, in bytes.
+	// MaxMessageSize bounds a request or response, in bytes; gRPC refuses
+	// a larger request (RESOURCE_EXHAUSTED) before it reads it.
 	MaxMessageSize int
 }
 

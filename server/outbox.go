@@ -58,11 +58,15 @@ type outKey struct {
 // tool call's latest status, a path's latest change), so a slow editor gets
 // coalesced updates and the queue is bounded by the number of things that
 // changed, not by the number of changes. A tool call's final status is
-// never dropped.
+// never dropped. The pending calls hold at most maxCallBytes of arguments
+// and results (each already cut to tools.KeptSize): past that, a status in
+// between is dropped, and a final one goes without them.
 type outbox struct {
 	st       *stream
 	logger   *slog.Logger
 	maxCalls int
+	// maxCallBytes bounds the arguments and results of the pending calls.
+	maxCallBytes int
 
 	mu      sync.Mutex
 	queue   []outKey // in order of first arrival
@@ -71,6 +75,8 @@ type outbox struct {
 	logs    int // pending log entries
 	logSeq  uint64
 	dropped struct{ calls, logs int }
+	// callBytes is what the pending calls hold of arguments and results.
+	callBytes int
 
 	wake chan struct{}
 	// stopped is closed when run returns.
@@ -81,8 +87,9 @@ type outbox struct {
 	enc  *json.Encoder
 }
 
-func newOutbox(st *stream, maxCalls int, logger *slog.Logger) *outbox {
-	o := &outbox{st: st, logger: logger, maxCalls: maxCalls, items: map[outKey]any{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+func newOutbox(st *stream, maxCalls, maxCallBytes int, logger *slog.Logger) *outbox {
+	o := &outbox{st: st, logger: logger, maxCalls: maxCalls, maxCallBytes: maxCallBytes, items: map[outKey]any{},
+		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	o.enc = json.NewEncoder(&o.body)
 	o.enc.SetEscapeHTML(false)
 	return o
@@ -148,14 +155,22 @@ func (o *outbox) put(k outKey, v any) {
 		k.id = strconv.FormatUint(o.logSeq, 10)
 		o.logs++
 	case outCall:
-		if _, pending := o.items[k]; !pending {
-			if o.calls >= o.maxCalls && !v.(tools.Call).Done() {
-				o.dropped.calls++ // a status in between; its final one will come
-				o.mu.Unlock()
-				return
-			}
+		c := v.(tools.Call)
+		prev, pending := o.items[k].(tools.Call)
+		over := o.callBytes-callBytes(prev)+callBytes(c) > o.maxCallBytes
+		if !c.Done() && (over || !pending && o.calls >= o.maxCalls) {
+			o.dropped.calls++ // a status in between; its final one will come
+			o.mu.Unlock()
+			return
+		}
+		if over {
+			c = c.Stripped()
+			v = c
+		}
+		if !pending {
 			o.calls++
 		}
+		o.callBytes += callBytes(c) - callBytes(prev)
 	}
 	if _, pending := o.items[k]; !pending {
 		o.queue = append(o.queue, k)
@@ -164,6 +179,9 @@ func (o *outbox) put(k outKey, v any) {
 	o.mu.Unlock()
 	o.signal()
 }
+
+// callBytes is what a pending call holds beyond its fixed fields.
+func callBytes(c tools.Call) int { return len(c.ArgumentsJSON) + len(c.ResultJSON) }
 
 func (o *outbox) signal() {
 	select {
@@ -250,6 +268,7 @@ func (o *outbox) take(keys []outKey, vals []any) ([]outKey, []any) {
 		switch k.kind {
 		case outCall:
 			o.calls--
+			o.callBytes -= callBytes(vals[len(vals)-1].(tools.Call))
 		case outLog:
 			o.logs--
 		}

@@ -47,8 +47,10 @@ type Options struct {
 	MaxMessage int
 	MaxBatch   int
 	// MaxPendingCalls bounds the tool calls whose latest status waits for a
-	// slow editor (default 10,000).
-	MaxPendingCalls int
+	// slow editor (default 10,000), MaxPendingCallBytes their arguments and
+	// results (default 16 MiB).
+	MaxPendingCalls     int
+	MaxPendingCallBytes int
 	// WatchParent polls the editor's process (processId of initialize);
 	// default 1s when pidfd is not available.
 	WatchParent time.Duration
@@ -109,6 +111,9 @@ func New(opts Options) *Server {
 	if opts.MaxPendingCalls <= 0 {
 		opts.MaxPendingCalls = 10000
 	}
+	if opts.MaxPendingCallBytes <= 0 {
+		opts.MaxPendingCallBytes = 16 << 20
+	}
 	if opts.WatchParent <= 0 {
 		opts.WatchParent = time.Second
 	}
@@ -139,7 +144,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 		s.logger.Warn("editor sent a malformed message; answered with an error", "error", err.Error())
 	})
 	s.conn = jsonrpc2.NewConn(st, jsonrpc2.WithCodec(stdCodec{}), jsonrpc2.WithPreempter(s))
-	s.out = newOutbox(st, s.opts.MaxPendingCalls, s.logger)
+	s.out = newOutbox(st, s.opts.MaxPendingCalls, s.opts.MaxPendingCallBytes, s.logger)
 	// Attached before the first request is read: whatever happens after
 	// the initialize reply reaches the editor.
 	detach := s.opts.Bus.Attach(s.out.event)

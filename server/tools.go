@@ -109,7 +109,9 @@ func (s *Server) toolsExecute(ctx context.Context, p *toolsExecuteParams) (*tool
 		}
 		args = p.Arguments
 	}
-	if len(args) > 0 && !json.Valid(args) {
+	// Arguments over the limit are refused by the manager before anything
+	// reads them.
+	if len(args) > 0 && len(args) <= s.opts.Tools.MaxArguments() && !json.Valid(args) {
 		return nil, invalid("argumentsJson is not valid JSON")
 	}
 	req := tools.ExecuteRequest{ToolName: p.ToolName, ServerName: p.ServerName, Arguments: args,

@@ -34,12 +34,19 @@ type toolCallWire struct {
 	EndedAt       *time.Time       `json:"endedAt,omitempty"`
 	Progress      *tools.Progress  `json:"progress,omitempty"`
 	ICERC         *tools.ICERC     `json:"icerc,omitempty"`
+
+	// What the daemon keeps of a call is cut (tools.Call).
+	ArgumentsTruncated bool `json:"argumentsTruncated,omitempty"`
+	ArgumentsSize      int  `json:"argumentsSize,omitempty"`
+	ResultTruncated    bool `json:"resultTruncated,omitempty"`
+	ResultSize         int  `json:"resultSize,omitempty"`
 }
 
 func toolCallJSON(c tools.Call) *toolCallWire {
 	w := &toolCallWire{ToolCallID: c.ID, ToolName: c.ToolName, ServerName: c.ServerName, ArgumentsJSON: string(c.ArgumentsJSON),
 		Status: c.Status, ResultJSON: string(c.ResultJSON), Error: c.Error, AppID: c.AppID, TaskID: c.TaskID,
-		RequestID: c.RequestID, Title: c.Title, Kind: string(c.Kind), StartedAt: c.StartedAt, Progress: c.Progress, ICERC: c.ICERC}
+		RequestID: c.RequestID, Title: c.Title, Kind: string(c.Kind), StartedAt: c.StartedAt, Progress: c.Progress, ICERC: c.ICERC,
+		ArgumentsTruncated: c.ArgumentsTruncated, ArgumentsSize: c.ArgumentsSize, ResultTruncated: c.ResultTruncated, ResultSize: c.ResultSize}
 	if !c.EndedAt.IsZero() {
 		w.EndedAt = &c.EndedAt
 	}

@@ -16,18 +16,22 @@ import (
 // size limit and keeping three old files (name.1 newest … name.3). Lines
 // are written by a goroutine of their own, in batches, so that a call does
 // not wait for the disk; Close writes what is queued. A crash loses at most
-// the lines still queued.
+// the lines still queued. The queue holds at most auditMaxQueued bytes of
+// arguments: past that, a line keeps the arguments' size but not their
+// text, and the writer is woken at once.
 type auditLog struct {
 	path    string
 	maxSize int64
 	logger  *slog.Logger
 
-	mu     sync.Mutex
-	queued []Call
-	spare  []Call // the last batch, emptied, for queued to reuse
-	closed bool
-	stop   chan struct{}
-	done   chan struct{}
+	mu          sync.Mutex
+	queued      []auditRecord
+	queuedBytes int
+	spare       []auditRecord // the last batch, emptied, for queued to reuse
+	closed      bool
+	stop        chan struct{}
+	done        chan struct{}
+	wake        chan struct{}
 
 	// Owned by the writer goroutine.
 	f    *os.File
@@ -38,8 +42,9 @@ type auditLog struct {
 }
 
 const (
-	auditKeep     = 3
-	auditInterval = 200 * time.Millisecond
+	auditKeep      = 3
+	auditInterval  = 200 * time.Millisecond
+	auditMaxQueued = 4 << 20
 )
 
 func openAuditLog(path string, maxSize int64, logger *slog.Logger) (*auditLog, error) {
@@ -49,7 +54,8 @@ func openAuditLog(path string, maxSize int64, logger *slog.Logger) (*auditLog, e
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	a := &auditLog{path: path, maxSize: maxSize, logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
+	a := &auditLog{path: path, maxSize: maxSize, logger: logger, stop: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1)}
 	a.enc = json.NewEncoder(&a.line)
 	if err := a.open(); err != nil {
 		return nil, err
@@ -72,13 +78,27 @@ func (a *auditLog) open() error {
 	return nil
 }
 
-// append queues a finished call.
+// append queues a finished call, as kept by the manager.
 func (a *auditLog) append(c Call) {
-	a.mu.Lock()
-	if !a.closed {
-		a.queued = append(a.queued, c)
+	rec := auditRecord{Call: c, ResultBytes: len(c.ResultJSON)}
+	if c.ResultTruncated {
+		rec.ResultBytes = c.ResultSize
 	}
-	a.mu.Unlock()
+	rec.ResultJSON, rec.ResultTruncated, rec.ResultSize = nil, false, 0
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	if a.queuedBytes+len(rec.ArgumentsJSON) > auditMaxQueued {
+		rec.Call = rec.Call.Stripped()
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+	a.queuedBytes += len(rec.ArgumentsJSON)
+	a.queued = append(a.queued, rec)
 }
 
 func (a *auditLog) run() {
@@ -88,6 +108,8 @@ func (a *auditLog) run() {
 	for {
 		select {
 		case <-tick.C:
+			a.flush()
+		case <-a.wake:
 			a.flush()
 		case <-a.stop:
 			a.flush()
@@ -101,13 +123,13 @@ func (a *auditLog) run() {
 func (a *auditLog) flush() {
 	a.mu.Lock()
 	batch := a.queued
-	a.queued = a.spare
+	a.queued, a.queuedBytes = a.spare, 0
 	a.mu.Unlock()
 	if len(batch) == 0 || a.w == nil {
 		return
 	}
-	for _, c := range batch {
-		a.write(c)
+	for i := range batch {
+		a.write(&batch[i])
 	}
 	clear(batch)
 	a.mu.Lock()
@@ -120,23 +142,15 @@ func (a *auditLog) flush() {
 	}
 }
 
-// auditRecord is what the audit keeps of a call: everything but the result,
-// whose size it records instead, and arguments up to auditMaxArgs bytes.
+// auditRecord is what the audit keeps of a call: what the manager keeps
+// (arguments up to KeptSize bytes, see Call) but the result, whose whole
+// size it records instead.
 type auditRecord struct {
 	Call
-	ResultJSON         json.RawMessage `json:"resultJson,omitempty"`
-	ResultBytes        int             `json:"resultBytes"`
-	ArgumentsTruncated bool            `json:"argumentsTruncated,omitempty"`
+	ResultBytes int `json:"resultBytes"`
 }
 
-const auditMaxArgs = 64 << 10
-
-func (a *auditLog) write(c Call) {
-	rec := auditRecord{Call: c, ResultBytes: len(c.ResultJSON)}
-	if len(c.ArgumentsJSON) > auditMaxArgs {
-		head, _ := json.Marshal(string(c.ArgumentsJSON[:auditMaxArgs]))
-		rec.ArgumentsJSON, rec.ArgumentsTruncated = head, true
-	}
+func (a *auditLog) write(rec *auditRecord) {
 	a.line.Reset()
 	if err := a.enc.Encode(rec); err != nil || a.w == nil { // Encode ends the line
 		return
@@ -151,7 +165,7 @@ func (a *auditLog) write(c Call) {
 	n, err := a.w.Write(line)
 	a.size += int64(n)
 	if err != nil {
-		a.logger.Warn("audit log not written", "error", err.Error(), "call", c.ID)
+		a.logger.Warn("audit log not written", "error", err.Error(), "call", rec.ID)
 	}
 }
 

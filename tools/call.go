@@ -16,6 +16,13 @@ const (
 // Call is one execution of a tool, with the fields of the Tool Call data
 // model. The manager publishes a copy on the event bus at every status
 // change; a Call taken from an event is never modified afterwards.
+//
+// What the manager keeps and publishes of a call is bounded (see
+// KeptSize): ArgumentsJSON and ResultJSON are always valid JSON, but when
+// the arguments were over KeptSize bytes, ArgumentsTruncated is set,
+// ArgumentsJSON is a JSON string holding the head of their text, and
+// ArgumentsSize is their whole size in bytes; likewise ResultTruncated,
+// ResultJSON and ResultSize for the result.
 type Call struct {
 	ID            string          `json:"toolCallId"`
 	ToolName      string          `json:"toolName"`
@@ -33,6 +40,11 @@ type Call struct {
 	EndedAt       time.Time       `json:"endedAt,omitzero"`
 	Progress      *Progress       `json:"progress,omitempty"`
 	ICERC         *ICERC          `json:"icerc,omitempty"`
+
+	ArgumentsTruncated bool `json:"argumentsTruncated,omitempty"`
+	ResultTruncated    bool `json:"resultTruncated,omitempty"`
+	ArgumentsSize      int  `json:"argumentsSize,omitempty"`
+	ResultSize         int  `json:"resultSize,omitempty"`
 }
 
 // Done reports whether the call has ended.

@@ -45,7 +45,13 @@ type Options struct {
 	// OutputLimit bounds a result, in bytes; default 1 MiB.
 	OutputLimit int
 	// Recent is how many finished calls stay queryable; default 1000.
-	Recent int
+	// RecentBytes bounds what they keep (arguments, results, messages, each
+	// already cut to KeptSize); default 16 MiB. The oldest go first.
+	Recent      int
+	RecentBytes int
+	// MaxArguments refuses a call whose arguments are larger, in bytes,
+	// before they are looked at; default DefaultMaxArguments.
+	MaxArguments int
 	// AuditFile, when set, receives one JSON line per finished call; it is
 	// rotated at AuditMaxSize (default 10 MiB), keeping three old files.
 	AuditFile    string
@@ -103,25 +109,50 @@ type Manager struct {
 	closed  bool
 }
 
-// ring keeps the last len(buf) finished calls.
+// DefaultMaxArguments is the largest arguments of a call when Options do
+// not say: a definition file of definitions.maxFileSize (10 MiB by
+// default) in write_file's content, even if JSON escaping doubles it.
+const DefaultMaxArguments = 21 << 20
+
+// ring keeps the last finished calls: at most len(buf) of them, holding at
+// most limit bytes (keptBytes); the oldest go first.
 type ring struct {
-	buf  []Call
-	next int // where the next call goes
-	full bool
+	buf   []Call
+	next  int // where the next call goes
+	n     int // how many calls it holds
+	size  int // their keptBytes
+	limit int
 }
 
 func (r *ring) add(c Call) {
+	if r.n == len(r.buf) {
+		r.dropOldest()
+	}
 	r.buf[r.next] = c
 	r.next = (r.next + 1) % len(r.buf)
-	r.full = r.full || r.next == 0
+	r.n++
+	r.size += keptBytes(&c)
+	for r.size > r.limit && r.n > 1 {
+		r.dropOldest()
+	}
+}
+
+func (r *ring) oldest() int { return (r.next - r.n + len(r.buf)) % len(r.buf) }
+
+func (r *ring) dropOldest() {
+	i := r.oldest()
+	r.size -= keptBytes(&r.buf[i])
+	r.buf[i] = Call{}
+	r.n--
 }
 
 // all returns the calls, oldest first.
 func (r *ring) all() []Call {
-	if !r.full {
-		return r.buf[:r.next]
+	i := r.oldest()
+	if i+r.n <= len(r.buf) {
+		return r.buf[i : i+r.n]
 	}
-	return append(slices.Clone(r.buf[r.next:]), r.buf[:r.next]...)
+	return append(slices.Clone(r.buf[i:]), r.buf[:r.next]...)
 }
 
 type liveCall struct {
@@ -163,6 +194,12 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.Recent <= 0 {
 		opts.Recent = 1000
 	}
+	if opts.RecentBytes <= 0 {
+		opts.RecentBytes = 16 << 20
+	}
+	if opts.MaxArguments <= 0 {
+		opts.MaxArguments = DefaultMaxArguments
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -170,7 +207,7 @@ func NewManager(opts Options) (*Manager, error) {
 		opts.Bus = events.New()
 	}
 	m := &Manager{opts: opts, logger: opts.Logger, tools: map[toolKey]*registered{}, running: map[string]*liveCall{},
-		recent: ring{buf: make([]Call, opts.Recent)}}
+		recent: ring{buf: make([]Call, opts.Recent), limit: opts.RecentBytes}}
 	if opts.AuditFile != "" {
 		a, err := openAuditLog(opts.AuditFile, opts.AuditMaxSize, opts.Logger)
 		if err != nil {
@@ -264,9 +301,15 @@ func (m *Manager) Lookup(name, server string) (Definition, bool) {
 	return t.Definition, true
 }
 
-// Execute runs one tool call to its end and returns the final call. Every
-// status change is published on the bus. The call ends with status error
-// and code cancelled when ctx is cancelled or Cancel is called.
+// MaxArguments is the size in bytes of the largest arguments a call may
+// have (Options.MaxArguments).
+func (m *Manager) MaxArguments() int { return m.opts.MaxArguments }
+
+// Execute runs one tool call to its end and returns the final call, with
+// its whole result; what the manager keeps and publishes of the call is
+// bounded (see KeptSize). Every status change is published on the bus. The
+// call ends with status error and code cancelled when ctx is cancelled or
+// Cancel is called.
 func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -286,11 +329,17 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	req.Intent, req.ExpectedOutcome = keepText(req.Intent, KeptSize), keepText(req.ExpectedOutcome, KeptSize)
+	kept, cut := keepJSON(args, KeptSize)
 	lc := &liveCall{cancel: cancel, onUpdate: req.OnUpdate, call: Call{
-		ID: id.String(), ToolName: req.ToolName, ServerName: req.ServerName, ArgumentsJSON: args,
-		Status: StatusInitiated, AppID: req.AppID, TaskID: req.TaskID, RequestID: req.RequestID,
+		ID: id.String(), ToolName: keepText(req.ToolName, maxIDSize), ServerName: keepText(req.ServerName, maxIDSize),
+		ArgumentsJSON: kept, ArgumentsTruncated: cut, Status: StatusInitiated, AppID: req.AppID,
+		TaskID: keepText(req.TaskID, maxIDSize), RequestID: keepText(req.RequestID, maxIDSize),
 		StartedAt: m.opts.Now().UTC(),
 	}}
+	if cut {
+		lc.call.ArgumentsSize = len(args)
+	}
 	m.callsMu.Lock()
 	if m.closed {
 		m.callsMu.Unlock()
@@ -313,6 +362,9 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 // values in their frames: every call goes through them, on a gRPC worker's
 // stack.
 func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *liveCall, req *ExecuteRequest, args json.RawMessage) (json.RawMessage, *Error) {
+	if err := m.checkSizes(req, args); err != nil {
+		return nil, err // before the arguments are parsed, or the request looked up
+	}
 	m.toolsMu.RLock()
 	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
 	m.toolsMu.RUnlock()
@@ -340,6 +392,7 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	}
 	gr := &GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args, Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome}
 	if err := m.opts.Gate(ctx, gr, func(r ICERC) {
+		r = keepICERC(r)
 		lc.update(func(c *Call) { c.ICERC = &r })
 		m.publish(lc)
 	}); err != nil {
@@ -362,6 +415,7 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		defer timer.Stop()
 	}
 	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Party: req.Party, Progress: func(p, total float64, msg string) {
+		msg = keepText(msg, KeptSize)
 		lc.update(func(c *Call) { c.Progress = &Progress{Progress: p, Total: total, Message: msg} })
 		m.publish(lc)
 	}}
@@ -377,6 +431,23 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		return nil, Errorf(CodeOutputLimit, "the result is %d bytes, over the limit of %d (tools.outputLimit)", len(out), m.opts.OutputLimit)
 	}
 	return out, nil
+}
+
+// checkSizes refuses a request whose arguments, names or ids are over
+// their limits.
+func (m *Manager) checkSizes(req *ExecuteRequest, args json.RawMessage) *Error {
+	if len(args) > m.opts.MaxArguments {
+		return Errorf(CodeInvalidArguments, "arguments are %s, over the limit of %s (tools.maxArgumentsSize)",
+			formatSize(len(args)), formatSize(m.opts.MaxArguments))
+	}
+	for _, f := range []struct{ name, value string }{
+		{"toolName", req.ToolName}, {"serverName", req.ServerName}, {"taskId", req.TaskID}, {"requestId", req.RequestID},
+	} {
+		if len(f.value) > maxIDSize {
+			return Errorf(CodeInvalidArguments, "%s is %s, over the limit of %s", f.name, formatSize(len(f.value)), formatSize(maxIDSize))
+		}
+	}
+	return nil
 }
 
 // SetResolver installs fn, which is asked about a tool of a server the
@@ -477,16 +548,24 @@ func (m *Manager) publish(lc *liveCall) {
 	m.opts.Bus.Publish(c)
 }
 
+// finish ends the call: what is kept and published carries the result cut
+// to KeptSize, what is returned the whole result.
 func (m *Manager) finish(lc *liveCall, out json.RawMessage, cerr *Error) Call {
+	if cerr != nil {
+		out = cerr.Output
+	}
+	kept, cut := keepJSON(out, KeptSize)
 	lc.update(func(c *Call) {
 		c.EndedAt = m.opts.Now().UTC()
 		if cerr != nil {
 			c.Status = StatusError
-			c.Error = &CallError{Code: cerr.Code, Message: cerr.Message}
-			c.ResultJSON = cerr.Output
+			c.Error = &CallError{Code: cerr.Code, Message: keepText(cerr.Message, KeptSize)}
 		} else {
 			c.Status = StatusCompleted
-			c.ResultJSON = out
+		}
+		c.ResultJSON, c.ResultTruncated = kept, cut
+		if cut {
+			c.ResultSize = len(out)
 		}
 	})
 	m.publish(lc)
@@ -498,6 +577,7 @@ func (m *Manager) finish(lc *liveCall, out json.RawMessage, cerr *Error) Call {
 	if m.audit != nil {
 		m.audit.append(final)
 	}
+	final.ResultJSON, final.ResultTruncated, final.ResultSize = out, false, 0
 	return final
 }
 
@@ -520,7 +600,7 @@ func (m *Manager) Get(id string) (Call, bool) {
 	if !ok {
 		defer m.callsMu.Unlock()
 		for _, c := range m.recent.buf {
-			if c.ID == id {
+			if c.ID == id && id != "" {
 				return c, true
 			}
 		}

@@ -101,6 +101,11 @@ type ToolGrants struct {
 type ToolsConfig struct {
 	Timeout     Duration `yaml:"timeout"`
 	OutputLimit Size     `yaml:"outputLimit"`
+	// MaxArgumentsSize refuses a call whose arguments are larger; by
+	// default 2 × definitions.maxFileSize + 1 MiB, so that write_file
+	// carries a definition file of the largest size even when JSON
+	// escaping doubles it.
+	MaxArgumentsSize Size `yaml:"maxArgumentsSize"`
 	// Sandbox is "read-only", "workspace-write" or "off".
 	Sandbox string `yaml:"sandbox"`
 	Network bool   `yaml:"network"`
@@ -158,8 +163,11 @@ type LogConfig struct {
 // GRPCConfig is the grpc section.
 type GRPCConfig struct {
 	// Address is empty for the unix socket only, or "host:port".
-	Address        string `yaml:"address"`
-	MaxMessageSize Size   `yaml:"maxMessageSize"`
+	Address string `yaml:"address"`
+	// MaxMessageSize bounds one message; it is never less than what the
+	// largest definition file (twice, for a diff) and the largest tool
+	// arguments need, plus 1 MiB, which is also the default (0).
+	MaxMessageSize Size `yaml:"maxMessageSize"`
 }
 
 const (
@@ -184,11 +192,12 @@ func DefaultConfig() *Config {
 			PurgeInterval: Duration(time.Second),
 		},
 		Tools: ToolsConfig{
-			Timeout:      Duration(60 * time.Second),
-			OutputLimit:  mib,
-			Sandbox:      "workspace-write",
-			Network:      false,
-			EnvAllowlist: []string{"PATH", "HOME", "LANG", "TERM"},
+			Timeout:          Duration(60 * time.Second),
+			OutputLimit:      mib,
+			MaxArgumentsSize: 21 * mib, // 2 × definitions.maxFileSize + 1 MiB
+			Sandbox:          "workspace-write",
+			Network:          false,
+			EnvAllowlist:     []string{"PATH", "HOME", "LANG", "TERM"},
 		},
 		MCP: MCPConfig{
 			CallTimeout:    Duration(60 * time.Second),
@@ -200,7 +209,6 @@ func DefaultConfig() *Config {
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
-		GRPC:     GRPCConfig{MaxMessageSize: 32 * mib},
 	}
 }
 
@@ -691,6 +699,11 @@ func (d *decoder) check(c *Config) {
 
 	d.apps(c.Apps)
 
+	if n := d.nodes["tools.maxArgumentsSize"]; n == nil || n.ShortTag() == "!!null" {
+		c.Tools.MaxArgumentsSize = 2*c.Definitions.MaxFileSize + mib // follows maxFileSize
+	} else if !d.bad["tools.maxArgumentsSize"] && c.Tools.MaxArgumentsSize == 0 {
+		d.fail("tools.maxArgumentsSize", n, "must be more than 0")
+	}
 	d.oneOf("tools.sandbox", c.Tools.Sandbox, "read-only", "workspace-write", "off")
 	for _, name := range slices.Sorted(maps.Keys(c.Tools.Policy)) {
 		d.oneOf("tools.policy."+name, c.Tools.Policy[name], "allow", "ask", "deny")

@@ -38,11 +38,12 @@ func TestDefaultConfig(t *testing.T) {
 			PurgeInterval: Duration(time.Second),
 		},
 		Tools: ToolsConfig{
-			Timeout:      Duration(time.Minute),
-			OutputLimit:  1 << 20,
-			Sandbox:      "workspace-write",
-			Network:      false,
-			EnvAllowlist: []string{"PATH", "HOME", "LANG", "TERM"},
+			Timeout:          Duration(time.Minute),
+			OutputLimit:      1 << 20,
+			MaxArgumentsSize: 21 << 20,
+			Sandbox:          "workspace-write",
+			Network:          false,
+			EnvAllowlist:     []string{"PATH", "HOME", "LANG", "TERM"},
 		},
 		MCP: MCPConfig{
 			CallTimeout:    Duration(time.Minute),
@@ -54,7 +55,6 @@ func TestDefaultConfig(t *testing.T) {
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
-		GRPC:     GRPCConfig{MaxMessageSize: 32 << 20},
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig() = %+v\nwant %+v", got, want)
@@ -215,12 +215,13 @@ func TestParseConfigAllSections(t *testing.T) {
 			{ID: "reader_2", TokenFile: "/run/secrets/reader"},
 		},
 		Tools: ToolsConfig{
-			Timeout:      Duration(90 * time.Second),
-			OutputLimit:  2000000,
-			Sandbox:      "read-only",
-			Network:      false,
-			EnvAllowlist: []string{"PATH", "GOPATH"},
-			Policy:       map[string]string{"execute_command": "ask", "fs__read": "allow"},
+			Timeout:          Duration(90 * time.Second),
+			OutputLimit:      2000000,
+			MaxArgumentsSize: 2 << 20, // 2 × maxFileSize + 1 MiB
+			Sandbox:          "read-only",
+			Network:          false,
+			EnvAllowlist:     []string{"PATH", "GOPATH"},
+			Policy:           map[string]string{"execute_command": "ask", "fs__read": "allow"},
 		},
 		MCP: MCPConfig{
 			CallTimeout:    Duration(10 * time.Second),
@@ -355,6 +356,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`c.yaml:2:19: grpc.maxMessageSize: "10M" is not a size (examples: 1048576, 10MiB)`},
 		{"negative size", yamlText("tools:", "  outputLimit: -1MiB"),
 			`c.yaml:2:16: tools.outputLimit: "-1MiB" must not be negative`},
+		{"no arguments at all", yamlText("tools:", "  maxArgumentsSize: 0"),
+			`c.yaml:2:21: tools.maxArgumentsSize: must be more than 0`},
 		{"huge size", yamlText("runtime:", "  maxValueSize: 9000000000GiB"),
 			`c.yaml:2:17: runtime.maxValueSize: "9000000000GiB" is too large`},
 		{"size is a list", yamlText("runtime:", "  maxValueSize: [1]"),
@@ -564,6 +567,26 @@ func TestSizeString(t *testing.T) {
 	} {
 		if got := s.String(); got != want {
 			t.Errorf("Size(%d).String() = %q, want %q", int64(s), got, want)
+		}
+	}
+}
+
+func TestMaxArgumentsSize(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want Size
+	}{
+		{"", 21 * mib},
+		{"tools:\n  maxArgumentsSize: 4MiB\n", 4 * mib},
+		{"tools:\n  maxArgumentsSize: 4MiB\ndefinitions:\n  maxFileSize: 100MiB\n", 4 * mib},
+		{"tools:\n  maxArgumentsSize:\ndefinitions:\n  maxFileSize: 100MiB\n", 201 * mib},
+		{"definitions:\n  maxFileSize: 1MiB\n", 3 * mib},
+	} {
+		cfg, err := ParseConfig("c.yaml", []byte(c.yaml), env(nil))
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+		} else if cfg.Tools.MaxArgumentsSize != c.want {
+			t.Errorf("%q: maxArgumentsSize %v, want %v", c.yaml, cfg.Tools.MaxArgumentsSize, c.want)
 		}
 	}
 }

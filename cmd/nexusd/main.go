@@ -46,7 +46,8 @@ func run(ctx context.Context, args []string) error {
 	var stdio, showVersion bool
 	fs.StringVar(&opts.Workspace, "workspace", ".", "the workspace `dir`ectory")
 	fs.BoolVar(&stdio, "stdio", false, "speak JSON-RPC to an editor on stdin/stdout")
-	fs.StringVar(&opts.GRPCAddr, "grpc-addr", "", "also serve gRPC on this TCP `address` (host:port)")
+	fs.StringVar(&opts.GRPCAddr, "grpc-addr", "", "also serve gRPC on this TCP `address` (host:port); needs --insecure-tcp")
+	fs.BoolVar(&opts.InsecureTCP, "insecure-tcp", false, "serve gRPC over plain TCP, without TLS, on a loopback address (--grpc-addr or grpc.address)")
 	fs.StringVar(&opts.LogFile, "log-file", "", "write the log to this `file` instead of stderr")
 	fs.StringVar(&opts.LogLevel, "log-level", "", "log `level`: debug, info, warn or error (default from config: info)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")

@@ -516,26 +516,37 @@ func (x *ExecuteToolResponse) GetErrorCode() string {
 
 // ToolCall is one execution of a tool, with the fields of the Tool Call data
 // model. status is one of initiated, running, completed, error.
+//
+// What the daemon keeps and sends of a call is bounded: arguments_json and
+// result_json hold at most 64 KiB each and are always valid JSON. When the
+// arguments were larger, arguments_truncated is true, arguments_json is a
+// JSON string holding the head of their text, and arguments_size is their
+// whole size in bytes; likewise result_truncated and result_size. The
+// caller of ExecuteTool gets the whole result in its response.
 type ToolCall struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ToolCallId    string                 `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
-	ToolName      string                 `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
-	ServerName    string                 `protobuf:"bytes,3,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
-	ArgumentsJson string                 `protobuf:"bytes,4,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
-	Status        string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
-	ResultJson    string                 `protobuf:"bytes,6,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
-	Error         *ToolCallError         `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
-	AppId         string                 `protobuf:"bytes,8,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
-	TaskId        string                 `protobuf:"bytes,9,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	RequestId     string                 `protobuf:"bytes,10,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Title         string                 `protobuf:"bytes,11,opt,name=title,proto3" json:"title,omitempty"`
-	Kind          string                 `protobuf:"bytes,12,opt,name=kind,proto3" json:"kind,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
-	Progress      *ToolCallProgress      `protobuf:"bytes,15,opt,name=progress,proto3" json:"progress,omitempty"`
-	Icerc         *Icerc                 `protobuf:"bytes,16,opt,name=icerc,proto3" json:"icerc,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ToolCallId         string                 `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	ToolName           string                 `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	ServerName         string                 `protobuf:"bytes,3,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	ArgumentsJson      string                 `protobuf:"bytes,4,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	Status             string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	ResultJson         string                 `protobuf:"bytes,6,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	Error              *ToolCallError         `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	AppId              string                 `protobuf:"bytes,8,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	TaskId             string                 `protobuf:"bytes,9,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	RequestId          string                 `protobuf:"bytes,10,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Title              string                 `protobuf:"bytes,11,opt,name=title,proto3" json:"title,omitempty"`
+	Kind               string                 `protobuf:"bytes,12,opt,name=kind,proto3" json:"kind,omitempty"`
+	StartedAt          *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	EndedAt            *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	Progress           *ToolCallProgress      `protobuf:"bytes,15,opt,name=progress,proto3" json:"progress,omitempty"`
+	Icerc              *Icerc                 `protobuf:"bytes,16,opt,name=icerc,proto3" json:"icerc,omitempty"`
+	ArgumentsTruncated bool                   `protobuf:"varint,17,opt,name=arguments_truncated,json=argumentsTruncated,proto3" json:"arguments_truncated,omitempty"`
+	ArgumentsSize      int64                  `protobuf:"varint,18,opt,name=arguments_size,json=argumentsSize,proto3" json:"arguments_size,omitempty"`
+	ResultTruncated    bool                   `protobuf:"varint,19,opt,name=result_truncated,json=resultTruncated,proto3" json:"result_truncated,omitempty"`
+	ResultSize         int64                  `protobuf:"varint,20,opt,name=result_size,json=resultSize,proto3" json:"result_size,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
@@ -678,6 +689,34 @@ func (x *ToolCall) GetIcerc() *Icerc {
 		return x.Icerc
 	}
 	return nil
+}
+
+func (x *ToolCall) GetArgumentsTruncated() bool {
+	if x != nil {
+		return x.ArgumentsTruncated
+	}
+	return false
+}
+
+func (x *ToolCall) GetArgumentsSize() int64 {
+	if x != nil {
+		return x.ArgumentsSize
+	}
+	return 0
+}
+
+func (x *ToolCall) GetResultTruncated() bool {
+	if x != nil {
+		return x.ResultTruncated
+	}
+	return false
+}
+
+func (x *ToolCall) GetResultSize() int64 {
+	if x != nil {
+		return x.ResultSize
+	}
+	return 0
 }
 
 // ToolCallError is the error of a call that ended with status error. code is
@@ -2554,7 +2593,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x1d\n" +
 	"\n" +
-	"error_code\x18\x05 \x01(\tR\terrorCode\"\xc3\x04\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\"\xe7\x05\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -2577,7 +2616,12 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
 	"\bended_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x126\n" +
 	"\bprogress\x18\x0f \x01(\v2\x1a.nexus.v1.ToolCallProgressR\bprogress\x12%\n" +
-	"\x05icerc\x18\x10 \x01(\v2\x0f.nexus.v1.IcercR\x05icerc\"=\n" +
+	"\x05icerc\x18\x10 \x01(\v2\x0f.nexus.v1.IcercR\x05icerc\x12/\n" +
+	"\x13arguments_truncated\x18\x11 \x01(\bR\x12argumentsTruncated\x12%\n" +
+	"\x0earguments_size\x18\x12 \x01(\x03R\rargumentsSize\x12)\n" +
+	"\x10result_truncated\x18\x13 \x01(\bR\x0fresultTruncated\x12\x1f\n" +
+	"\vresult_size\x18\x14 \x01(\x03R\n" +
+	"resultSize\"=\n" +
 	"\rToolCallError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"^\n" +

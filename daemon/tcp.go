@@ -1,0 +1,85 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// gRPC over TCP carries bearer tokens. Until nexusd has TLS
+// (--tls-cert/--tls-key, a later issue), it serves TCP only as plain TCP on
+// a loopback address, and only when the command line says --insecure-tcp:
+// the configuration file is workspace content, which a tool call may have
+// written, so it can name an address (grpc.address) but never allow it.
+
+// lookupFunc resolves a host name to its addresses.
+type lookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+
+func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// tcpAddress returns the address to serve plain TCP gRPC on ("" for none):
+// the --grpc-addr flag, else grpc.address from the configuration. It
+// refuses an address without --insecure-tcp, an address that is not on
+// loopback (127.0.0.0/8, ::1, or localhost when it resolves to loopback
+// only), and --insecure-tcp without an address. localhost is replaced by
+// the loopback address it resolves to, so that the name is resolved once.
+func tcpAddress(ctx context.Context, flagAddr, configAddr string, insecure bool, lookup lookupFunc) (string, error) {
+	addr, from := flagAddr, "--grpc-addr "+flagAddr
+	if addr == "" {
+		addr, from = configAddr, fmt.Sprintf("grpc.address %q in .nexus/config.yaml", configAddr)
+	}
+	switch {
+	case addr == "" && insecure:
+		return "", fmt.Errorf("--insecure-tcp: there is no TCP address to serve (give --grpc-addr 127.0.0.1:PORT)")
+	case addr == "":
+		return "", nil
+	case !insecure:
+		return "", fmt.Errorf("%s: gRPC over TCP needs TLS, which nexusd does not have yet (--tls-cert/--tls-key, coming in a later issue), "+
+			"and bearer tokens would cross the network in clear; serve the unix socket only, "+
+			"or plain TCP on a loopback address with --insecure-tcp on the command line", from)
+	}
+	notLoopback := func(what string) error {
+		return fmt.Errorf("%s: %s, and --insecure-tcp serves plain TCP on a loopback address only (127.0.0.0/8, ::1 or localhost); "+
+			"any other address needs TLS (--tls-cert/--tls-key), which is coming in a later issue", from, what)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%s: not host:port: %v", from, err)
+	}
+	if host == "" {
+		return "", notLoopback("no host means every interface")
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.Unmap().IsLoopback() {
+			return addr, nil
+		}
+		if ip.IsUnspecified() {
+			return "", notLoopback(host + " is every interface")
+		}
+		return "", notLoopback(host + " is not a loopback address")
+	}
+	if !strings.EqualFold(host, "localhost") {
+		return "", notLoopback(fmt.Sprintf("%q is a host name (write 127.0.0.1, [::1] or localhost)", host))
+	}
+	ips, err := lookup(ctx, host)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", from, err)
+	}
+	var first netip.Addr
+	for _, ip := range ips {
+		if !ip.Unmap().IsLoopback() {
+			return "", notLoopback(fmt.Sprintf("localhost resolves to %s", ip))
+		}
+		if !first.IsValid() || first.Is6() && ip.Unmap().Is4() { // IPv4 first, as net.Listen would
+			first = ip.Unmap()
+		}
+	}
+	if !first.IsValid() {
+		return "", fmt.Errorf("%s: localhost resolves to no address", from)
+	}
+	return net.JoinHostPort(first.String(), port), nil
+}
