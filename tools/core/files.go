@@ -118,24 +118,35 @@ func (t *Tools) readFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 	if head, _ := br.Peek(binarySniff); bytes.IndexByte(head, 0) >= 0 {
 		return nil, invalidf("file %q looks binary (it has a NUL byte); read_file reads text files", p)
 	}
-	res, err := t.readLines(ctx, p, br, start, end)
+	// The whole file is read when no range is given: room for it at once.
+	var hint int64
+	if !ranged {
+		hint = fi.Size()
+	}
+	res, err := t.readLines(ctx, p, br, start, end, hint)
 	if err != nil {
 		return nil, err
 	}
-	return marshal(res)
+	return marshalSized(res, len(res.Content)+len(res.Content)/8+128)
 }
 
 // readLines reads the lines start..end of a file and counts all its lines.
-// The content is cut, at a line boundary, at the read limit.
-func (t *Tools) readLines(ctx context.Context, p string, br *bufio.Reader, start, end int) (readResult, error) {
+// The content is cut, at a line boundary, at the read limit. sizeHint is
+// how many bytes are expected (0 when unknown). The content is built in a
+// strings.Builder, whose string is not copied again.
+func (t *Tools) readLines(ctx context.Context, p string, br *bufio.Reader, start, end int, sizeHint int64) (readResult, error) {
 	var (
-		out       bytes.Buffer
+		out       strings.Builder
+		kept      = -1 // where the content was cut, once it was
 		total     int
 		lineStart int    // out.Len() where the current line began
 		atStart   = true // the next byte begins a line
 		cut       bool
 		last      int // last line kept whole
 	)
+	if sizeHint > 0 {
+		out.Grow(int(min(sizeHint, t.cfg.ReadLimit)))
+	}
 	for i := 0; ; i++ {
 		if i&1023 == 0 && ctx.Err() != nil {
 			return readResult{}, ctx.Err()
@@ -153,8 +164,7 @@ func (t *Tools) readLines(ctx context.Context, p string, br *bufio.Reader, start
 						return readResult{}, tools.Errorf(tools.CodeOutputLimit,
 							"line %d of %q alone is over the read limit of %s", total, p, sizeString(t.cfg.ReadLimit))
 					}
-					out.Truncate(lineStart)
-					cut = true
+					kept, cut = lineStart, true
 				} else {
 					out.Write(chunk)
 					if atStart {
@@ -182,7 +192,11 @@ func (t *Tools) readLines(ctx context.Context, p string, br *bufio.Reader, start
 	if start > total {
 		return readResult{}, invalidf("startLine %d is past the end of %q, which has %d lines", start, p, total)
 	}
-	return readResult{Content: out.String(), TotalLines: total, StartLine: start, EndLine: last, Truncated: cut}, nil
+	content := out.String()
+	if cut {
+		content = content[:kept]
+	}
+	return readResult{Content: content, TotalLines: total, StartLine: start, EndLine: last, Truncated: cut}, nil
 }
 
 func (t *Tools) writeFileTool() tools.Tool {
@@ -540,8 +554,12 @@ func decode(raw json.RawMessage, v any) error {
 
 // marshal encodes a result, leaving <, > and & as they are: file content
 // stays readable and grows less.
-func marshal(v any) (json.RawMessage, error) {
+func marshal(v any) (json.RawMessage, error) { return marshalSized(v, 0) }
+
+// marshalSized is marshal with room for about size bytes made at once.
+func marshalSized(v any, size int) (json.RawMessage, error) {
 	var buf bytes.Buffer
+	buf.Grow(size)
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
