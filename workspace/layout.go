@@ -98,31 +98,47 @@ type DaemonInfo struct {
 	AdminTokenFile string `json:"adminTokenFile"`
 }
 
-// WriteFileAtomic writes a file readable only by this user (0600): a
-// temporary file in the same directory, synced, renamed over path. Readers
-// see the old content or the new, never a mix.
-func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+// WriteFileAtomic writes a file readable only by this user (0600), so that
+// a crash leaves the old content or the new, never a mix, and a nil return
+// means the new content is on disk: a temporary file in the same directory
+// (made 0700 when missing), synced, renamed over path, and the directory
+// synced. The one atomic write of the daemon's files.
+func WriteFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o600)
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		return err
 	}
-	if err == nil {
-		err = f.Sync()
+	if _, err := tmp.Write(data); err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := tmp.Sync(); err != nil {
+		return err
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
+	if err := tmp.Close(); err != nil {
+		return err
 	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
 	if err != nil {
-		os.Remove(f.Name())
+		return err
 	}
-	return err
+	defer d.Close()
+	return d.Sync()
 }
 
 // WriteJSONAtomic writes v as indented JSON with [WriteFileAtomic].

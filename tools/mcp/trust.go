@@ -12,12 +12,13 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nexuscocreate/nexus/tools"
+
+	"github.com/nexuscocreate/nexus/workspace"
 )
 
 // Trust: a server runs only once the person has approved its entry, and
@@ -73,8 +74,8 @@ func (l Launch) Pin() string {
 // TrustFile returns the file where the person's approvals of the
 // workspace's MCP servers are kept: .nexus/mcp-trust.json, which tool
 // calls cannot write.
-func TrustFile(workspace string) string {
-	return filepath.Join(absWorkspace(workspace), ".nexus", "mcp-trust.json")
+func TrustFile(ws string) string {
+	return workspace.NewLayout(absWorkspace(ws)).MCPTrust
 }
 
 var (
@@ -180,51 +181,11 @@ func (t *TrustStore) Approve(name, pin string, when time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := writePrivateFile(t.path, append(data, '\n')); err != nil {
+	if err := workspace.WriteFileAtomic(t.path, append(data, '\n')); err != nil {
 		return fmt.Errorf("MCP trust file: %w", err)
 	}
 	t.pins = m
 	return nil
-}
-
-// writePrivateFile writes data to path atomically with mode 0600:
-// temporary file, fsync, rename, fsync of the directory.
-func writePrivateFile(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // TrustAsker asks the person whether to approve a server that waits for

@@ -9,10 +9,11 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nexuscocreate/nexus/workspace"
 )
 
 // ErrCorruptApprovals is returned by [OpenApprovals] for a file it cannot
@@ -187,43 +188,8 @@ func (a *Approvals) write(m map[approvalKey]Approval) error {
 		return fmt.Errorf("approvals: %w", err)
 	}
 	data = append(data, '\n')
-	if err := writeFileAtomic(a.path, data); err != nil {
+	if err := workspace.WriteFileAtomic(a.path, data); err != nil {
 		return fmt.Errorf("approvals: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
