@@ -447,3 +447,59 @@ func TestSecurityRenameRace(t *testing.T) {
 		t.Fatalf("after the race: %v\n%s", err, e.d.stderr)
 	}
 }
+
+// TestSecurityEditorDoors: the editor is the person. Its definition methods
+// reach only the definitions root, its tool calls nothing of .nexus/, and a
+// write to .git or an MCP file is asked of the editor even though the
+// person's calls are allowed by default.
+func TestSecurityEditorDoors(t *testing.T) {
+	ws := newWorkspace(t, securityConfig)
+	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)
+	e := startEditor(t, ws)
+	res := e.initialize(os.Getpid())
+	tok, err := os.ReadFile(res.Nexus.AdminTokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := strings.TrimSpace(string(tok))
+	for _, m := range []string{"get", "set", "delete", "history", "list"} {
+		for _, p := range []string{"../run/admin.token", "/../run/admin.token", "../../.nexus/run/admin.token"} {
+			params := map[string]any{"path": p, "content": "x"}
+			if err := e.call("nexus/definitions/"+m, params, nil); err == nil || err.Code != -32602 {
+				t.Errorf("nexus/definitions/%s %q: %v, want -32602", m, p, err)
+			}
+		}
+	}
+	type toolOut struct {
+		Success    bool   `json:"success"`
+		ErrorCode  string `json:"errorCode"`
+		Message    string `json:"message"`
+		OutputJSON string `json:"outputJson"`
+	}
+	run := func(tool string, args map[string]any) toolOut {
+		var out toolOut
+		e.mustCall("nexus/tools/execute", map[string]any{"toolName": tool, "arguments": args}, &out)
+		return out
+	}
+	for _, out := range []toolOut{
+		run("read_file", map[string]any{"path": ".nexus/run/admin.token"}),
+		run("search_files", map[string]any{"path": ".nexus", "pattern": "."}),
+		run("execute_command", map[string]any{"command": "cat .nexus/run/admin.token; cat /proc/*/environ"}),
+	} {
+		if strings.Contains(out.OutputJSON+out.Message, admin) {
+			t.Errorf("an editor tool call reached .nexus/run: %+v", out)
+		}
+	}
+	// The write asks the editor (which allows it once here): the person
+	// decides, never an allow rule.
+	out := run("write_file", map[string]any{"path": ".git/hooks/pre-commit", "content": "echo hook\n"})
+	asked := false
+	e.mu.Lock()
+	for _, r := range e.requests {
+		asked = asked || (r.method == "nexus/requestPermission" && strings.Contains(string(r.params), "pre-commit"))
+	}
+	e.mu.Unlock()
+	if !asked || !out.Success {
+		t.Errorf("write_file .git/hooks/pre-commit from the editor: asked %v, %+v", asked, out)
+	}
+}
