@@ -311,12 +311,14 @@ func (r *Runner) startHelper(spec *Spec, cloneflags uintptr) (*proc, error) {
 		},
 	}
 	if cloneflags&unix.CLONE_NEWNS != 0 && os.Geteuid() != 0 {
-		// Without root, a user namespace of the same user is what lets the
-		// helper make its mounts.
-		uid, gid := os.Geteuid(), os.Getegid()
+		// Without root, a user namespace is what lets the helper make its
+		// mounts. The user is root in it (uid 0 mapped to the user's own):
+		// a process that is not keeps no capability across the helper's
+		// exec. Outside, the command is still only the user; Landlock and
+		// no_new_privs apply as always.
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 	}
 	err := cmd.Start()
 	closeAll(child)
