@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // NexusDir is the daemon's directory in a workspace.
@@ -19,7 +18,7 @@ const DaemonFile = ".nexus/run/daemon.json"
 type Layout struct {
 	Workspace string
 	// Nexus is .nexus/, the daemon's own state. Tool calls reach none of it
-	// but the definitions root when that lies inside (see [Layout.Protected]).
+	// but the definitions root when that lies inside.
 	Nexus string
 	// Run is .nexus/run/ (0700): the lock, daemon.json, the admin token,
 	// and Apps, the generated app tokens.
@@ -59,17 +58,17 @@ func (l Layout) Resolve(p string) string {
 	return filepath.Join(l.Workspace, p)
 }
 
-// Protected reports whether the workspace-relative path rel (slash form,
-// symlinks already resolved) is the daemon's own state, which no tool call
-// reads or writes: .nexus/ and everything in it, whatever the case of its
-// letters, except the definitions root when definitions (workspace-relative,
-// "" when it lies outside the workspace) is inside it.
-func (l Layout) Protected(rel, definitions string) bool {
-	first, _, _ := strings.Cut(rel, "/")
-	if !strings.EqualFold(first, NexusDir) {
-		return false
-	}
-	return definitions == "" || !(rel == definitions || strings.HasPrefix(rel, definitions+"/"))
+// Launchers are the workspace paths whose content makes something run
+// later, outside every sandbox, without the person choosing to run it:
+// .git (its hooks, and the programs its config names: core.hooksPath,
+// core.fsmonitor, filters), JetBrains' run configurations, direnv's .envrc,
+// MCP server entries (started by the McpHub, VS Code, Claude Code), and VS
+// Code's tasks (a task may run when the folder opens) and settings. A
+// directory ends in "/": everything below it counts. A tool call's write to
+// one always asks the person (tools/policy); commands see them read-only
+// (tools/core). The one list of them.
+func Launchers() []string {
+	return []string{".git/", ".idea/", ".envrc", ".mcp.json", ".nexus/mcp.json", ".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json"}
 }
 
 // MakeDirs creates .nexus/ and the private run directories (0700).

@@ -16,6 +16,7 @@ import (
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/command"
+	"github.com/nexuscocreate/nexus/workspace"
 )
 
 // ExecConfig configures execute_command.
@@ -207,11 +208,6 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 	return out, nil
 }
 
-// readOnlyFiles are the workspace files a command may read but never
-// change: git's own directory (its hooks run when the person commits), and
-// the files that make the editor or the daemon run programs.
-var readOnlyFiles = []string{".git", ".vscode", ".mcp.json", ".idea", ".envrc"}
-
 // view is the file system a command of the party sees: the daemon's state,
 // the definitions root and other workspaces' .nexus hidden; of the
 // definitions, what the party may use shown again (read grants read-only);
@@ -237,8 +233,18 @@ func (t *Tools) view(cfg ExecConfig, party access.Party) *command.View {
 			}
 		}
 	}
-	for _, name := range readOnlyFiles {
-		v.ReadOnly = append(v.ReadOnly, filepath.Join(t.rootReal, name))
+	// The launchers read-only, and the directories that hold them (a
+	// missing tasks.json cannot be created in an existing .vscode).
+	seen := map[string]bool{}
+	for _, l := range workspace.Launchers() {
+		name := strings.TrimSuffix(l, "/")
+		if first, _, ok := strings.Cut(name, "/"); ok {
+			name = first
+		}
+		if p := filepath.Join(t.rootReal, name); !seen[p] && !strings.EqualFold(name, privateDir) {
+			seen[p] = true
+			v.ReadOnly = append(v.ReadOnly, p)
+		}
 	}
 	return v
 }

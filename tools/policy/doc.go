@@ -52,11 +52,14 @@
 // Some files make code run later, outside every sandbox, without the
 // person choosing to run it: git hooks (and .git/config, which can name
 // programs git runs), VS Code tasks and settings, and the MCP files the
-// McpHub, VS Code and Claude Code start servers from. A tool call that
-// writes one always asks the person:
+// McpHub, VS Code and Claude Code start servers from
+// ([workspace.Launchers], the one list). A tool call that writes one always
+// asks the person:
 //
 //	path                      why
 //	.git, .git/**             hooks run at the next commit; config names programs
+//	.idea, .idea/**           JetBrains run configurations
+//	.envrc                    direnv runs it when a shell enters the folder
 //	.vscode/tasks.json        a task may run when the folder opens
 //	.vscode/settings.json     settings name programs and their arguments
 //	.vscode/mcp.json          MCP servers VS Code starts

@@ -10,25 +10,8 @@ import (
 	"strings"
 
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/workspace"
 )
-
-// protectedFiles are the workspace files that make something run later,
-// outside every sandbox, without the person choosing to run it: MCP server
-// entries (started by the McpHub, by VS Code, by Claude Code), VS Code tasks
-// (a task may run when the folder opens) and settings. Lower case: paths
-// are compared case-folded, as a case-insensitive file system would.
-var protectedFiles = []string{
-	".mcp.json",
-	".nexus/mcp.json",
-	".vscode/mcp.json",
-	".vscode/settings.json",
-	".vscode/tasks.json",
-}
-
-// protectedDir is the directory a write anywhere below always asks about:
-// .git, whose hooks run at the person's next commit and whose config can
-// name programs git runs (core.hooksPath, core.fsmonitor, filters).
-const protectedDir = ".git"
 
 // protectedWrite returns the protected path a call writes, if any: for a
 // core tool whose kind is edit, delete or move, each string argument named
@@ -99,11 +82,12 @@ func (p *Policy) workspaceRelative(raw string) (string, bool) {
 // is one of the protected files, or is a directory that holds one.
 func isProtected(rel string) bool {
 	p := strings.ToLower(rel)
-	if p == protectedDir || strings.HasPrefix(p, protectedDir+"/") {
-		return true
-	}
-	return slices.ContainsFunc(protectedFiles, func(f string) bool {
-		return f == p || strings.HasPrefix(f, p+"/")
+	return slices.ContainsFunc(workspace.Launchers(), func(l string) bool {
+		if dir, ok := strings.CutSuffix(l, "/"); ok {
+			return p == dir || strings.HasPrefix(p, l)
+		}
+		// A directory that holds one counts: a move there would put one in place.
+		return l == p || strings.HasPrefix(l, p+"/")
 	})
 }
 
