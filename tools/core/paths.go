@@ -12,12 +12,13 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/workspace"
 )
 
 // privateDir is the daemon's own directory in the workspace: history,
 // runtime values, tokens. Tools never reach into it, except for the
 // definitions root when it lies there.
-const privateDir = ".nexus"
+const privateDir = workspace.NexusDir
 
 // maxLinks bounds the symlinks followed in one path, as os.Root does.
 const maxLinks = 8
