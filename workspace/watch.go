@@ -25,6 +25,10 @@ const DefaultDebounce = 100 * time.Millisecond
 // watchBuffer is how many events fsnotify holds while the watcher is busy.
 const watchBuffer = 4096
 
+// maxHeldErrors is how many of fsnotify's errors are held for the event loop
+// while it is busy; more are counted, not kept.
+const maxHeldErrors = 16
+
 // WatchOptions configure [Watch].
 type WatchOptions struct {
 	// Root is the directory watched, with every directory below it.
@@ -96,6 +100,13 @@ type watcher struct {
 	timer    *time.Timer
 	armed    bool
 
+	// errMu guards fsnotify's errors, drained by their own goroutine.
+	errMu       sync.Mutex
+	errs        []error
+	errsDropped int
+	errOverflow bool
+	errReady    chan struct{} // signalled when errs or errOverflow is set
+
 	// outMu guards what is handed to the callback goroutine.
 	outMu     sync.Mutex
 	out       map[string]bool
@@ -136,14 +147,16 @@ func newWatcher(opts WatchOptions) (*watcher, error) {
 		timer:    time.NewTimer(time.Hour),
 		out:      map[string]bool{},
 		outReady: make(chan struct{}, 1),
+		errReady: make(chan struct{}, 1),
 	}
 	w.timer.Stop()
 	if err := w.addTree("", false); err != nil {
 		fsw.Close()
 		return nil, err
 	}
-	w.wg.Add(2)
+	w.wg.Add(3)
 	go w.loop()
+	go w.drainErrors()
 	go w.deliver()
 	return w, nil
 }
@@ -169,22 +182,62 @@ func (w *watcher) loop() {
 				return
 			}
 			w.handle(ev)
-		case err, ok := <-w.fsw.Errors:
-			if !ok {
-				return
+		case <-w.errReady:
+			w.errMu.Lock()
+			errs, dropped, overflow := w.errs, w.errsDropped, w.errOverflow
+			w.errs, w.errsDropped, w.errOverflow = nil, 0, false
+			w.errMu.Unlock()
+			for _, err := range errs {
+				w.opts.OnError(err)
 			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
+			if dropped > 0 {
+				w.opts.OnError(fmt.Errorf("%d more errors of the watcher", dropped))
+			}
+			if overflow {
 				if w.rescanAt.IsZero() {
 					w.opts.Logger.Warn("file events were lost; the tree will be compared again", "root", w.root)
 				}
 				w.rescanAt = time.Now().Add(w.opts.Debounce)
 				w.arm(w.opts.Debounce)
-			} else {
-				w.opts.OnError(err)
 			}
 		case <-w.timer.C:
 			w.armed = false
 			w.flush(time.Now())
+		}
+	}
+}
+
+// drainErrors takes fsnotify's errors as they come and hands them to the
+// loop without ever waiting for it. fsnotify sends some errors while it
+// holds the lock that Add and Remove take (when it drops the watch of a
+// moved directory that was removed meanwhile), so a loop that read them
+// itself, between its calls of Add and Remove, would wait for itself: the
+// watcher stopped for good. It ends when fsnotify closes Errors, on close.
+func (w *watcher) drainErrors() {
+	defer w.wg.Done()
+	for err := range w.fsw.Errors {
+		switch {
+		case errors.Is(err, syscall.EINVAL):
+			// fsnotify dropping the watch of a directory that was moved,
+			// when the kernel had already dropped it (the directory was
+			// removed after its move): nothing was lost.
+			continue
+		case errors.Is(err, fsnotify.ErrEventOverflow):
+			w.errMu.Lock()
+			w.errOverflow = true
+			w.errMu.Unlock()
+		default:
+			w.errMu.Lock()
+			if len(w.errs) < maxHeldErrors {
+				w.errs = append(w.errs, err)
+			} else {
+				w.errsDropped++
+			}
+			w.errMu.Unlock()
+		}
+		select {
+		case w.errReady <- struct{}{}:
+		default: // already signalled
 		}
 	}
 }
