@@ -304,6 +304,15 @@ func (w *watcher) addTree(rel string, report bool) error {
 		if !d.IsDir() {
 			return nil
 		}
+		// fsnotify must never be asked to add a path it holds: if the path
+		// now leads to a directory it watches under another path (through
+		// a symlink put in its place, or after renames), it keeps the path
+		// with the watch it drops (backend_inotify.go:280-281, 137-139), and
+		// the next Remove of the path dereferences nil (line 106). A path
+		// met again is dropped first, with what is below it.
+		if w.dirs[r] {
+			w.forget(r)
+		}
 		// Watch before listing: a file created from now on is an event, one
 		// created before is listed.
 		if err := w.fsw.Add(path); err != nil {
@@ -332,11 +341,17 @@ func (w *watcher) forget(rel string) {
 		return // a file, or a directory not watched, so none below it is
 	}
 	for d := range w.dirs {
-		if d == rel || strings.HasPrefix(d, rel+"/") {
+		if within(d, rel) {
 			w.fsw.Remove(filepath.Join(w.root, filepath.FromSlash(d))) // already gone when removed
 			delete(w.dirs, d)
 		}
 	}
+}
+
+// within reports whether the relative path p is dir or below it; every path
+// is within the root, "".
+func within(p, dir string) bool {
+	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // touch marks rel as changed now.
@@ -395,24 +410,13 @@ func (w *watcher) flush(now time.Time) {
 	}
 }
 
-// rewatch walks the tree again after lost events: it drops the watches of
-// directories that are gone or were moved, then adds those of the
-// directories there are. The drops come first: a moved directory keeps its
-// watch under its old path, which adding the new path would not change.
+// rewatch watches the tree again after lost events. Which directories were
+// removed, moved or replaced meanwhile is not known (a new directory may
+// even have the inode number of a removed one), so every watch is dropped
+// and added again: addTree drops the root's, and with it every other,
+// before it adds it. The comparison of the whole tree that follows covers
+// what changed in between.
 func (w *watcher) rewatch() {
-	there := map[string]bool{}
-	filepath.WalkDir(w.root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			there[filepath.ToSlash(strings.TrimPrefix(path[len(w.root):], string(filepath.Separator)))] = true
-		}
-		return nil
-	})
-	for d := range w.dirs {
-		if !there[d] {
-			w.fsw.Remove(filepath.Join(w.root, filepath.FromSlash(d)))
-			delete(w.dirs, d)
-		}
-	}
 	if err := w.addTree("", false); err != nil {
 		w.opts.OnError(err)
 	}

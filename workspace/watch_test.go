@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -358,5 +359,87 @@ func TestWatch(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Watch returned %v when ctx ended", err)
+	}
+}
+
+// TestWatchSymlinkSwapRace is the rename race of issue 11: directories in
+// the watched tree are created, written in, moved aside and replaced by
+// symlinks (to a watched sibling and to the root's parent), and removed,
+// while the watcher adds and drops their watches. Each case runs a fixed
+// number of rounds; the watcher must come through alive and still report.
+func TestWatchSymlinkSwapRace(t *testing.T) {
+	const rounds = 200
+	for _, tc := range []struct {
+		name string
+		// round swaps the directory dir (its name in round i) with a
+		// symlink to target.
+		round func(dir func(i int) string, i int, target string)
+	}{
+		{"moved aside", func(dir func(int) string, i int, target string) {
+			d := dir(i)
+			os.Mkdir(d, 0o755)
+			os.Mkdir(filepath.Join(d, "sub"), 0o755)
+			os.Rename(d, d+".old")
+			os.Symlink(target, d)
+		}},
+		{"removed", func(dir func(int) string, i int, target string) {
+			d, old := dir(0), dir(0)+".old"
+			os.Mkdir(d, 0o755)
+			os.Mkdir(filepath.Join(d, "sub"), 0o755)
+			os.Rename(d, old)
+			os.Symlink(target, d)
+			os.Remove(d)
+			os.Rename(old, d) // back: a directory the watcher had
+			os.Rename(d, old)
+			os.Symlink(target, d)
+			os.RemoveAll(old)
+			os.Remove(d)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			root := filepath.Join(base, "defs")
+			write(t, base, "sub/outside.txt", "outside") // what root/x/sub is through x -> ..
+			write(t, root, "gamma/sub/f.txt", "gamma")   // through x -> gamma
+			_, r := startWatcher(t, root, 5*time.Millisecond, nil)
+
+			var wg sync.WaitGroup
+			for _, app := range []string{"alpha", "beta"} {
+				dir := func(i int) string { return filepath.Join(root, fmt.Sprintf("%s%d", app, i)) }
+				var round atomic.Int64
+				stop := make(chan struct{})
+				// The writer: files written in the app's directory, whatever
+				// it is at the time. Its errors are the race's, not the test's.
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						d := dir(int(round.Load()))
+						if tc.name == "removed" {
+							d = dir(0)
+						}
+						os.WriteFile(filepath.Join(d, "sub", fmt.Sprintf("f%d.txt", i%8)), []byte(fmt.Sprint(i)), 0o644)
+					}
+				})
+				wg.Go(func() {
+					defer close(stop)
+					for i := range rounds {
+						round.Store(int64(i))
+						target := "gamma"
+						if i%2 == 1 {
+							target = ".."
+						}
+						tc.round(dir, i, target)
+					}
+				})
+			}
+			wg.Wait()
+			barrier(t, root, r)
+			write(t, root, "gamma/sub/after.txt", "x")
+			await(t, "gamma/sub/after.txt", func() bool { return r.counts("gamma/sub/after.txt") > 0 })
+		})
 	}
 }
