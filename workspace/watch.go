@@ -94,9 +94,9 @@ type watcher struct {
 	err   error // of closing fsw
 
 	// Owned by the event loop.
-	dirs     map[string]bool      // watched directories, relative ("" is Root)
-	pending  map[string]time.Time // path → when it will have settled
-	rescanAt time.Time            // zero unless events were lost
+	dirs     map[string]os.FileInfo // watched directories, relative ("" is Root), as when their watch was added
+	pending  map[string]time.Time   // path → when it will have settled
+	rescanAt time.Time              // zero unless events were lost
 	timer    *time.Timer
 	armed    bool
 
@@ -142,7 +142,7 @@ func newWatcher(opts WatchOptions) (*watcher, error) {
 		fsw:      fsw,
 		batch:    max(opts.Debounce/10, time.Millisecond),
 		done:     make(chan struct{}),
-		dirs:     map[string]bool{},
+		dirs:     map[string]os.FileInfo{},
 		pending:  map[string]time.Time{},
 		timer:    time.NewTimer(time.Hour),
 		out:      map[string]bool{},
@@ -257,6 +257,12 @@ func (w *watcher) handle(ev fsnotify.Event) {
 	if w.opts.Ignore != nil && w.opts.Ignore(rel) {
 		return
 	}
+	if w.dirs[parent(rel)] == nil {
+		// From a watch dropped since, which fsnotify had sent already: of
+		// a directory moved, removed or replaced (by a symlink, say), so
+		// the path it names is not where the change was.
+		return
+	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		w.forget(rel)
 	}
@@ -270,66 +276,130 @@ func (w *watcher) handle(ev fsnotify.Event) {
 	w.touch(rel)
 }
 
-// addTree watches the directory rel and every directory below it. With
-// report, it also reports every path it finds: they may have been created
-// before their directory was watched. A directory below rel that cannot be
-// watched is an OnError; rel itself, or reaching the system's limit of
-// watches, is an error.
+// addTree watches the directory rel and every directory below it, never
+// through a symlink. With report, it also reports every path it finds: they
+// may have been created before their directory was watched. A directory
+// below rel that cannot be watched is an OnError; rel itself, or reaching
+// the system's limit of watches, is an error.
 func (w *watcher) addTree(rel string, report bool) error {
-	top := filepath.Join(w.root, filepath.FromSlash(rel))
-	return filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return nil // removed meanwhile; its removal is an event
-			case path == top:
-				return fmt.Errorf("watch %s: %w", path, err)
-			}
-			w.opts.OnError(fmt.Errorf("watch %s: %w", path, err))
-			return nil
-		}
-		r := rel
-		if path != top {
-			r = filepath.ToSlash(path[len(w.root)+1:])
-			if w.opts.Ignore != nil && w.opts.Ignore(r) {
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if report {
-				w.touch(r)
-			}
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		// fsnotify must never be asked to add a path it holds: if the path
-		// now leads to a directory it watches under another path (through
-		// a symlink put in its place, or after renames), it keeps the path
-		// with the watch it drops (backend_inotify.go:280-281, 137-139), and
-		// the next Remove of the path dereferences nil (line 106). A path
-		// met again is dropped first, with what is below it.
-		if w.dirs[r] {
-			w.forget(r)
-		}
-		// Watch before listing: a file created from now on is an event, one
-		// created before is listed.
-		if err := w.fsw.Add(path); err != nil {
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return fs.SkipDir
-			case errors.Is(err, syscall.ENOSPC):
-				return fmt.Errorf("watch %s: %w (the limit of watches is reached; on Linux raise fs.inotify.max_user_watches)", path, err)
-			case path == top:
-				return fmt.Errorf("watch %s: %w", path, err)
-			}
-			w.opts.OnError(fmt.Errorf("watch %s: %w", path, err))
-			return fs.SkipDir
-		}
-		w.dirs[r] = true
+	err := w.addDir(rel, report)
+	if errors.Is(err, errSkip) {
 		return nil
-	})
+	}
+	return err
+}
+
+// errSkip is addDir's answer for a directory not watched and not an error:
+// removed or replaced since it was seen.
+var errSkip = errors.New("skipped")
+
+// addDir watches the directory rel, lists it, and goes on below it.
+//
+// inotify follows symlinks, in the last element of a path as in those above
+// it, and fsnotify has no IN_DONT_FOLLOW. So the directory is looked at
+// (lstat) before its watch is added, and after the watch is added and the
+// directory listed, it and every directory above it must still be the
+// directories whose watches were added. If one is not, a symlink or
+// another directory took its place meanwhile: the watch may be on another
+// directory (another app's, or one outside the root) and the listing its,
+// so both are dropped. The replacement is an event of a watched parent,
+// handled next. What this cannot see is a directory swapped and swapped
+// back between the two looks.
+func (w *watcher) addDir(rel string, report bool) error {
+	path := w.abs(rel)
+	fail := func(err error) error {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return errSkip // removed meanwhile; its removal is an event
+		case errors.Is(err, syscall.ENOSPC):
+			return fmt.Errorf("watch %s: %w (the limit of watches is reached; on Linux raise fs.inotify.max_user_watches)", path, err)
+		}
+		return fmt.Errorf("watch %s: %w", path, err)
+	}
+	before, err := os.Lstat(path)
+	if err != nil {
+		return fail(err)
+	}
+	if !before.IsDir() {
+		return errSkip // a symlink (or a file) in its place since it was seen
+	}
+	// fsnotify must never be asked to add a path it holds: if the path now
+	// leads to a directory it watches under another path (through a
+	// symlink put in its place, or after renames), it keeps the path with
+	// the watch it drops (backend_inotify.go:280-281, 137-139), and the
+	// next Remove of the path dereferences nil (line 106). A path met again
+	// is dropped first, with what is below it.
+	if w.dirs[rel] != nil {
+		w.forget(rel)
+	}
+	// Watch before listing: a file created from now on is an event, one
+	// created before is listed.
+	if err := w.fsw.Add(path); err != nil {
+		return fail(err)
+	}
+	w.dirs[rel] = before
+	entries, err := os.ReadDir(path)
+	if !w.intact(rel) {
+		w.forget(rel)
+		return errSkip
+	}
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range entries {
+		r := e.Name()
+		if rel != "" {
+			r = rel + "/" + r
+		}
+		if w.opts.Ignore != nil && w.opts.Ignore(r) {
+			continue
+		}
+		if report {
+			w.touch(r)
+		}
+		if !e.IsDir() {
+			continue // a symlink's entry is not a directory: it is not followed
+		}
+		switch err := w.addDir(r, report); {
+		case err == nil, errors.Is(err, errSkip):
+		case errors.Is(err, syscall.ENOSPC):
+			return err
+		default:
+			w.opts.OnError(err)
+		}
+	}
+	return nil
+}
+
+// intact reports whether rel and every directory above it are still the
+// directories whose watches were added: none was removed, or replaced by a
+// symlink or by another directory.
+func (w *watcher) intact(rel string) bool {
+	for {
+		was := w.dirs[rel]
+		now, err := os.Lstat(w.abs(rel))
+		if was == nil || err != nil || !now.IsDir() || !os.SameFile(was, now) {
+			return false
+		}
+		if rel == "" {
+			return true
+		}
+		rel = parent(rel)
+	}
+}
+
+// parent returns the directory of the relative path rel ("" for the root).
+func parent(rel string) string {
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		return ""
+	}
+	return rel[:i]
+}
+
+// abs returns the path of rel.
+func (w *watcher) abs(rel string) string {
+	return filepath.Join(w.root, filepath.FromSlash(rel))
 }
 
 // forget drops the watches of rel and of the directories below it, if it
@@ -337,12 +407,12 @@ func (w *watcher) addTree(rel string, report bool) error {
 // renamed one keeps it, and the watches below it would go on reporting
 // the old paths.
 func (w *watcher) forget(rel string) {
-	if !w.dirs[rel] {
+	if w.dirs[rel] == nil {
 		return // a file, or a directory not watched, so none below it is
 	}
 	for d := range w.dirs {
 		if within(d, rel) {
-			w.fsw.Remove(filepath.Join(w.root, filepath.FromSlash(d))) // already gone when removed
+			w.fsw.Remove(w.abs(d)) // already gone when removed
 			delete(w.dirs, d)
 		}
 	}
