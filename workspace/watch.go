@@ -150,13 +150,18 @@ func newWatcher(opts WatchOptions) (*watcher, error) {
 		errReady: make(chan struct{}, 1),
 	}
 	w.timer.Stop()
+	// Errors are drained from the start: the first watches are added
+	// before the loop runs, and an error fsnotify could not send would
+	// hold them up (see drainErrors).
+	w.wg.Add(1)
+	go w.drainErrors()
 	if err := w.addTree("", false); err != nil {
 		fsw.Close()
+		w.wg.Wait()
 		return nil, err
 	}
-	w.wg.Add(3)
+	w.wg.Add(2)
 	go w.loop()
-	go w.drainErrors()
 	go w.deliver()
 	return w, nil
 }

@@ -549,3 +549,32 @@ func TestWatchNeverFollowsSymlinks(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchStartsWhileDirectoriesGo: the first watches are added while the
+// directories are moved and removed; the start must not wait for itself.
+func TestWatchStartsWhileDirectoriesGo(t *testing.T) {
+	const rounds, dirs = 20, 200
+	for range rounds {
+		root := t.TempDir()
+		for i := range dirs {
+			write(t, root, fmt.Sprintf("d%d/f.md", i), "x")
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range dirs {
+				d := filepath.Join(root, fmt.Sprintf("d%d", i))
+				os.Rename(d, d+".old")
+				os.RemoveAll(d + ".old")
+			}
+		}()
+		w, err := newWatcher(WatchOptions{Root: root, OnError: func(error) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
