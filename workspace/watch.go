@@ -25,6 +25,10 @@ const DefaultDebounce = 100 * time.Millisecond
 // watchBuffer is how many events fsnotify holds while the watcher is busy.
 const watchBuffer = 4096
 
+// maxHeldErrors is how many of fsnotify's errors are held for the event loop
+// while it is busy; more are counted, not kept.
+const maxHeldErrors = 16
+
 // WatchOptions configure [Watch].
 type WatchOptions struct {
 	// Root is the directory watched, with every directory below it.
@@ -90,11 +94,18 @@ type watcher struct {
 	err   error // of closing fsw
 
 	// Owned by the event loop.
-	dirs     map[string]bool      // watched directories, relative ("" is Root)
-	pending  map[string]time.Time // path → when it will have settled
-	rescanAt time.Time            // zero unless events were lost
+	dirs     map[string]os.FileInfo // watched directories, relative ("" is Root), as when their watch was added
+	pending  map[string]time.Time   // path → when it will have settled
+	rescanAt time.Time              // zero unless events were lost
 	timer    *time.Timer
 	armed    bool
+
+	// errMu guards fsnotify's errors, drained by their own goroutine.
+	errMu       sync.Mutex
+	errs        []error
+	errsDropped int
+	errOverflow bool
+	errReady    chan struct{} // signalled when errs or errOverflow is set
 
 	// outMu guards what is handed to the callback goroutine.
 	outMu     sync.Mutex
@@ -131,15 +142,22 @@ func newWatcher(opts WatchOptions) (*watcher, error) {
 		fsw:      fsw,
 		batch:    max(opts.Debounce/10, time.Millisecond),
 		done:     make(chan struct{}),
-		dirs:     map[string]bool{},
+		dirs:     map[string]os.FileInfo{},
 		pending:  map[string]time.Time{},
 		timer:    time.NewTimer(time.Hour),
 		out:      map[string]bool{},
 		outReady: make(chan struct{}, 1),
+		errReady: make(chan struct{}, 1),
 	}
 	w.timer.Stop()
+	// Errors are drained from the start: the first watches are added
+	// before the loop runs, and an error fsnotify could not send would
+	// hold them up (see drainErrors).
+	w.wg.Add(1)
+	go w.drainErrors()
 	if err := w.addTree("", false); err != nil {
 		fsw.Close()
+		w.wg.Wait()
 		return nil, err
 	}
 	w.wg.Add(2)
@@ -169,22 +187,62 @@ func (w *watcher) loop() {
 				return
 			}
 			w.handle(ev)
-		case err, ok := <-w.fsw.Errors:
-			if !ok {
-				return
+		case <-w.errReady:
+			w.errMu.Lock()
+			errs, dropped, overflow := w.errs, w.errsDropped, w.errOverflow
+			w.errs, w.errsDropped, w.errOverflow = nil, 0, false
+			w.errMu.Unlock()
+			for _, err := range errs {
+				w.opts.OnError(err)
 			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
+			if dropped > 0 {
+				w.opts.OnError(fmt.Errorf("%d more errors of the watcher", dropped))
+			}
+			if overflow {
 				if w.rescanAt.IsZero() {
 					w.opts.Logger.Warn("file events were lost; the tree will be compared again", "root", w.root)
 				}
 				w.rescanAt = time.Now().Add(w.opts.Debounce)
 				w.arm(w.opts.Debounce)
-			} else {
-				w.opts.OnError(err)
 			}
 		case <-w.timer.C:
 			w.armed = false
 			w.flush(time.Now())
+		}
+	}
+}
+
+// drainErrors takes fsnotify's errors as they come and hands them to the
+// loop without ever waiting for it. fsnotify sends some errors while it
+// holds the lock that Add and Remove take (when it drops the watch of a
+// moved directory that was removed meanwhile), so a loop that read them
+// itself, between its calls of Add and Remove, would wait for itself: the
+// watcher stopped for good. It ends when fsnotify closes Errors, on close.
+func (w *watcher) drainErrors() {
+	defer w.wg.Done()
+	for err := range w.fsw.Errors {
+		switch {
+		case errors.Is(err, syscall.EINVAL):
+			// fsnotify dropping the watch of a directory that was moved,
+			// when the kernel had already dropped it (the directory was
+			// removed after its move): nothing was lost.
+			continue
+		case errors.Is(err, fsnotify.ErrEventOverflow):
+			w.errMu.Lock()
+			w.errOverflow = true
+			w.errMu.Unlock()
+		default:
+			w.errMu.Lock()
+			if len(w.errs) < maxHeldErrors {
+				w.errs = append(w.errs, err)
+			} else {
+				w.errsDropped++
+			}
+			w.errMu.Unlock()
+		}
+		select {
+		case w.errReady <- struct{}{}:
+		default: // already signalled
 		}
 	}
 }
@@ -204,6 +262,12 @@ func (w *watcher) handle(ev fsnotify.Event) {
 	if w.opts.Ignore != nil && w.opts.Ignore(rel) {
 		return
 	}
+	if w.dirs[parent(rel)] == nil {
+		// From a watch dropped since, which fsnotify had sent already: of
+		// a directory moved, removed or replaced (by a symlink, say), so
+		// the path it names is not where the change was.
+		return
+	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		w.forget(rel)
 	}
@@ -217,57 +281,130 @@ func (w *watcher) handle(ev fsnotify.Event) {
 	w.touch(rel)
 }
 
-// addTree watches the directory rel and every directory below it. With
-// report, it also reports every path it finds: they may have been created
-// before their directory was watched. A directory below rel that cannot be
-// watched is an OnError; rel itself, or reaching the system's limit of
-// watches, is an error.
+// addTree watches the directory rel and every directory below it, never
+// through a symlink. With report, it also reports every path it finds: they
+// may have been created before their directory was watched. A directory
+// below rel that cannot be watched is an OnError; rel itself, or reaching
+// the system's limit of watches, is an error.
 func (w *watcher) addTree(rel string, report bool) error {
-	top := filepath.Join(w.root, filepath.FromSlash(rel))
-	return filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return nil // removed meanwhile; its removal is an event
-			case path == top:
-				return fmt.Errorf("watch %s: %w", path, err)
-			}
-			w.opts.OnError(fmt.Errorf("watch %s: %w", path, err))
-			return nil
-		}
-		r := rel
-		if path != top {
-			r = filepath.ToSlash(path[len(w.root)+1:])
-			if w.opts.Ignore != nil && w.opts.Ignore(r) {
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if report {
-				w.touch(r)
-			}
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		// Watch before listing: a file created from now on is an event, one
-		// created before is listed.
-		if err := w.fsw.Add(path); err != nil {
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return fs.SkipDir
-			case errors.Is(err, syscall.ENOSPC):
-				return fmt.Errorf("watch %s: %w (the limit of watches is reached; on Linux raise fs.inotify.max_user_watches)", path, err)
-			case path == top:
-				return fmt.Errorf("watch %s: %w", path, err)
-			}
-			w.opts.OnError(fmt.Errorf("watch %s: %w", path, err))
-			return fs.SkipDir
-		}
-		w.dirs[r] = true
+	err := w.addDir(rel, report)
+	if errors.Is(err, errSkip) {
 		return nil
-	})
+	}
+	return err
+}
+
+// errSkip is addDir's answer for a directory not watched and not an error:
+// removed or replaced since it was seen.
+var errSkip = errors.New("skipped")
+
+// addDir watches the directory rel, lists it, and goes on below it.
+//
+// inotify follows symlinks, in the last element of a path as in those above
+// it, and fsnotify has no IN_DONT_FOLLOW. So the directory is looked at
+// (lstat) before its watch is added, and after the watch is added and the
+// directory listed, it and every directory above it must still be the
+// directories whose watches were added. If one is not, a symlink or
+// another directory took its place meanwhile: the watch may be on another
+// directory (another app's, or one outside the root) and the listing its,
+// so both are dropped. The replacement is an event of a watched parent,
+// handled next. What this cannot see is a directory swapped and swapped
+// back between the two looks.
+func (w *watcher) addDir(rel string, report bool) error {
+	path := w.abs(rel)
+	fail := func(err error) error {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return errSkip // removed meanwhile; its removal is an event
+		case errors.Is(err, syscall.ENOSPC):
+			return fmt.Errorf("watch %s: %w (the limit of watches is reached; on Linux raise fs.inotify.max_user_watches)", path, err)
+		}
+		return fmt.Errorf("watch %s: %w", path, err)
+	}
+	before, err := os.Lstat(path)
+	if err != nil {
+		return fail(err)
+	}
+	if !before.IsDir() {
+		return errSkip // a symlink (or a file) in its place since it was seen
+	}
+	// fsnotify must never be asked to add a path it holds: if the path now
+	// leads to a directory it watches under another path (through a
+	// symlink put in its place, or after renames), it keeps the path with
+	// the watch it drops (backend_inotify.go:280-281, 137-139), and the
+	// next Remove of the path dereferences nil (line 106). A path met again
+	// is dropped first, with what is below it.
+	if w.dirs[rel] != nil {
+		w.forget(rel)
+	}
+	// Watch before listing: a file created from now on is an event, one
+	// created before is listed.
+	if err := w.fsw.Add(path); err != nil {
+		return fail(err)
+	}
+	w.dirs[rel] = before
+	entries, err := os.ReadDir(path)
+	if !w.intact(rel) {
+		w.forget(rel)
+		return errSkip
+	}
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range entries {
+		r := e.Name()
+		if rel != "" {
+			r = rel + "/" + r
+		}
+		if w.opts.Ignore != nil && w.opts.Ignore(r) {
+			continue
+		}
+		if report {
+			w.touch(r)
+		}
+		if !e.IsDir() {
+			continue // a symlink's entry is not a directory: it is not followed
+		}
+		switch err := w.addDir(r, report); {
+		case err == nil, errors.Is(err, errSkip):
+		case errors.Is(err, syscall.ENOSPC):
+			return err
+		default:
+			w.opts.OnError(err)
+		}
+	}
+	return nil
+}
+
+// intact reports whether rel and every directory above it are still the
+// directories whose watches were added: none was removed, or replaced by a
+// symlink or by another directory.
+func (w *watcher) intact(rel string) bool {
+	for {
+		was := w.dirs[rel]
+		now, err := os.Lstat(w.abs(rel))
+		if was == nil || err != nil || !now.IsDir() || !os.SameFile(was, now) {
+			return false
+		}
+		if rel == "" {
+			return true
+		}
+		rel = parent(rel)
+	}
+}
+
+// parent returns the directory of the relative path rel ("" for the root).
+func parent(rel string) string {
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		return ""
+	}
+	return rel[:i]
+}
+
+// abs returns the path of rel.
+func (w *watcher) abs(rel string) string {
+	return filepath.Join(w.root, filepath.FromSlash(rel))
 }
 
 // forget drops the watches of rel and of the directories below it, if it
@@ -275,15 +412,21 @@ func (w *watcher) addTree(rel string, report bool) error {
 // renamed one keeps it, and the watches below it would go on reporting
 // the old paths.
 func (w *watcher) forget(rel string) {
-	if !w.dirs[rel] {
+	if w.dirs[rel] == nil {
 		return // a file, or a directory not watched, so none below it is
 	}
 	for d := range w.dirs {
-		if d == rel || strings.HasPrefix(d, rel+"/") {
-			w.fsw.Remove(filepath.Join(w.root, filepath.FromSlash(d))) // already gone when removed
+		if within(d, rel) {
+			w.fsw.Remove(w.abs(d)) // already gone when removed
 			delete(w.dirs, d)
 		}
 	}
+}
+
+// within reports whether the relative path p is dir or below it; every path
+// is within the root, "".
+func within(p, dir string) bool {
+	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // touch marks rel as changed now.
@@ -342,24 +485,13 @@ func (w *watcher) flush(now time.Time) {
 	}
 }
 
-// rewatch walks the tree again after lost events: it drops the watches of
-// directories that are gone or were moved, then adds those of the
-// directories there are. The drops come first: a moved directory keeps its
-// watch under its old path, which adding the new path would not change.
+// rewatch watches the tree again after lost events. Which directories were
+// removed, moved or replaced meanwhile is not known (a new directory may
+// even have the inode number of a removed one), so every watch is dropped
+// and added again: addTree drops the root's, and with it every other,
+// before it adds it. The comparison of the whole tree that follows covers
+// what changed in between.
 func (w *watcher) rewatch() {
-	there := map[string]bool{}
-	filepath.WalkDir(w.root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			there[filepath.ToSlash(strings.TrimPrefix(path[len(w.root):], string(filepath.Separator)))] = true
-		}
-		return nil
-	})
-	for d := range w.dirs {
-		if !there[d] {
-			w.fsw.Remove(filepath.Join(w.root, filepath.FromSlash(d)))
-			delete(w.dirs, d)
-		}
-	}
 	if err := w.addTree("", false); err != nil {
 		w.opts.OnError(err)
 	}

@@ -3,11 +3,14 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -358,5 +361,220 @@ func TestWatch(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Watch returned %v when ctx ended", err)
+	}
+}
+
+// TestWatchSymlinkSwapRace is the rename race of issue 11: directories in
+// the watched tree are created, written in, moved aside and replaced by
+// symlinks (to a watched sibling and to the root's parent), and removed,
+// while the watcher adds and drops their watches. Each case runs a fixed
+// number of rounds; the watcher must come through alive and still report,
+// must never report a file of the root's parent (it would have watched
+// through a symlink), and must end watching exactly the tree.
+func TestWatchSymlinkSwapRace(t *testing.T) {
+	const rounds = 200
+	for _, tc := range []struct {
+		name string
+		// dir is an app's directory in round i.
+		dir func(app string, i int) string
+		// round swaps the directory d with a symlink to target.
+		round func(d, target string)
+	}{
+		{"moved aside", func(app string, i int) string { return fmt.Sprint(app, i) }, func(d, target string) {
+			os.Mkdir(d, 0o755)
+			os.Mkdir(filepath.Join(d, "sub"), 0o755)
+			os.Rename(d, d+".old")
+			os.Symlink(target, d)
+		}},
+		{"removed", func(app string, i int) string { return app }, func(d, target string) {
+			old := d + ".old"
+			os.Mkdir(d, 0o755)
+			os.Mkdir(filepath.Join(d, "sub"), 0o755)
+			os.Rename(d, old)
+			os.Symlink(target, d)
+			os.Remove(d)
+			os.Rename(old, d) // back: a directory the watcher had
+			os.Rename(d, old)
+			os.Symlink(target, d)
+			os.RemoveAll(old)
+			os.Remove(d)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			root := filepath.Join(base, "defs")
+			// What root/x/sub is through x -> .. and through x -> gamma.
+			write(t, base, "sub/outside.txt", "outside")
+			write(t, root, "gamma/sub/f.txt", "gamma")
+			fds := inotifyFDs(t)
+			_, r := startWatcher(t, root, 5*time.Millisecond, nil)
+
+			// Every goroutine's errors are the race's, not the test's.
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			stopped := func() bool {
+				select {
+				case <-stop:
+					return true
+				default:
+					return false
+				}
+			}
+			// Edits in the root's parent: a report of one is a watch there.
+			wg.Go(func() {
+				for i := 0; !stopped(); i++ {
+					os.WriteFile(filepath.Join(base, "sub", fmt.Sprintf("outside-%d.txt", i%8)), nil, 0o644)
+				}
+			})
+			var swaps sync.WaitGroup
+			for _, app := range []string{"alpha", "beta"} {
+				var round atomic.Int64
+				// The app's writes, in its directory, whatever that is.
+				wg.Go(func() {
+					for i := 0; !stopped(); i++ {
+						d := tc.dir(app, int(round.Load()))
+						os.WriteFile(filepath.Join(root, d, "sub", fmt.Sprintf("f%d.txt", i%8)), []byte(fmt.Sprint(i)), 0o644)
+					}
+				})
+				swaps.Go(func() {
+					for i := range rounds {
+						round.Store(int64(i))
+						target := "gamma"
+						if i%2 == 1 {
+							target = ".."
+						}
+						tc.round(filepath.Join(root, tc.dir(app, i)), target)
+					}
+				})
+			}
+			swaps.Wait()
+			close(stop)
+			wg.Wait()
+			barrier(t, root, r)
+			write(t, root, "gamma/sub/after.txt", "x")
+			await(t, "gamma/sub/after.txt", func() bool { return r.counts("gamma/sub/after.txt") > 0 })
+			r.mu.Lock()
+			for p := range r.count {
+				if strings.HasPrefix(path.Base(p), "outside") {
+					t.Errorf("reported %s, a file of the root's parent", p)
+				}
+			}
+			r.mu.Unlock()
+			checkKernelWatches(t, fds, root, base, filepath.Join(base, "sub"))
+		})
+	}
+}
+
+// TestWatchNeverFollowsSymlinks: a symlink in the watched tree, to a
+// directory outside it or to the root's parent, is never watched, whether
+// it was there at the start, made later, or put in the place of a watched
+// directory or of a directory above one; edits in the directory it leads to
+// are not reported.
+func TestWatchNeverFollowsSymlinks(t *testing.T) {
+	symlink := func(t *testing.T, target, link string) {
+		t.Helper()
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rename := func(t *testing.T, from, to string) {
+		t.Helper()
+		if err := os.Rename(from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// before runs before the watcher starts, after once it has.
+		before, after func(t *testing.T, root, outside string)
+	}{
+		{"there at the start", func(t *testing.T, root, outside string) {
+			symlink(t, outside, filepath.Join(root, "link"))
+		}, nil},
+		{"made later", nil, func(t *testing.T, root, outside string) {
+			symlink(t, outside, filepath.Join(root, "link"))
+		}},
+		{"to the root's parent", nil, func(t *testing.T, root, outside string) {
+			symlink(t, "..", filepath.Join(root, "up"))
+		}},
+		{"in place of a watched directory", func(t *testing.T, root, outside string) {
+			write(t, root, "app/f.md", "x")
+		}, func(t *testing.T, root, outside string) {
+			rename(t, filepath.Join(root, "app"), filepath.Join(root, "app.old"))
+			symlink(t, outside, filepath.Join(root, "app"))
+		}},
+		{"in place of a directory above a watched one", func(t *testing.T, root, outside string) {
+			write(t, root, "app/sub/f.md", "x") // outside has a sub/ too
+		}, func(t *testing.T, root, outside string) {
+			rename(t, filepath.Join(root, "app"), filepath.Join(root, "app.old"))
+			symlink(t, outside, filepath.Join(root, "app"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			root := filepath.Join(base, "root")
+			outside := filepath.Join(base, "outside")
+			write(t, root, "in.md", "x")
+			write(t, outside, "f.md", "x")
+			write(t, outside, "sub/g.md", "x")
+			if tc.before != nil {
+				tc.before(t, root, outside)
+			}
+			fds := inotifyFDs(t)
+			_, r := startWatcher(t, root, 10*time.Millisecond, nil)
+			if tc.after != nil {
+				tc.after(t, root, outside)
+			}
+			barrier(t, root, r)
+			r.mu.Lock()
+			seen := maps.Clone(r.count)
+			r.mu.Unlock()
+
+			// Edits where the symlinks lead.
+			write(t, outside, "f.md", "changed")
+			write(t, outside, "sub/g.md", "changed")
+			write(t, outside, "new.md", "new")
+			write(t, outside, "newdir/h.md", "new")
+			write(t, base, "top.md", "new")
+			write(t, outside, "newdir/h.md", "changed in a new directory")
+			barrier(t, root, r)
+			r.mu.Lock()
+			for p, n := range r.count {
+				if n != seen[p] && !strings.HasPrefix(p, "barrier-") {
+					t.Errorf("%s reported after edits outside the tree", p)
+				}
+			}
+			r.mu.Unlock()
+			checkKernelWatches(t, fds, root, base, outside, filepath.Join(outside, "sub"))
+		})
+	}
+}
+
+// TestWatchStartsWhileDirectoriesGo: the first watches are added while the
+// directories are moved and removed; the start must not wait for itself.
+func TestWatchStartsWhileDirectoriesGo(t *testing.T) {
+	const rounds, dirs = 20, 200
+	for range rounds {
+		root := t.TempDir()
+		for i := range dirs {
+			write(t, root, fmt.Sprintf("d%d/f.md", i), "x")
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range dirs {
+				d := filepath.Join(root, fmt.Sprintf("d%d", i))
+				os.Rename(d, d+".old")
+				os.RemoveAll(d + ".old")
+			}
+		}()
+		w, err := newWatcher(WatchOptions{Root: root, OnError: func(error) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
