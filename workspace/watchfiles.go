@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -80,6 +81,22 @@ func WatchFiles(ctx context.Context, opts FileWatchOptions) error {
 			}
 		}
 	}
+	// fsnotify may send an error while it holds the lock that Add and
+	// Remove take (see watcher.drainErrors): its errors are read by a
+	// goroutine of their own, never by the loop that calls them. It ends
+	// when the watcher is closed.
+	errs := make(chan error, maxHeldErrors)
+	go func() {
+		for err := range w.Errors {
+			if errors.Is(err, syscall.EINVAL) {
+				continue // a moved directory's watch the kernel had dropped already
+			}
+			select {
+			case errs <- err:
+			default: // the loop has errors to handle already, and reacts the same
+			}
+		}
+	}()
 	watchDirs()
 	if opts.OnReady != nil {
 		opts.OnReady()
@@ -115,10 +132,7 @@ func WatchFiles(ctx context.Context, opts FileWatchOptions) error {
 			if slices.Contains(opts.Files, ev.Name) {
 				settle = time.After(opts.Debounce)
 			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
+		case err := <-errs:
 			if opts.OnError != nil {
 				opts.OnError(err)
 			}
