@@ -514,20 +514,20 @@ func TestSecuritySandboxModes(t *testing.T) {
 			os.MkdirAll(filepath.Join(ws, "src"), 0o755)
 			d := startDaemon(t, ws)
 			e := &secEnv{t: t, d: d, ws: ws, callers: map[string]context.Context{"alpha": as(d.appToken("alpha")), "person": as(d.admin)}}
-			out, r := e.sh("person", "cat .nexus/run/admin.token; echo x > src/new.txt && echo wrote")
+			out, _ := e.sh("person", "cat .nexus/run/admin.token; echo x > src/new.txt && echo wrote")
 			switch mode {
 			case "read-only":
 				if strings.Contains(out, d.admin) || strings.Contains(out, "wrote") {
 					t.Errorf("read-only: the person's command read the token or wrote: %s", out)
 				}
-				if _, r = e.sh("alpha", "ls"); !r.Success {
+				if _, r := e.sh("alpha", "ls"); !r.Success {
 					t.Errorf("read-only: alpha's command did not run: %s %s", r.ErrorCode, r.Message)
 				}
 			case "off":
 				if !strings.Contains(out, "wrote") {
 					t.Errorf("off: the person's command did not run unconfined: %s", out)
 				}
-				if _, r = e.sh("alpha", "ls"); r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "sandbox is off") {
+				if _, r := e.sh("alpha", "ls"); r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "sandbox is off") {
 					t.Errorf("off: alpha's command: %v %s %s", r.Success, r.ErrorCode, r.Message)
 				}
 			}
