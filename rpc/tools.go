@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"unsafe"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -106,11 +107,19 @@ func (s *toolService) ExecuteTool(ctx context.Context, req *nexusv1.ExecuteToolR
 		return nil, err
 	}
 	c := s.tools.Execute(ctx, er)
-	resp := &nexusv1.ExecuteToolResponse{Success: c.Status == tools.StatusCompleted, OutputJson: string(c.ResultJSON), ToolCallId: c.ID}
+	resp := &nexusv1.ExecuteToolResponse{Success: c.Status == tools.StatusCompleted, OutputJson: resultString(c.ResultJSON), ToolCallId: c.ID}
 	if c.Error != nil {
 		resp.ErrorCode, resp.Message = c.Error.Code, c.Error.Message
 	}
 	return resp, nil
+}
+
+// resultString is a finished call's whole result as a string, without a
+// copy (a result is up to tools.outputLimit, 1 MiB by default, per call): a
+// result is never written once its call has finished, by the manager or
+// anyone it hands the call to.
+func resultString(b json.RawMessage) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // executeStream runs a call and streams its status changes. A slow reader
