@@ -39,6 +39,7 @@ test-short: mcp-servers
 
 lint: check-proto
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	bash scripts/check-deps.sh
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 

@@ -1,7 +1,8 @@
 // Package daemon assembles nexusd for one workspace: it takes the
 // workspace lock, loads the configuration, opens the stores, serves gRPC,
 // publishes .nexus/run/daemon.json, and shuts all of it down in order.
-// Start with [Run].
+// Start with [Run]; [Open] and [Parts.Serve] are its two halves, for
+// whoever builds a daemon (the tests, the bench).
 package daemon
 
 import (
@@ -18,10 +19,14 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/server"
 	"github.com/nexuscocreate/nexus/state"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
@@ -66,99 +71,163 @@ func (e *ExitError) Error() string { return e.Reason }
 // Info is the content of .nexus/run/daemon.json.
 type Info = workspace.DaemonInfo
 
-// Run serves the workspace until ctx is cancelled. A cancelled context is
-// a normal stop: in-flight writes finish, and the lock is released.
+// Run serves the workspace until ctx is cancelled: [Open], then
+// [Parts.Serve], then [Parts.Close]. A cancelled context is a normal stop:
+// in-flight writes finish, and the lock is released.
 func Run(ctx context.Context, opts Options) error {
-	ws, err := filepath.Abs(opts.Workspace)
+	p, err := Open(ctx, opts)
 	if err != nil {
 		return err
 	}
-	if info, err := os.Stat(ws); err != nil || !info.IsDir() {
-		return fmt.Errorf("workspace %s is not a directory", ws)
+	defer p.Close()
+	return p.Serve(ctx)
+}
+
+// Parts are the daemon of one workspace, open but not serving yet: the
+// workspace lock, the configuration, the stores, the ToolManager with its
+// policy, the McpHub and the tokens. The daemon, the tests and the bench
+// build a daemon the same way, with [Open].
+type Parts struct {
+	Workspace   string
+	Config      *workspace.Config
+	Logger      *slog.Logger
+	Bus         *events.Bus
+	Definitions *state.Definitions
+	Runtime     *state.RuntimeStore
+	Tools       *tools.Manager
+	Approvals   *policy.Approvals
+	Approvers   *policy.Approvers
+	MCP         *mcp.Hub
+
+	opts        Options
+	layout      layout
+	cfgSnapshot string
+	tcpAddr     string
+	permissions rpc.Permissions
+	adminToken  string
+	apps        map[string]*access.App
+	appTokens   map[string]string
+	// closers undo what Open did, in the reverse order.
+	closers []func()
+}
+
+// Open takes the workspace's lock and opens the daemon's parts, in order:
+// configuration, log, event bus, definitions, runtime values, tools and
+// their policy, the McpHub, the tokens. On an error, what was opened is
+// closed again.
+func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
+	ws, err := filepath.Abs(opts.Workspace)
+	if err != nil {
+		return nil, err
 	}
-	l := newLayout(ws)
+	if info, err := os.Stat(ws); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory", ws)
+	}
+	p := &Parts{Workspace: ws, opts: opts, layout: newLayout(ws)}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	l := p.layout
 	if err := l.MakeDirs(); err != nil {
-		return err
+		return nil, err
 	}
 	lock, err := acquireLock(l.Lock)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer lock.release()
+	p.closers = append(p.closers, lock.release)
 
-	cfgSnapshot := workspace.SnapshotFiles([]string{l.Config})
-	cfg, err := workspace.LoadConfig(l.Config, nil)
-	if err != nil {
-		return fmt.Errorf("invalid configuration:\n%w", err)
+	p.cfgSnapshot = workspace.SnapshotFiles([]string{l.Config})
+	if p.Config, err = workspace.LoadConfig(l.Config, nil); err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	tcpAddr, err := tcpAddress(ctx, opts.GRPCAddr, cfg.GRPC.Address, opts.InsecureTCP, lookupHost)
-	if err != nil {
-		return err
+	cfg := p.Config
+	if p.tcpAddr, err = tcpAddress(ctx, opts.GRPCAddr, cfg.GRPC.Address, opts.InsecureTCP, lookupHost); err != nil {
+		return nil, err
 	}
 	logger, closeLog, err := newLogger(opts, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeLog()
+	p.closers = append(p.closers, closeLog)
 
-	bus := events.New()
+	p.Bus = events.New()
 	if opts.Stdio != nil {
 		// The daemon's warnings reach the editor too.
-		logger = slog.New(server.LogHandler(logger.Handler(), bus))
+		logger = slog.New(server.LogHandler(logger.Handler(), p.Bus))
 	}
-	defs, err := state.OpenDefinitions(state.DefinitionsOptions{
+	p.Logger = logger
+	if p.Definitions, err = state.OpenDefinitions(state.DefinitionsOptions{
 		Dir:         l.Resolve(cfg.Definitions.Root),
 		HistoryDir:  l.History,
-		Bus:         bus,
+		Bus:         p.Bus,
 		MaxFileSize: int64(cfg.Definitions.MaxFileSize),
 		Logger:      logger,
-	})
-	if err != nil {
-		return fmt.Errorf("definitions: %w", err)
+	}); err != nil {
+		return nil, fmt.Errorf("definitions: %w", err)
 	}
-	defer defs.Close()
-	rt, err := state.OpenRuntime(l.Resolve(cfg.Runtime.Path), state.RuntimeOptions{
-		Bus:           bus,
+	p.closers = append(p.closers, func() { p.Definitions.Close() })
+	if p.Runtime, err = state.OpenRuntime(l.Resolve(cfg.Runtime.Path), state.RuntimeOptions{
+		Bus:           p.Bus,
 		MaxValueSize:  int(cfg.Runtime.MaxValueSize),
 		PurgeInterval: time.Duration(cfg.Runtime.PurgeInterval),
 		Logger:        logger,
-	})
-	if err != nil {
-		return fmt.Errorf("runtime values: %w", err)
+	}); err != nil {
+		return nil, fmt.Errorf("runtime values: %w", err)
 	}
-	defer rt.Close()
+	p.closers = append(p.closers, func() { p.Runtime.Close() })
 
-	toolManager, approvals, approvers, perms, err := openTools(ws, opts.HelperPath, l, cfg, defs, bus, logger)
-	if err != nil {
-		return err
+	if p.Tools, p.Approvals, p.Approvers, p.permissions, err = openTools(ws, opts.HelperPath, l, cfg, p.Definitions, p.Bus, logger); err != nil {
+		return nil, err
 	}
-	defer toolManager.Close()
-	hub := openMCP(ws, cfg, toolManager, bus, logger, opts.Version)
-	defer hub.Close()
+	p.closers = append(p.closers, func() { p.Tools.Close() })
+	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, opts.Version)
+	p.closers = append(p.closers, func() { p.MCP.Close() })
 
-	adminToken, err := l.writeAdminToken()
-	if err != nil {
-		return err
+	if p.adminToken, err = l.writeAdminToken(); err != nil {
+		return nil, err
 	}
-	apps, appTokens, err := l.appTokens(cfg.Apps)
-	if err != nil {
-		return err
+	if p.apps, p.appTokens, err = l.appTokens(cfg.Apps); err != nil {
+		return nil, err
 	}
+	return p, nil
+}
+
+// Close closes what Open opened, in the reverse order: the McpHub's
+// servers stop, running tool calls are cancelled, the stores close after
+// the writes in flight, and the lock is released last. It is safe to call
+// more than once.
+func (p *Parts) Close() error {
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		p.closers[i]()
+	}
+	p.closers = nil
+	return nil
+}
+
+// Serve serves gRPC (the unix socket, and plain TCP when allowed),
+// publishes daemon.json, watches the definitions root and the
+// configuration files, and serves the editor with --stdio, until ctx is
+// cancelled or the editor goes. It does not close the parts.
+func (p *Parts) Serve(ctx context.Context) error {
+	l, cfg, logger, ws, opts := p.layout, p.Config, p.Logger, p.Workspace, p.opts
 	// One message, over gRPC or from the editor, carries at most the
 	// largest definition file (twice, in a diff) or the largest tool
 	// arguments; a larger one is refused before it is read.
 	maxMsg := max(int(cfg.GRPC.MaxMessageSize), max(2*int(cfg.Definitions.MaxFileSize), int(cfg.Tools.MaxArgumentsSize))+1<<20)
 	srv := rpc.NewServer(rpc.Config{
-		Definitions:    defs,
-		Runtime:        rt,
-		Bus:            bus,
-		Auth:           rpc.NewAuthenticator(adminToken, apps, appTokens),
+		Definitions:    p.Definitions,
+		Runtime:        p.Runtime,
+		Bus:            p.Bus,
+		Auth:           rpc.NewAuthenticator(p.adminToken, p.apps, p.appTokens),
 		Logger:         logger,
 		MaxMessageSize: maxMsg,
-		Tools:          toolManager,
-		Permissions:    perms,
-		Approvals:      approvals,
-		MCP:            hub,
+		Tools:          p.Tools,
+		Permissions:    p.permissions,
+		Approvals:      p.Approvals,
+		MCP:            p.MCP,
 	})
 
 	sock, err := l.socketPath()
@@ -172,11 +241,11 @@ func Run(ctx context.Context, opts Options) error {
 	defer os.Remove(sock)
 	listeners := []net.Listener{unixLis}
 	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.AdminToken}
-	if tcpAddr != "" {
-		tl, err := net.Listen("tcp", tcpAddr)
+	if p.tcpAddr != "" {
+		tl, err := net.Listen("tcp", p.tcpAddr)
 		if err != nil {
 			unixLis.Close()
-			return fmt.Errorf("listen on %s: %w", tcpAddr, err)
+			return fmt.Errorf("listen on %s: %w", p.tcpAddr, err)
 		}
 		listeners = append(listeners, tl)
 		info.GRPCTCPAddress = tl.Addr().String()
@@ -188,35 +257,35 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.Remove(l.DaemonJSON)
 	logger.Info("nexusd ready", "workspace", ws, "grpc", info.GRPCAddress, "tcp", info.GRPCTCPAddress,
-		"version", opts.Version, "head", defs.Head(), "apps", len(apps))
+		"version", opts.Version, "head", p.Definitions.Head(), "apps", len(p.apps))
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		if err := hub.Watch(gctx, nil); err != nil {
+		if err := p.MCP.Watch(gctx, nil); err != nil {
 			logger.Warn("MCP configuration files are not watched: edits apply at the next start", "error", err.Error())
 		}
 		return nil
 	})
 	if cfg.Definitions.Watch {
 		g.Go(func() error {
-			watchDefinitions(gctx, defs, l.Resolve(cfg.Definitions.Root), time.Duration(cfg.Definitions.Debounce), logger)
+			watchDefinitions(gctx, p.Definitions, l.Resolve(cfg.Definitions.Root), time.Duration(cfg.Definitions.Debounce), logger)
 			return nil
 		})
 	}
 	g.Go(func() error {
-		watchConfig(gctx, l.Config, cfgSnapshot, logger)
+		watchConfig(gctx, l.Config, p.cfgSnapshot, logger)
 		return nil
 	})
 	var editorExit *ExitError
 	if opts.Stdio != nil {
 		editor := server.New(server.Options{
-			Definitions: defs,
-			Runtime:     rt,
-			Tools:       toolManager,
-			MCP:         hub,
-			Bus:         bus,
-			Approvers:   approvers,
-			Apps:        appIDs(apps),
+			Definitions: p.Definitions,
+			Runtime:     p.Runtime,
+			Tools:       p.Tools,
+			MCP:         p.MCP,
+			Bus:         p.Bus,
+			Approvers:   p.Approvers,
+			Apps:        appIDs(p.apps),
 			Logger:      logger,
 			MaxMessage:  maxMsg,
 			Info: server.Info{Version: opts.Version, Workspace: ws, GRPCAddress: info.GRPCAddress, GRPCTCPAddress: info.GRPCTCPAddress,
@@ -242,9 +311,9 @@ func Run(ctx context.Context, opts Options) error {
 		<-gctx.Done()
 		logger.Info("nexusd stopping")
 		os.Remove(l.DaemonJSON) // new clients should not find a daemon that is leaving
-		toolManager.Close()     // cancels running tool calls (their processes are killed)
-		hub.Close()             // stops the MCP servers
-		bus.Close()             // ends watch streams, so that graceful stop can finish
+		p.Tools.Close()         // cancels running tool calls (their processes are killed)
+		p.MCP.Close()           // stops the MCP servers
+		p.Bus.Close()           // ends watch streams, so that graceful stop can finish
 		done := make(chan struct{})
 		go func() { srv.GracefulStop(); close(done) }()
 		select {
