@@ -19,7 +19,6 @@ import (
 	"github.com/nexuscocreate/nexus/daemon"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/server"
-	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -92,20 +91,14 @@ func startEditorServer(tmp string) (*editorServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	bus := events.New()
-	defs, err := state.OpenDefinitions(state.DefinitionsOptions{Dir: filepath.Join(dir, "defs"), HistoryDir: filepath.Join(dir, "history.git"), Bus: bus})
+	// The daemon's own parts, as nexusd opens them; only the editor
+	// protocol is served, on pipes.
+	parts, err := daemon.Open(context.Background(), daemon.Options{Workspace: dir, Stderr: io.Discard, LogLevel: "error", Version: "bench"})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := state.OpenRuntime(filepath.Join(dir, "runtime.db"), state.RuntimeOptions{Bus: bus})
-	if err != nil {
-		return nil, err
-	}
-	m, err := tools.NewManager(tools.Options{Bus: bus})
-	if err != nil {
-		return nil, err
-	}
-	srv := server.New(server.Options{Definitions: defs, Runtime: rt, Tools: m, Bus: bus, MaxPendingCalls: 1 << 20})
+	bus := parts.Bus
+	srv := server.New(server.Options{Definitions: parts.Definitions, Runtime: parts.Runtime, Tools: parts.Tools, Bus: bus, MaxPendingCalls: 1 << 20})
 	cp, sp, err := pipes()
 	if err != nil {
 		return nil, err
@@ -129,9 +122,7 @@ func startEditorServer(tmp string) (*editorServer, error) {
 		cancel()
 		cp.Close()
 		<-done
-		m.Close()
-		rt.Close()
-		defs.Close()
+		parts.Close()
 	}
 	if _, err := e.client.Call(ctx, "initialize", map[string]any{"capabilities": map[string]any{}}, nil); err != nil {
 		e.stop()
