@@ -42,7 +42,7 @@ func main() {
 	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
-	only := flag.String("only", "", "run only this part: state (with gRPC reads), tools (with MCP), mcp or editor")
+	only := flag.String("only", "", "run only this part: state (with gRPC reads), tools (with MCP), mcp, editor or agent")
 	large := flag.String("large", "", "the workspace of 1,000 files and 10k commits for the editor's start (made when missing, and kept)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (daemon included) to this file")
 	flag.Parse()
@@ -62,7 +62,10 @@ func main() {
 	case "":
 		if err = run(*commits, *small, *files, *writes); err == nil {
 			if err = runTools(); err == nil {
-				err = withTemp(func(tmp string) error { return runEditor(tmp, filepath.Join(tmp, "large")) })
+				if err = withTemp(func(tmp string) error { return runEditor(tmp, filepath.Join(tmp, "large")) }); err == nil {
+					fmt.Println()
+					err = benchAgent()
+				}
 			}
 		}
 	case "state":
@@ -76,6 +79,8 @@ func main() {
 			}
 			return runEditor(tmp, *large)
 		})
+	case "agent":
+		err = benchAgent()
 	case "mcp":
 		var tmp string
 		if tmp, err = os.MkdirTemp("", "nexus-bench-"); err == nil {
@@ -83,7 +88,7 @@ func main() {
 			os.RemoveAll(tmp)
 		}
 	default:
-		err = fmt.Errorf("-only %q is not state, tools, mcp or editor", *only)
+		err = fmt.Errorf("-only %q is not state, tools, mcp, editor or agent", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()

@@ -141,7 +141,8 @@ type LLMConfig struct {
 type MessagesConfig struct {
 	// MaxLength is the most messages kept; at least 1.
 	MaxLength int `yaml:"maxLength"`
-	// Pruning is "oldest-first" or "none".
+	// Pruning is "remove_oldest" (or its older name "oldest-first"),
+	// "token_budget" (the model's window less the reply's reserve) or "none".
 	Pruning    string `yaml:"pruning"`
 	KeepSystem bool   `yaml:"keepSystem"`
 }
@@ -714,7 +715,7 @@ func (d *decoder) check(c *Config) {
 	d.nonEmpty("mcp.separator", c.MCP.Separator, "")
 
 	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
-	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "none")
+	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "remove_oldest", "token_budget", "none")
 
 	d.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }
