@@ -387,7 +387,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"restart", yamlText("mcp:", "  restart: sometimes"),
 			`c.yaml:2:12: mcp.restart: "sometimes" is not one of: always, on-failure, never`},
 		{"pruning", yamlText("messages:", "  pruning: newest-first"),
-			`c.yaml:2:12: messages.pruning: "newest-first" is not one of: oldest-first, none`},
+			`c.yaml:2:12: messages.pruning: "newest-first" is not one of: oldest-first, remove_oldest, token_budget, none`},
 		{"log level", yamlText("log:", "  level: INFO"),
 			`c.yaml:2:10: log.level: "INFO" is not one of: debug, info, warn, error`},
 		{"policy", yamlText("tools:", "  policy:", "    read_file: yes"),
