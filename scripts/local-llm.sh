@@ -27,7 +27,7 @@ die() {
 }
 
 need_root() {
-	[ "$(id -u)" = 0 ] || die "$1 needs root (debootstrap, chroot and bind mounts); run it as root, e.g. sudo $0 $1"
+	[ "$(id -u)" = 0 ] || die "$1 needs root (debootstrap, chroot and bind mounts): sudo $0 $*"
 }
 
 # The Debian archive apt uses here: the first enabled "deb" source whose URI
@@ -141,7 +141,7 @@ install() {
 }
 
 serve() {
-	need_root serve
+	need_root serve "$@"
 	local port=${1:-}
 	[[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "usage: $0 serve PORT"
 	[ -f "$done_marker" ] && [ -s "$root/tiny.gguf" ] || die "no chroot or model in $root; run: $0 install"
