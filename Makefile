@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short test-editor lint proto check-proto bench clean mcp-servers
+.PHONY: all build demo test test-race test-short test-editor lint proto check-proto bench clean mcp-servers local-llm
 
 all: build
 
@@ -31,6 +31,13 @@ test-editor:
 # integration/mcpservers/package-lock.json, installed from npm into .cache.
 mcp-servers:
 	bash scripts/mcp-servers.sh
+
+# llama.cpp's llama-server and a tiny random-weight model in a Debian sid
+# chroot cached in ~/.cache/nexus/local-llm, for the agent's offline
+# end-to-end tests (root; the first build takes minutes). See
+# integration/localllm/testdata/README.md.
+local-llm:
+	bash scripts/local-llm.sh install
 
 test-race: test
 
