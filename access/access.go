@@ -15,13 +15,12 @@
 //     [workspace.Layout.Protected]. The definitions root is the one part of
 //     .nexus/ that tool calls may use, under the rules above.
 //
-// Doors carry the party into the domain ([NewContext], the Party of a tool
-// call's invocation, [state.Definitions.For]) rather than checking grants at
-// the edge, so no door can forget them.
+// Doors carry the party into the domain (the Party of a tool call's
+// invocation, [state.Definitions.For]) rather than checking grants at the
+// edge, so no door can forget them.
 package access
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -145,9 +144,12 @@ func (p Party) MayList(dir string) bool {
 	if under(p.app.ID, dir) {
 		return true
 	}
-	for _, pat := range append(p.app.Read[:len(p.app.Read):len(p.app.Read)], p.app.Write...) {
-		if prefixMatch(splitPattern(pat), strings.Split(dir, "/")) {
-			return true
+	parts := strings.Split(dir, "/")
+	for _, pats := range [][]string{p.app.Read, p.app.Write} {
+		for _, pat := range pats {
+			if prefixMatch(splitPattern(pat), parts) {
+				return true
+			}
 		}
 	}
 	return dir == ""
@@ -217,20 +219,6 @@ func (p Party) Mounts() []Mount {
 	return m
 }
 
-type ctxKey struct{}
-
-// NewContext returns ctx carrying p.
-func NewContext(ctx context.Context, p Party) context.Context {
-	return context.WithValue(ctx, ctxKey{}, p)
-}
-
-// FromContext returns the party ctx carries; the zero Party (no one) when
-// it carries none.
-func FromContext(ctx context.Context) Party {
-	p, _ := ctx.Value(ctxKey{}).(Party)
-	return p
-}
-
 // under reports whether p is dir or lies below it ("" is the root).
 func under(p, dir string) bool {
 	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
@@ -239,10 +227,6 @@ func under(p, dir string) bool {
 func splitPattern(pat string) []string {
 	return strings.Split(strings.Trim(pat, "/"), "/")
 }
-
-// Match reports whether the definition path p matches one of the grant
-// patterns.
-func Match(patterns []string, p string) bool { return matchAny(patterns, p) }
 
 func matchAny(patterns []string, p string) bool {
 	for _, pat := range patterns {

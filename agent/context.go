@@ -219,15 +219,6 @@ func (c *Context) Section(id string) (string, bool) {
 // Sections are the section ids in the order of the file.
 func (c *Context) Sections() []string { return c.order }
 
-// Documents are the ids of the documents the file names.
-func (c *Context) Documents() []string {
-	var ids []string
-	for id := range c.docs {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // Warnings are the file's problems, each naming its line.
 func (c *Context) Warnings() []string { return c.warnings }
 

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -361,13 +360,4 @@ func LoadHistory(data []byte, opts HistoryOptions) (*History, error) {
 		}
 	}
 	return h, nil
-}
-
-// Roles lists the roles of the messages, for tests and /debug.
-func (h *History) Roles() []Role {
-	var out []Role
-	for _, m := range h.Messages() {
-		out = append(out, m.Role)
-	}
-	return slices.Clip(out)
 }

@@ -103,6 +103,7 @@ type Parts struct {
 	layout      layout
 	cfgSnapshot string
 	tcpAddr     string
+	socket      string // the unix socket's path
 	permissions rpc.Permissions
 	adminToken  string
 	apps        map[string]*access.App
@@ -179,7 +180,12 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	}
 	p.closers = append(p.closers, func() { p.Runtime.Close() })
 
-	if p.Tools, p.Approvals, p.Approvers, p.permissions, err = openTools(ws, opts.HelperPath, l, cfg, p.Definitions, p.Bus, logger); err != nil {
+	// The socket's path is known before the tools: commands must not see
+	// its directory.
+	if p.socket, err = l.socketPath(); err != nil {
+		return nil, err
+	}
+	if p.Tools, p.Approvals, p.Approvers, p.permissions, err = openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, logger); err != nil {
 		return nil, err
 	}
 	p.closers = append(p.closers, func() { p.Tools.Close() })
@@ -230,10 +236,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 		MCP:            p.MCP,
 	})
 
-	sock, err := l.socketPath()
-	if err != nil {
-		return err
-	}
+	sock := p.socket
 	unixLis, err := listenUnix(sock)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ const approvalTimeout = 2 * time.Minute
 
 // openTools builds the ToolManager with the core tools and the permission
 // policy of the configuration.
-func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, *policy.Approvers, rpc.Permissions, error) {
+func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, *policy.Approvers, rpc.Permissions, error) {
 	rules, err := policy.FromConfig(cfg)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("tool policy: %w", err)
@@ -68,7 +68,7 @@ func openTools(ws, helperPath string, l layout, cfg *workspace.Config, defs *sta
 	// .nexus/run (hidden with the rest of .nexus), and every other
 	// workspace's .nexus.
 	var hide []string
-	if sock, err := l.socketPath(); err == nil && !strings.HasPrefix(sock, l.Run+string(filepath.Separator)) {
+	if !strings.HasPrefix(sock, l.Run+string(filepath.Separator)) {
 		hide = append(hide, filepath.Dir(sock))
 	}
 	registry := workspace.DefaultRegistry()

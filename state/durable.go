@@ -138,7 +138,7 @@ func (w *durableWrite) finish() error {
 // removeDir removes the empty directory d of the root through its
 // parent's descriptor.
 func (w *durableWrite) removeDir(d string) error {
-	parent, _, err := (&Definitions{root: w.root}).openDir(parentDir(d), false)
+	parent, _, err := openDirIn(w.root, parentDir(d), false)
 	if err != nil {
 		return err
 	}

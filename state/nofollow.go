@@ -16,7 +16,12 @@ import (
 // redirect a write into another app's directory. It returns the
 // directories it made, outermost first.
 func (s *Definitions) openDir(dir string, create bool) (*os.File, []string, error) {
-	cur, err := s.root.Open(".")
+	return openDirIn(s.root, dir, create)
+}
+
+// openDirIn is openDir in the directory root.
+func openDirIn(root *os.Root, dir string, create bool) (*os.File, []string, error) {
+	cur, err := root.Open(".")
 	if err != nil {
 		return nil, nil, err
 	}

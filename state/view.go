@@ -17,9 +17,6 @@ type View struct {
 // For returns the store as p sees it.
 func (s *Definitions) For(p access.Party) *View { return &View{s: s, p: p} }
 
-// Party is who the view acts for.
-func (v *View) Party() access.Party { return v.p }
-
 func (v *View) check(path string, write bool) (string, error) {
 	path, err := CleanPath(path)
 	if err != nil {
@@ -120,6 +117,3 @@ func (v *View) List(dir string, recursive bool) ([]Entry, error) {
 	}
 	return out, nil
 }
-
-// MaySee reports whether a change of path may be shown to the party.
-func (v *View) MaySee(path string) bool { return v.p.MayRead(path) }

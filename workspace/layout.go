@@ -1,7 +1,10 @@
 package workspace
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -22,16 +25,14 @@ type Layout struct {
 	Nexus string
 	// Run is .nexus/run/ (0700): the lock, daemon.json, the admin token,
 	// and Apps, the generated app tokens.
-	Run, Apps              string
-	Lock, DaemonJSON       string
-	AdminToken             string
-	Config                 string // .nexus/config.yaml
-	History                string // .nexus/history.git
-	Approvals              string // .nexus/approvals.json
-	Audit                  string // .nexus/audit/toolcalls.jsonl
-	MCPTrust               string // .nexus/mcp-trust.json
-	DefaultDefinitions     string // .nexus/definitions
-	DefaultRuntimeDatabase string // .nexus/runtime.db
+	Run, Apps        string
+	Lock, DaemonJSON string
+	AdminToken       string
+	Config           string // .nexus/config.yaml
+	History          string // .nexus/history.git
+	Approvals        string // .nexus/approvals.json
+	Audit            string // .nexus/audit/toolcalls.jsonl
+	MCPTrust         string // .nexus/mcp-trust.json
 }
 
 // NewLayout returns the layout of the workspace ws (an absolute path).
@@ -44,9 +45,7 @@ func NewLayout(ws string) Layout {
 		AdminToken: filepath.Join(run, "admin.token"),
 		Config:     filepath.Join(n, "config.yaml"), History: filepath.Join(n, "history.git"),
 		Approvals: filepath.Join(n, "approvals.json"), Audit: filepath.Join(n, "audit", "toolcalls.jsonl"),
-		MCPTrust:               filepath.Join(n, "mcp-trust.json"),
-		DefaultDefinitions:     filepath.Join(n, "definitions"),
-		DefaultRuntimeDatabase: filepath.Join(n, "runtime.db"),
+		MCPTrust: filepath.Join(n, "mcp-trust.json"),
 	}
 }
 
@@ -138,6 +137,31 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// ReadJSONFile reads the one JSON value in path into v, strictly: an
+// unknown field, or data after the value, is an error. A missing file is
+// (false, nil). A file that cannot be read is an *fs.PathError; any other
+// error says what is wrong with the content. The daemon's own files
+// (approvals, MCP trust) are read this way, and are written with
+// [WriteFileAtomic].
+func ReadJSONFile(path string, v any) (bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return true, err
+	}
+	if dec.More() {
+		return true, errors.New("data after the JSON object")
+	}
+	return true, nil
 }
 
 // WriteJSONAtomic writes v as indented JSON with [WriteFileAtomic].

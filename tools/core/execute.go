@@ -233,20 +233,22 @@ func (t *Tools) view(cfg ExecConfig, party access.Party) *command.View {
 			}
 		}
 	}
-	// The launchers read-only, and the directories that hold them (a
-	// missing tasks.json cannot be created in an existing .vscode).
-	seen := map[string]bool{}
+	v.ReadOnly = t.launchers
+	return v
+}
+
+// launcherPaths are the absolute paths a command sees read-only: the
+// launchers (workspace.Launchers), and the directories that hold them, so
+// that a missing tasks.json cannot be created in an existing .vscode.
+func launcherPaths(root string) []string {
+	var out []string
 	for _, l := range workspace.Launchers() {
-		name := strings.TrimSuffix(l, "/")
-		if first, _, ok := strings.Cut(name, "/"); ok {
-			name = first
-		}
-		if p := filepath.Join(t.rootReal, name); !seen[p] && !strings.EqualFold(name, privateDir) {
-			seen[p] = true
-			v.ReadOnly = append(v.ReadOnly, p)
+		name, _, _ := strings.Cut(strings.TrimSuffix(l, "/"), "/")
+		if p := filepath.Join(root, name); !slices.Contains(out, p) && !strings.EqualFold(name, privateDir) {
+			out = append(out, p)
 		}
 	}
-	return v
+	return out
 }
 
 // defsReal is the definitions root as the kernel names it, "" without one.

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -121,24 +119,19 @@ type TrustStore struct {
 // [ErrCorruptTrust].
 func OpenTrustStore(path string) (*TrustStore, error) {
 	t := &TrustStore{path: path, pins: map[string]trustEntry{}}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("MCP trust file: %w", err)
-	}
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w: %s (fix or delete the file; then approve the servers again)", path, ErrCorruptTrust, fmt.Sprintf(format, args...))
 	}
 	var f trustFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	found, err := workspace.ReadJSONFile(path, &f)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("MCP trust file: %w", err)
+	case err != nil:
 		return nil, corrupt("%v", err)
-	}
-	if dec.More() {
-		return nil, corrupt("data after the JSON object")
+	case !found:
+		return t, nil
 	}
 	if f.Version != trustVersion {
 		return nil, corrupt("version %d, want %d", f.Version, trustVersion)

@@ -1,14 +1,12 @@
 package policy
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -63,24 +61,19 @@ type Approvals struct {
 // forget what the person answered.
 func OpenApprovals(path string) (*Approvals, error) {
 	a := &Approvals{path: path, approvals: make(map[approvalKey]Approval)}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return a, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("approvals: %w", err)
-	}
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("approvals file %s: %w: %s (fix or delete the file)", path, ErrCorruptApprovals, fmt.Sprintf(format, args...))
 	}
 	var f approvalsFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	found, err := workspace.ReadJSONFile(path, &f)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("approvals: %w", err)
+	case err != nil:
 		return nil, corrupt("%v", err)
-	}
-	if dec.More() {
-		return nil, corrupt("data after the JSON object")
+	case !found:
+		return a, nil
 	}
 	if f.Version != approvalsVersion {
 		return nil, corrupt("version %d, want %d", f.Version, approvalsVersion)
