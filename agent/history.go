@@ -9,53 +9,26 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/nexuscocreate/nexus/agent/llm"
 )
 
-// Role is who a message is from.
-type Role string
+// The message model is the LIAL's, so that the adapters need nothing of
+// this package.
+type (
+	Role       = llm.Role
+	Message    = llm.Message
+	ToolCall   = llm.ToolCall
+	ToolResult = llm.ToolResult
+)
 
 // The roles of the Framework Core API's message model.
 const (
-	RoleSystem     Role = "system"
-	RoleUser       Role = "user"
-	RoleAssistant  Role = "assistant"
-	RoleToolResult Role = "tool_result"
+	RoleSystem     = llm.RoleSystem
+	RoleUser       = llm.RoleUser
+	RoleAssistant  = llm.RoleAssistant
+	RoleToolResult = llm.RoleToolResult
 )
-
-// Message is one message of a conversation, in no provider's format: the
-// LLM adapters turn it into theirs.
-type Message struct {
-	Role Role   `json:"role"`
-	Text string `json:"text,omitempty"`
-	// ToolCalls are the calls an assistant message asks for, in order.
-	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
-	// Result is the result of one tool call, for a tool_result message.
-	Result *ToolResult `json:"result,omitempty"`
-	// Tokens is the message's size in tokens as a provider reported it; 0
-	// when unknown (then it is estimated).
-	Tokens int `json:"tokens,omitempty"`
-}
-
-// ToolCall is a model's request to run a tool.
-type ToolCall struct {
-	// ID is the provider's id of the call, which its result names.
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Server    string          `json:"server,omitempty"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-// ToolResult is what a tool call gave back to the model.
-type ToolResult struct {
-	CallID  string `json:"callId"`
-	Name    string `json:"name"`
-	Content string `json:"content"`
-	IsError bool   `json:"isError,omitempty"`
-	// Cut is set when Content was cut to fit (head and tail kept), with
-	// the size it had.
-	Cut      bool `json:"cut,omitempty"`
-	FullSize int  `json:"fullSize,omitempty"`
-}
 
 // Pruning strategies of [HistoryOptions].
 const (
