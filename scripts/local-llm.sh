@@ -145,6 +145,12 @@ serve() {
 	local port=${1:-}
 	[[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "usage: $0 serve PORT"
 	[ -f "$done_marker" ] && [ -s "$root/tiny.gguf" ] || die "no chroot or model in $root; run: $0 install"
+	# Each server mounts /proc, /dev and /sys in its own mount namespace,
+	# so that servers run side by side (tests of several packages) and one
+	# stopping unmounts nothing under another.
+	if [ -z "${NEXUS_LOCAL_LLM_NS:-}" ]; then
+		NEXUS_LOCAL_LLM_NS=1 exec unshare --mount --propagation private bash "$0" serve "$port"
+	fi
 	local pid=
 	# On exit, and on SIGTERM/SIGINT/SIGHUP: stop llama-server, then unmount.
 	# (bash runs a trap only between commands, so llama-server runs as a
