@@ -53,6 +53,7 @@ type App struct {
 type Party struct {
 	app    *App
 	author string
+	agent  bool
 }
 
 // Person is the person, acting through the door that author names
@@ -61,6 +62,16 @@ func Person(author string) Party { return Party{author: author} }
 
 // ForApp is the app a, acting for itself.
 func ForApp(a *App) Party { return Party{app: a, author: "app:" + a.ID} }
+
+// Agent is an agent session acting for p: it may touch what p may, its
+// writes are by "agent:<session>", and it is never the person's own act
+// (the policy asks it what it would ask an app; see tools/policy).
+func (p Party) Agent(session string) Party {
+	return Party{app: p.app, author: "agent:" + session, agent: true}
+}
+
+// IsAgent reports whether p is an agent session acting for someone.
+func (p Party) IsAgent() bool { return p.agent }
 
 // App returns the app that acts, nil for the person.
 func (p Party) App() *App { return p.app }
@@ -84,6 +95,10 @@ func (p Party) IsPerson() bool { return p.Valid() && p.app == nil }
 
 func (p Party) String() string {
 	switch {
+	case p.agent && p.app != nil:
+		return fmt.Sprintf("%s for app %q", p.author, p.app.ID)
+	case p.agent:
+		return p.author + " for the person"
 	case p.app != nil:
 		return fmt.Sprintf("app %q", p.app.ID)
 	case p.author != "":

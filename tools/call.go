@@ -32,14 +32,17 @@ type Call struct {
 	ResultJSON    json.RawMessage `json:"resultJson,omitempty"`
 	Error         *CallError      `json:"error,omitempty"`
 	AppID         string          `json:"appId,omitempty"`
-	TaskID        string          `json:"taskId,omitempty"`
-	RequestID     string          `json:"requestId,omitempty"`
-	Title         string          `json:"title,omitempty"`
-	Kind          Kind            `json:"kind,omitempty"`
-	StartedAt     time.Time       `json:"startedAt"`
-	EndedAt       time.Time       `json:"endedAt,omitzero"`
-	Progress      *Progress       `json:"progress,omitempty"`
-	ICERC         *ICERC          `json:"icerc,omitempty"`
+	// Author is who made the call: "cli", "editor", "app:<id>",
+	// "agent:<session>".
+	Author    string    `json:"author,omitempty"`
+	TaskID    string    `json:"taskId,omitempty"`
+	RequestID string    `json:"requestId,omitempty"`
+	Title     string    `json:"title,omitempty"`
+	Kind      Kind      `json:"kind,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
+	Progress  *Progress `json:"progress,omitempty"`
+	ICERC     *ICERC    `json:"icerc,omitempty"`
 
 	ArgumentsTruncated bool `json:"argumentsTruncated,omitempty"`
 	ResultTruncated    bool `json:"resultTruncated,omitempty"`

@@ -32,6 +32,9 @@ type GateRequest struct {
 	Args            json.RawMessage
 	Intent          string
 	ExpectedOutcome string
+	// Agent is set for a call an agent session makes: the policy's
+	// default for the person's own calls does not apply to it.
+	Agent bool
 }
 
 // Options configure NewManager. Zero values get defaults.
@@ -334,6 +337,7 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	lc := &liveCall{cancel: cancel, onUpdate: req.OnUpdate, call: Call{
 		ID: id.String(), ToolName: keepText(req.ToolName, maxIDSize), ServerName: keepText(req.ServerName, maxIDSize),
 		ArgumentsJSON: kept, ArgumentsTruncated: cut, Status: StatusInitiated, AppID: req.AppID,
+		Author: keepText(req.Author, maxIDSize),
 		TaskID: keepText(req.TaskID, maxIDSize), RequestID: keepText(req.RequestID, maxIDSize),
 		StartedAt: m.opts.Now().UTC(),
 	}}
@@ -390,7 +394,8 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	if m.opts.Gate == nil {
 		return nil, Errorf(CodePermissionDenied, "no permission policy is configured")
 	}
-	gr := &GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args, Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome}
+	gr := &GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args, Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome,
+		Agent: req.Party.IsAgent()}
 	if err := m.opts.Gate(ctx, gr, func(r ICERC) {
 		r = keepICERC(r)
 		lc.update(func(c *Call) { c.ICERC = &r })

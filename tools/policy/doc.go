@@ -12,8 +12,13 @@
 //	1  the app's lists            apps[].grants.tools            calls of that app
 //	2  per-tool policy            tools.policy (Rules.Tools)     every caller
 //	3  command allow/ask rules    Rules.Commands (allow, ask)    execute_command
-//	4  the admin default          Rules.Admin (default allow)    the person (AppID "")
+//	4  the admin default          Rules.Admin (default allow)    the person (AppID ""), not an agent
 //	5  the risk default           Definition.Risk                every caller
+//
+// An agent session's calls (Request.Agent) are never the person's own act:
+// acting for the person they skip level 4, so medium and high risk ask even
+// when the session was started from the editor or the CLI; acting for an
+// app they get that app's lists, as the app would.
 //
 // The risk defaults are: low → allow, medium → ask, high → ask; a risk that
 // is none of these is treated as high. The policy trusts only

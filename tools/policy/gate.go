@@ -49,7 +49,7 @@ func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return func(ctx context.Context, gr *tools.GateRequest, setICERC func(tools.ICERC)) error {
-		req := &Request{AppID: gr.Call.AppID, Tool: gr.Tool, Args: gr.Args}
+		req := &Request{AppID: gr.Call.AppID, Agent: gr.Agent, Tool: gr.Tool, Args: gr.Args}
 		v := p.decideRef(req)
 		if v.Decision == Allow {
 			return nil

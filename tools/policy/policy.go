@@ -68,6 +68,9 @@ type CommandRule struct {
 type Request struct {
 	// AppID is the calling app; "" for the person (admin token, editor).
 	AppID string
+	// Agent is set for an agent session's call: acting for the person
+	// (AppID "") it still gets the risk default, not the admin default.
+	Agent bool
 	Tool  tools.Definition
 	// Args are the call's arguments, already valid against the input schema.
 	Args json.RawMessage
@@ -313,7 +316,7 @@ func (p *Policy) configured(req *Request, cmd *command) Verdict {
 		}
 	}
 	// 4: the admin default.
-	if req.AppID == "" {
+	if req.AppID == "" && !req.Agent {
 		return p.adminVerdict()
 	}
 	// 5: the risk default.

@@ -46,6 +46,7 @@ func TestDecide(t *testing.T) {
 		name   string
 		rules  Rules
 		app    string
+		agent  bool // an agent session's call
 		tool   string
 		args   string // JSON; for execute_command a bare line is wrapped as {command}
 		want   Decision
@@ -64,6 +65,11 @@ func TestDecide(t *testing.T) {
 		{name: "admin ask beats risk default", rules: Rules{Admin: Ask}, tool: "read_file", want: Ask, reason: "admin token): ask"},
 		{name: "admin invalid is deny", rules: Rules{Admin: "yes"}, tool: "read_file", want: Deny, reason: "treated as deny"},
 		{name: "admin default not for apps", app: "a", tool: "write_file", want: Ask, reason: "default for medium"},
+		{name: "admin default not for the person's agent", agent: true, tool: "write_file", want: Ask, reason: "default for medium"},
+		{name: "person's agent high risk asks", agent: true, tool: "execute_command", args: "ls", want: Ask, reason: "default for high"},
+		{name: "person's agent low risk allows", agent: true, tool: "read_file", want: Allow, reason: "default for low"},
+		{name: "app's agent gets the app's lists", agent: true, rules: Rules{Apps: map[string]AppRules{"planner": {Deny: []string{"read_file"}}}}, app: "planner", tool: "read_file", want: Deny, reason: `app "planner" denies`},
+		{name: "agent bound by tools deny", agent: true, rules: Rules{Tools: map[string]Decision{"write_file": Deny}}, tool: "write_file", want: Deny},
 
 		// 2: tools.policy.
 		{name: "tools allow beats risk", rules: Rules{Tools: map[string]Decision{"write_file": Allow}}, app: "a", tool: "write_file", want: Allow, reason: "config tools.policy: write_file = allow"},
@@ -140,7 +146,7 @@ func TestDecide(t *testing.T) {
 			if err := tc.rules.Validate(); err != nil && !strings.Contains(tc.name, "invalid") {
 				t.Fatalf("rules invalid: %v", err)
 			}
-			req := Request{AppID: tc.app, Tool: def(t, tc.tool)}
+			req := Request{AppID: tc.app, Agent: tc.agent, Tool: def(t, tc.tool)}
 			switch {
 			case tc.args == "":
 				req.Args = json.RawMessage(`{}`)
