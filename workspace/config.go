@@ -29,6 +29,7 @@ type Config struct {
 	Tools       ToolsConfig       `yaml:"tools"`
 	MCP         MCPConfig         `yaml:"mcp"`
 	LLM         LLMConfig         `yaml:"llm"`
+	Agent       AgentConfig       `yaml:"agent"`
 	Messages    MessagesConfig    `yaml:"messages"`
 	Context     ContextConfig     `yaml:"context"`
 	Log         LogConfig         `yaml:"log"`
@@ -127,14 +128,71 @@ type MCPConfig struct {
 	Separator string `yaml:"separator"`
 }
 
-// LLMConfig is the llm section: which model the agent talks to.
+// LLMConfig is the llm section: the models the agent may talk to, as
+// named profiles, and the one it uses unless told otherwise. A profile's
+// keys written directly under llm (provider, model, ...) are the profile
+// "default", for a workspace with one model.
 type LLMConfig struct {
+	// Default names the profile of new sessions; empty is the only
+	// profile, or "default".
+	Default  string                `yaml:"default"`
+	Profiles map[string]LLMProfile `yaml:"profiles"`
+	LLMProfile `yaml:",inline"`
+}
+
+// LLMProfile is one model: llm.profiles.NAME.
+type LLMProfile struct {
+	// Provider is "openai", "anthropic", "gemini" or "openai-compatible".
 	Provider string `yaml:"provider"`
-	Model    string `yaml:"model"`
-	// APIKeyEnv names the environment variable that holds the API key.
-	APIKeyEnv string         `yaml:"apiKeyEnv"`
-	BaseURL   string         `yaml:"baseURL"`
-	Settings  map[string]any `yaml:"settings"`
+	// API picks the wire API where a provider has several: "responses"
+	// (openai's default) or "chat" (openai-compatible's default), and
+	// "messages" for a compatible server that speaks Anthropic's.
+	API   string `yaml:"api"`
+	Model string `yaml:"model"`
+	// APIKeyEnv names the environment variable that holds the API key
+	// (default OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY).
+	APIKeyEnv string `yaml:"apiKeyEnv"`
+	// BaseURL replaces the provider's endpoint; openai-compatible needs it.
+	BaseURL         string   `yaml:"baseURL"`
+	Temperature     *float64 `yaml:"temperature"`
+	MaxOutputTokens int      `yaml:"maxOutputTokens"`
+	// ContextWindow is the model's window in tokens: token_budget pruning
+	// keeps the history within it, less maxOutputTokens.
+	ContextWindow int       `yaml:"contextWindow"`
+	Prices        LLMPrices `yaml:"prices"`
+	// ExtraBody is merged into the JSON body of every request (vendor
+	// parameters: tool_choice, logit_bias, provider routing).
+	ExtraBody map[string]any `yaml:"extraBody"`
+}
+
+// LLMPrices are the prices of a million tokens; unset prices make the
+// cost of a session unknown (its tokens are still counted).
+type LLMPrices struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+	// Cached is the price of input tokens read from the prompt cache;
+	// default the input price.
+	Cached float64 `yaml:"cached"`
+	// Currency is a label for people; default USD.
+	Currency string `yaml:"currency"`
+}
+
+// AgentConfig is the agent section: how an agent session runs.
+type AgentConfig struct {
+	// MaxSteps bounds the model requests of one prompt; default 25.
+	MaxSteps int `yaml:"maxSteps"`
+	// Tools, when set, are the only tools the agent is offered (name
+	// patterns as in tools.policy: "read_file", "github/*"); the caller's
+	// own grants bound them further.
+	Tools []string `yaml:"tools"`
+	// MaxToolResult bounds a tool result as it enters the history; a
+	// longer one keeps its head and tail. Default 32KB.
+	MaxToolResult Size `yaml:"maxToolResult"`
+}
+
+// ProfileNames are the names of the configured profiles, sorted.
+func (c LLMConfig) ProfileNames() []string {
+	return slices.Sorted(maps.Keys(c.Profiles))
 }
 
 // MessagesConfig is the messages section: the agent's message history.
@@ -207,6 +265,7 @@ func DefaultConfig() *Config {
 			MaxRestarts:    5,
 			Separator:      "__",
 		},
+		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
@@ -576,6 +635,19 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 			return
 		}
 		v.SetString(n.Value)
+	case reflect.Pointer:
+		e := reflect.New(v.Type().Elem())
+		d.value(path, n, e.Elem())
+		v.Set(e)
+	case reflect.Float64:
+		plain := *n
+		plain.Tag, plain.Style = "", 0
+		var f float64
+		if n.Kind != yaml.ScalarNode || plain.Decode(&f) != nil {
+			d.fail(path, at, "%s is not a number", describe(n))
+			return
+		}
+		v.SetFloat(f)
 	case reflect.Bool, reflect.Int:
 		// Decode from the text alone, so a quoted "${N}" works too.
 		plain := *n
@@ -602,14 +674,22 @@ func (d *decoder) structure(path string, at, n *yaml.Node, v reflect.Value) {
 		d.fail(path, at, "expected a mapping, got %s", describe(n))
 		return
 	}
-	t := v.Type()
 	var known []string
-	fields := make(map[string]int)
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		known = append(known, name)
-		fields[name] = i
+	fields := make(map[string][]int)
+	var collect func(t reflect.Type, index []int)
+	collect = func(t reflect.Type, index []int) {
+		for i := range t.NumField() {
+			name, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			at := append(slices.Clone(index), i)
+			if opts == "inline" {
+				collect(t.Field(i).Type, at)
+				continue
+			}
+			known = append(known, name)
+			fields[name] = at
+		}
 	}
+	collect(v.Type(), nil)
 	d.pairs(path, n, func(key string, k, val *yaml.Node) {
 		i, ok := fields[key]
 		if !ok {
@@ -620,7 +700,7 @@ func (d *decoder) structure(path string, at, n *yaml.Node, v reflect.Value) {
 			d.errorf(k, "unknown key %q%s (known: %s)", key, where, strings.Join(known, ", "))
 			return
 		}
-		d.value(join(path, key), val, v.Field(i))
+		d.value(join(path, key), val, v.FieldByIndex(i))
 	})
 }
 
@@ -714,11 +794,90 @@ func (d *decoder) check(c *Config) {
 	d.atLeast("mcp.maxRestarts", c.MCP.MaxRestarts, 0)
 	d.nonEmpty("mcp.separator", c.MCP.Separator, "")
 
+	d.llm(&c.LLM)
+	d.atLeast("agent.maxSteps", c.Agent.MaxSteps, 1)
+
 	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
 	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "remove_oldest", "token_budget", "none")
 
 	d.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }
+
+// llm checks the llm section and folds a profile written directly under
+// llm into Profiles as "default".
+func (d *decoder) llm(c *LLMConfig) {
+	if c.LLMProfile.Provider != "" || c.LLMProfile.Model != "" {
+		if _, ok := c.Profiles["default"]; ok {
+			d.fail("llm.provider", d.nodes["llm.provider"], `a profile under llm itself is the profile "default", and llm.profiles has one too`)
+		} else {
+			if c.Profiles == nil {
+				c.Profiles = map[string]LLMProfile{}
+			}
+			c.Profiles["default"] = c.LLMProfile
+			for _, k := range []string{"provider", "api", "model", "apiKeyEnv", "baseURL", "temperature", "maxOutputTokens", "contextWindow", "prices", "extraBody"} {
+				if n, ok := d.nodes["llm."+k]; ok {
+					d.nodes["llm.profiles.default."+k] = n
+				}
+			}
+		}
+		c.LLMProfile = LLMProfile{}
+	}
+	for _, name := range c.ProfileNames() {
+		p, pp := c.Profiles[name], "llm.profiles."+name
+		if d.badUnder(pp) || (name == "default" && d.badUnder("llm")) {
+			continue // its own error says what is wrong
+		}
+		if p.Provider == "" {
+			d.fail(pp, d.nodes[pp], "profile %q names no provider (openai, anthropic, gemini or openai-compatible)", name)
+		} else {
+			d.oneOf(pp+".provider", p.Provider, "openai", "anthropic", "gemini", "openai-compatible")
+		}
+		if p.Model == "" {
+			d.fail(pp, d.nodes[pp], "profile %q names no model", name)
+		}
+		if p.API != "" {
+			d.oneOf(pp+".api", p.API, "responses", "chat", "messages", "generateContent")
+		}
+		if p.Provider == "openai-compatible" && p.BaseURL == "" {
+			d.fail(pp, d.nodes[pp], "profile %q: an openai-compatible provider needs a baseURL (Ollama: http://127.0.0.1:11434/v1, llama-server: http://127.0.0.1:8080/v1)", name)
+		}
+		d.atLeast(pp+".maxOutputTokens", p.MaxOutputTokens, 0)
+		d.atLeast(pp+".contextWindow", p.ContextWindow, 0)
+		if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {
+			d.fail(pp+".temperature", d.nodes[pp+".temperature"], "%v is not between 0 and 2", *p.Temperature)
+		}
+		for _, k := range []struct {
+			name string
+			v    float64
+		}{{"input", p.Prices.Input}, {"output", p.Prices.Output}, {"cached", p.Prices.Cached}} {
+			if k.v < 0 {
+				d.fail(pp+".prices."+k.name, d.nodes[pp+".prices."+k.name], "a price may not be negative")
+			}
+		}
+	}
+	switch {
+	case c.Default != "":
+		if _, ok := c.Profiles[c.Default]; !ok {
+			d.fail("llm.default", d.nodes["llm.default"], "%q is not a profile (profiles: %s)", c.Default, strings.Join(c.ProfileNames(), ", "))
+		}
+	case len(c.Profiles) == 1:
+		c.Default = c.ProfileNames()[0]
+	case hasKey(c.Profiles, "default"):
+		c.Default = "default"
+	}
+}
+
+// badUnder reports whether the value at path, or one below it, failed.
+func (d *decoder) badUnder(path string) bool {
+	for p := range d.bad {
+		if p == path || strings.HasPrefix(p, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 func (d *decoder) apps(apps []AppConfig) {
 	first := make(map[string]*yaml.Node)

@@ -52,6 +52,7 @@ func TestDefaultConfig(t *testing.T) {
 			MaxRestarts:    5,
 			Separator:      "__",
 		},
+		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 << 10},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
@@ -171,15 +172,20 @@ func TestParseConfigAllSections(t *testing.T) {
 		"  maxRestarts: 0",
 		"  separator: .",
 		"llm:",
-		"  provider: anthropic",
-		"  model: claude",
-		"  apiKeyEnv: ANTHROPIC_API_KEY",
-		"  baseURL: https://api.example.com",
-		"  settings:",
-		"    temperature: 0.5",
-		"    maxTokens: 1024",
-		"    stop: [END]",
-		"    extra: {nested: true}",
+		"  default: claude",
+		"  profiles:",
+		"    claude:",
+		"      provider: anthropic",
+		"      model: claude",
+		"      apiKeyEnv: ANTHROPIC_API_KEY",
+		"      baseURL: https://api.example.com",
+		"      temperature: 0.5",
+		"      maxOutputTokens: 1024",
+		"      contextWindow: 200000",
+		"      prices: {input: 3, output: 15, cached: 0.3}",
+		"      extraBody:",
+		"        stop: [END]",
+		"        extra: {nested: true}",
 		"messages:",
 		"  maxLength: 20",
 		"  pruning: none",
@@ -230,18 +236,21 @@ func TestParseConfigAllSections(t *testing.T) {
 			MaxRestarts:    0,
 			Separator:      ".",
 		},
-		LLM: LLMConfig{
-			Provider:  "anthropic",
-			Model:     "claude",
-			APIKeyEnv: "ANTHROPIC_API_KEY",
-			BaseURL:   "https://api.example.com",
-			Settings: map[string]any{
-				"temperature": 0.5,
-				"maxTokens":   1024,
-				"stop":        []any{"END"},
-				"extra":       map[string]any{"nested": true},
+		LLM: LLMConfig{Default: "claude", Profiles: map[string]LLMProfile{"claude": {
+			Provider:        "anthropic",
+			Model:           "claude",
+			APIKeyEnv:       "ANTHROPIC_API_KEY",
+			BaseURL:         "https://api.example.com",
+			Temperature:     ptr(0.5),
+			MaxOutputTokens: 1024,
+			ContextWindow:   200000,
+			Prices:          LLMPrices{Input: 3, Output: 15, Cached: 0.3},
+			ExtraBody: map[string]any{
+				"stop":  []any{"END"},
+				"extra": map[string]any{"nested": true},
 			},
-		},
+		}}},
+		Agent: AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib},
 		Messages: MessagesConfig{MaxLength: 20, Pruning: "none", KeepSystem: false},
 		Context:  ContextConfig{File: "docs/CONTEXT.md"},
 		Log:      LogConfig{Level: "warn", File: "/tmp/nexus.log"},
@@ -270,16 +279,16 @@ func TestParseConfigEnv(t *testing.T) {
 		in   string
 		edit func(c *Config) // turns the defaults into the expected config
 	}{
-		{"set", "llm:\n  model: ${MODEL}\n", func(c *Config) { c.LLM.Model = "big-model" }},
-		{"in text", "llm:\n  model: x-${MODEL}-y\n", func(c *Config) { c.LLM.Model = "x-big-model-y" }},
-		{"twice", `llm: {model: "${MODEL}/${N}"}`, func(c *Config) { c.LLM.Model = "big-model/42" }},
-		{"default unset", "llm:\n  model: ${NOPE:-small}\n", func(c *Config) { c.LLM.Model = "small" }},
-		{"default empty", "llm:\n  model: ${EMPTY:-small}\n", func(c *Config) { c.LLM.Model = "small" }},
-		{"default ignored", "llm:\n  model: ${MODEL:-small}\n", func(c *Config) { c.LLM.Model = "big-model" }},
-		{"empty default", "llm:\n  model: \"${NOPE:-}\"\n", func(c *Config) {}},
-		{"set to empty", "llm:\n  model: \"${EMPTY}\"\n", func(c *Config) {}},
-		{"dollar", "llm:\n  model: $$MODEL and $${MODEL} cost $$5\n", func(c *Config) { c.LLM.Model = "$MODEL and ${MODEL} cost $5" }},
-		{"lone dollar", "llm:\n  model: a$b $\n", func(c *Config) { c.LLM.Model = "a$b $" }},
+		{"set", "log:\n  file: ${MODEL}\n", func(c *Config) { c.Log.File = "big-model" }},
+		{"in text", "log:\n  file: x-${MODEL}-y\n", func(c *Config) { c.Log.File = "x-big-model-y" }},
+		{"twice", `log: {file: "${MODEL}/${N}"}`, func(c *Config) { c.Log.File = "big-model/42" }},
+		{"default unset", "log:\n  file: ${NOPE:-small}\n", func(c *Config) { c.Log.File = "small" }},
+		{"default empty", "log:\n  file: ${EMPTY:-small}\n", func(c *Config) { c.Log.File = "small" }},
+		{"default ignored", "log:\n  file: ${MODEL:-small}\n", func(c *Config) { c.Log.File = "big-model" }},
+		{"empty default", "log:\n  file: \"${NOPE:-}\"\n", func(c *Config) {}},
+		{"set to empty", "log:\n  file: \"${EMPTY}\"\n", func(c *Config) {}},
+		{"dollar", "log:\n  file: $$MODEL and $${MODEL} cost $$5\n", func(c *Config) { c.Log.File = "$MODEL and ${MODEL} cost $5" }},
+		{"lone dollar", "log:\n  file: a$b $\n", func(c *Config) { c.Log.File = "a$b $" }},
 		{"integer", "messages:\n  maxLength: ${N}\n", func(c *Config) { c.Messages.MaxLength = 42 }},
 		{"quoted integer", "messages:\n  maxLength: \"${N}\"\n", func(c *Config) { c.Messages.MaxLength = 42 }},
 		{"default integer", "messages:\n  maxLength: ${NOPE:-7}\n", func(c *Config) { c.Messages.MaxLength = 7 }},
@@ -289,11 +298,14 @@ func TestParseConfigEnv(t *testing.T) {
 		}},
 		{"size", "runtime:\n  maxValueSize: ${SIZE}\n", func(c *Config) { c.Runtime.MaxValueSize = 3 << 20 }},
 		{"list item", "tools:\n  envAllowlist: [\"${MODEL}\", X]\n", func(c *Config) { c.Tools.EnvAllowlist = []string{"big-model", "X"} }},
-		{"settings", "llm:\n  settings:\n    n: ${N}\n    deep: {m: \"${MODEL}\"}\n", func(c *Config) {
-			c.LLM.Settings = map[string]any{"n": 42, "deep": map[string]any{"m": "big-model"}}
+		{"extraBody", "llm:\n  provider: openai\n  model: m\n  extraBody:\n    n: ${N}\n    deep: {m: \"${MODEL}\"}\n", func(c *Config) {
+			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai", Model: "m",
+				ExtraBody: map[string]any{"n": 42, "deep": map[string]any{"m": "big-model"}}}}}
 		}},
 		{"not keys", "tools:\n  policy:\n    ${KEY}: deny\n", func(c *Config) { c.Tools.Policy = map[string]string{"${KEY}": "deny"} }},
-		{"alias expanded once", "llm:\n  model: &m $$${N}\n  baseURL: *m\n", func(c *Config) { c.LLM.Model, c.LLM.BaseURL = "$42", "$42" }},
+		{"alias expanded once", "llm:\n  provider: openai\n  model: &m $$${N}\n  baseURL: *m\n", func(c *Config) {
+			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai", Model: "$42", BaseURL: "$42"}}}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfig("config.yaml", []byte(tc.in), env(vars))
@@ -327,7 +339,7 @@ func TestParseConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown top-level key", yamlText("logs:", "  level: debug"),
-			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, messages, context, log, grpc)`},
+			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc)`},
 		{"unknown key in app", yamlText(
 			"# Apps",
 			"",
@@ -433,8 +445,16 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duplicate key", yamlText("log:", "  level: info", "  file: a", "  level: debug"),
 			`c.yaml:4:3: log: duplicate key "level" (first at line 2)`},
 		{"merge key", yamlText("base: &b {level: info}", "log:", "  <<: *b"),
-			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, messages, context, log, grpc)\n" +
+			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc)\n" +
 				"c.yaml:3:3: log: merge keys (<<) are not supported"},
+		{"llm default not a profile", yamlText("llm:", "  default: big", "  profiles:", "    small: {provider: openai, model: gpt-5-mini}"),
+			`c.yaml:2:12: llm.default: "big" is not a profile (profiles: small)`},
+		{"llm compatible without baseURL", yamlText("llm:", "  profiles:", "    local: {provider: openai-compatible, model: qwen}"),
+			`c.yaml:3:12: llm.profiles.local: profile "local": an openai-compatible provider needs a baseURL (Ollama: http://127.0.0.1:11434/v1, llama-server: http://127.0.0.1:8080/v1)`},
+		{"llm temperature", yamlText("llm:", "  provider: openai", "  model: gpt", "  temperature: 3"),
+			`c.yaml:4:16: llm.profiles.default.temperature: 3 is not between 0 and 2`},
+		{"llm no provider", yamlText("llm:", "  profiles:", "    x: {model: gpt}"),
+			`c.yaml:3:8: llm.profiles.x: profile "x" names no provider (openai, anthropic, gemini or openai-compatible)`},
 		{"unset variable", yamlText("llm:", "  model: gpt", "  apiKeyEnv: ${KEY_NAME}"),
 			`c.yaml:3:14: environment variable KEY_NAME is not set (write ${KEY_NAME:-default} to give a default)`},
 		{"unset variable in a size", yamlText("grpc:", "  maxMessageSize: ${GRPC_MAX}"),
@@ -490,7 +510,7 @@ func TestParseConfigManyErrors(t *testing.T) {
 		`.nexus/config.yaml:12:12: environment variable TOKEN is not set (write ${TOKEN:-default} to give a default)`,
 		`.nexus/config.yaml:14:12: tools.sandbox: "jail" is not one of: read-only, workspace-write, off`,
 		`.nexus/config.yaml:15:12: tools.network: "sure" is not a boolean (true or false)`,
-		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, messages, context, log, grpc)`,
+		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc)`,
 	}, "\n")
 	_, err := ParseConfig(".nexus/config.yaml", in, env(nil))
 	if err == nil {
@@ -590,3 +610,5 @@ func TestMaxArgumentsSize(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
