@@ -201,12 +201,24 @@ func (h *History) prune() {
 	if h.opts.Strategy == PruneNone {
 		return
 	}
-	over := func() bool {
+	h.dropWhile(func() bool {
 		if h.opts.MaxLength > 0 && h.Len() > h.opts.MaxLength {
 			return true
 		}
 		return h.opts.Strategy == PruneTokenBudget && h.tokens > h.opts.TokenBudget
-	}
+	})
+}
+
+// Drop drops the oldest turns until n messages or more went, as pruning
+// does (system messages stay when KeepSystem is set; the newest turn
+// stays): what the agent does when the model says the prompt is too long.
+func (h *History) Drop(n int) {
+	target := h.Len() - n
+	h.dropWhile(func() bool { return h.Len() > target })
+}
+
+// dropWhile drops the oldest turn that may go while over reports true.
+func (h *History) dropWhile(over func() bool) {
 	for over() {
 		msgs := h.Messages()
 		last := turnStart(msgs, len(msgs)-1)

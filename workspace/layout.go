@@ -33,6 +33,7 @@ type Layout struct {
 	Approvals        string // .nexus/approvals.json
 	Audit            string // .nexus/audit/toolcalls.jsonl
 	MCPTrust         string // .nexus/mcp-trust.json
+	Sessions         string // .nexus/sessions (0700): agent sessions
 }
 
 // NewLayout returns the layout of the workspace ws (an absolute path).
@@ -45,7 +46,7 @@ func NewLayout(ws string) Layout {
 		AdminToken: filepath.Join(run, "admin.token"),
 		Config:     filepath.Join(n, "config.yaml"), History: filepath.Join(n, "history.git"),
 		Approvals: filepath.Join(n, "approvals.json"), Audit: filepath.Join(n, "audit", "toolcalls.jsonl"),
-		MCPTrust: filepath.Join(n, "mcp-trust.json"),
+		MCPTrust: filepath.Join(n, "mcp-trust.json"), Sessions: filepath.Join(n, "sessions"),
 	}
 }
 

@@ -22,6 +22,31 @@ type Approver func(ctx context.Context, call tools.Call, record ICERC) (Answer, 
 type Approvers struct {
 	mu       sync.Mutex
 	approver Approver
+	route    func(call tools.Call) Approver
+}
+
+// Route sets a function that picks another approver for some calls (an
+// agent session's calls go to the terminal that prompted it); when it
+// returns nil, the approver of Set answers.
+func (a *Approvers) Route(fn func(call tools.Call) Approver) {
+	a.mu.Lock()
+	a.route = fn
+	a.mu.Unlock()
+}
+
+func (a *Approvers) forCall(call tools.Call) Approver {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	route := a.route
+	a.mu.Unlock()
+	if route != nil {
+		if fn := route(call); fn != nil {
+			return fn
+		}
+	}
+	return a.get()
 }
 
 // Set attaches an approver (nil detaches).
@@ -72,7 +97,7 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 			"writes %s, which can make code run outside every sandbox (git hooks, VS Code tasks and settings, MCP servers): always asked, an \"always\" answer counts once", v.Protected))
 	}
 	setICERC(record)
-	approver := approvers.get()
+	approver := approvers.forCall(gr.Call)
 	if approver == nil {
 		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to approve it", v.Reason)
 	}

@@ -1,0 +1,190 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nexuscocreate/nexus/agent/llm"
+)
+
+// Commands are the special commands a prompt may be, as ACP's
+// available_commands_update lists them.
+func Commands() []Command {
+	return []Command{
+		{Name: "help", Description: "List the special commands"},
+		{Name: "quit", Description: "End the chat (the session is kept; /resume it later)"},
+		{Name: "exit", Description: "End the chat, as /quit"},
+		{Name: "clear", Description: "Forget the conversation so far (kept system messages stay)"},
+		{Name: "system", Description: "Add a system message", Input: &CommandInput{Hint: "text of the system message"}},
+		{Name: "debug", Description: "Show or hide what each step sends (messages, tokens, tools)"},
+		{Name: "model", Description: "Show the model, or switch to another llm profile", Input: &CommandInput{Hint: "profile name"}},
+		{Name: "tools", Description: "List the tools the agent may call"},
+		{Name: "compact", Description: "Summarise the older turns with the model, to free the context window"},
+		{Name: "cost", Description: "Tokens and cost of this session"},
+		{Name: "sessions", Description: "List the saved sessions"},
+		{Name: "resume", Description: "Go on with a saved session", Input: &CommandInput{Hint: "session id"}},
+	}
+}
+
+// command runs a special command; what it has to say is a command_output
+// update.
+func (ss *Session) command(ctx context.Context, line string, emit func(Update)) (PromptResult, error) {
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	say := func(format string, a ...any) {
+		emit(Update{SessionUpdate: "command_output", Content: textBlock(fmt.Sprintf(format, a...))})
+	}
+	res := ss.result(StopEndTurn)
+	switch name {
+	case "help":
+		var b strings.Builder
+		for _, c := range Commands() {
+			fmt.Fprintf(&b, "/%-9s %s\n", c.Name, c.Description)
+		}
+		say("%s", b.String())
+	case "quit", "exit":
+		res.Quit = true
+	case "clear":
+		ss.mu.Lock()
+		ss.hist.Clear()
+		ss.transcript = ss.transcript[:0]
+		ss.logLocked(record{Type: "clear"})
+		ss.mu.Unlock()
+		say("The conversation is cleared.")
+	case "system":
+		if arg == "" {
+			return res, fmt.Errorf("/system needs the text of the message: /system TEXT")
+		}
+		if _, err := ss.add(Message{Role: RoleSystem, Text: arg}); err != nil {
+			return res, err
+		}
+		say("System message added.")
+	case "debug":
+		ss.mu.Lock()
+		ss.debug = !ss.debug
+		on := ss.debug
+		ss.mu.Unlock()
+		say("Debug output is %s.", map[bool]string{true: "on", false: "off"}[on])
+	case "model":
+		return res, ss.model(arg, say)
+	case "tools":
+		o, err := ss.offer()
+		if err != nil {
+			return res, err
+		}
+		var b strings.Builder
+		for _, t := range o.list {
+			d := o.byKey[t.Name]
+			fmt.Fprintf(&b, "%-32s %-6s %s\n", t.Name, d.Risk, firstLine(t.Description))
+		}
+		say("%d tools:\n%s", len(o.list), b.String())
+	case "compact":
+		return res, ss.compact(ctx, say)
+	case "cost":
+		i := ss.info()
+		cost := "unknown (no prices for this profile: llm.profiles." + i.Profile + ".prices)"
+		if i.Cost != nil {
+			cost = fmt.Sprintf("%.4f %s", i.Cost.Amount, i.Cost.Currency)
+		}
+		say("%d requests; %d input tokens (%d cached), %d output tokens; cost %s; the history holds ~%d tokens in %d messages.",
+			i.Usage.Requests, i.Usage.InputTokens, i.Usage.CachedTokens, i.Usage.OutputTokens, cost, ss.tokens(), i.Messages)
+	case "sessions":
+		var b strings.Builder
+		for _, s := range ss.svc.List(ss.owner) {
+			mark := " "
+			if s.ID == ss.id {
+				mark = "*"
+			}
+			fmt.Fprintf(&b, "%s %s  %s  %-10s %s\n", mark, s.ID, s.Updated.Local().Format("2006-01-02 15:04"), s.Profile, s.Title)
+		}
+		say("%s", b.String())
+	case "resume":
+		if arg == "" {
+			return res, fmt.Errorf("/resume needs a session id (see /sessions)")
+		}
+		if _, err := ss.svc.get(ss.owner, arg); err != nil {
+			return res, err
+		}
+		res.Resume = arg
+	default:
+		return res, fmt.Errorf("unknown command /%s (see /help)", name)
+	}
+	return res, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// model shows the session's profile, or switches to another.
+func (ss *Session) model(name string, say func(string, ...any)) error {
+	if name == "" {
+		ss.mu.Lock()
+		p := ss.profile
+		ss.mu.Unlock()
+		say("Profile %s: %s %s. Profiles: %s.", p.Name, p.Provider, p.Model, strings.Join(ss.svc.Profiles(), ", "))
+		return nil
+	}
+	p, err := ss.svc.profile(name)
+	if err != nil {
+		return err
+	}
+	prov, err := ss.svc.opts.NewProvider(p)
+	if err != nil {
+		return &LIALInitError{Profile: p.Name, Err: err}
+	}
+	ss.mu.Lock()
+	ss.profile, ss.provider = p, prov
+	ss.logLocked(record{Type: "profile", Profile: p.Name})
+	ss.mu.Unlock()
+	say("Now using profile %s: %s %s.", p.Name, p.Provider, p.Model)
+	return nil
+}
+
+// compactKeep is how many of the newest turns /compact keeps as they are.
+const compactKeep = 2
+
+// compact asks the model for a summary of the conversation and puts it in
+// the place of the older turns. A summary that fails leaves the history
+// whole.
+func (ss *Session) compact(ctx context.Context, say func(string, ...any)) error {
+	prov, err := ss.adapter()
+	if err != nil {
+		return err
+	}
+	system, err := ss.system()
+	if err != nil {
+		return err
+	}
+	ss.mu.Lock()
+	msgs := append([]Message(nil), ss.hist.Messages()...)
+	ss.mu.Unlock()
+	if len(msgs) < 3 {
+		say("Nothing to compact yet.")
+		return nil
+	}
+	msgs = append(msgs, Message{Role: RoleUser, Text: "Summarise our conversation so far for your own later use: the goal, what was done " +
+		"(files read and changed, commands run, results), decisions, and what is left to do. Be complete but brief. Do not call tools."})
+	resp, err := prov.Stream(ctx, &llm.Request{System: system, Messages: msgs}, func(llm.Event) {})
+	if resp != nil {
+		ss.account(resp.Usage)
+	}
+	if err != nil {
+		return &LIALError{Profile: ss.profile.Name, Err: fmt.Errorf("the summary failed, the history is unchanged: %w", err)}
+	}
+	if strings.TrimSpace(resp.Text) == "" {
+		return &LIALError{Profile: ss.profile.Name, Err: fmt.Errorf("the model wrote an empty summary; the history is unchanged")}
+	}
+	summary := Message{Role: RoleUser, Text: "[Summary of the earlier conversation]\n" + resp.Text}
+	ss.mu.Lock()
+	before := ss.hist.Tokens()
+	ss.hist.Replace(summary, compactKeep)
+	after := ss.hist.Tokens()
+	ss.logLocked(record{Type: "compact", Message: &summary, Keep: compactKeep})
+	err = ss.syncLocked()
+	ss.mu.Unlock()
+	say("Compacted: ~%d tokens → ~%d.", before, after)
+	return err
+}

@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The agent core's typed errors, one per component that can fail, as the
+// Framework Core API names them. Each wraps its cause: use errors.As to
+// learn which component failed and errors.Is to learn why (for the LIAL,
+// the llm package's sentinels: errors.Is(err, llm.ErrRateLimit)).
+type (
+	// ConfigError: the configuration cannot be used (a profile that does
+	// not exist, token_budget pruning without a context window).
+	ConfigError struct{ Err error }
+	// ComponentInitError: a component the agent needs is missing.
+	ComponentInitError struct {
+		Component string
+		Err       error
+	}
+	// DCMInitError: the context file could not be read.
+	DCMInitError struct{ Err error }
+	// LIALInitError: no adapter could be made for the profile (no key, an
+	// unknown provider).
+	LIALInitError struct {
+		Profile string
+		Err     error
+	}
+	// LIALError: a request to the model failed.
+	LIALError struct {
+		Profile string
+		Err     error
+	}
+	// TEPSInitError: the tools could not be offered to the model.
+	TEPSInitError struct{ Err error }
+	// ToolExecutionError: the turn stopped because of its tool calls
+	// (repeated malformed calls). A single failed or declined call is not
+	// an error: it goes back to the model as a result.
+	ToolExecutionError struct {
+		Tool string
+		Err  error
+	}
+)
+
+func (e *ConfigError) Error() string { return "agent config: " + e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *ComponentInitError) Error() string {
+	return fmt.Sprintf("agent: %s: %v", e.Component, e.Err)
+}
+func (e *ComponentInitError) Unwrap() error { return e.Err }
+func (e *DCMInitError) Error() string       { return "agent context: " + e.Err.Error() }
+func (e *DCMInitError) Unwrap() error       { return e.Err }
+func (e *LIALInitError) Error() string {
+	return fmt.Sprintf("agent model (profile %q): %v", e.Profile, e.Err)
+}
+func (e *LIALInitError) Unwrap() error { return e.Err }
+func (e *LIALError) Error() string     { return e.Err.Error() }
+func (e *LIALError) Unwrap() error     { return e.Err }
+func (e *TEPSInitError) Error() string { return "agent tools: " + e.Err.Error() }
+func (e *TEPSInitError) Unwrap() error { return e.Err }
+func (e *ToolExecutionError) Error() string {
+	if e.Tool == "" {
+		return "agent tools: " + e.Err.Error()
+	}
+	return fmt.Sprintf("agent tool %s: %v", e.Tool, e.Err)
+}
+func (e *ToolExecutionError) Unwrap() error { return e.Err }
+
+// Errors of sessions.
+var (
+	// ErrNoSession: no session has that id, or the caller may not see it.
+	ErrNoSession = errors.New("no such agent session")
+	// ErrBusy: a prompt is already running in the session.
+	ErrBusy = errors.New("a prompt is already running in this session; cancel it or wait")
+	// ErrClosed: the daemon is shutting down.
+	ErrClosed = errors.New("the agent is shutting down")
+)

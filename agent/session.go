@@ -1,0 +1,271 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
+)
+
+// Session is one conversation with a model. Its agent acts for its owner
+// with the author "agent:<id>".
+type Session struct {
+	svc     *Service
+	id      string
+	owner   access.Party
+	party   access.Party // owner.Agent(id)
+	created time.Time
+
+	// mu guards everything below; a prompt holds busy, not mu, while it
+	// waits for the model or the tools.
+	mu       sync.Mutex
+	title    string
+	updated  time.Time
+	profile  llm.Profile
+	provider llm.Provider // nil until the first prompt that needs it
+	hist     *History
+	use      Use
+	cost     float64
+	costOK   bool
+	debug    bool
+	busy     bool
+	stop     context.CancelCauseFunc
+	ask      policy.Approver
+	log      *sessionLog
+	ctx      *Context  // the DCM, re-read when its file changes
+	ctxStamp fileStamp // of the context file when ctx was read
+	// transcript is every message, also those pruned from hist, for
+	// Load to show.
+	transcript []Message
+}
+
+// newSession makes a session of owner with a profile ("" the default):
+// its history and adapter, not yet its file.
+func (s *Service) newSession(id string, owner access.Party, profile string) (*Session, error) {
+	p, err := s.profile(profile)
+	if err != nil {
+		return nil, err
+	}
+	hopts, err := s.historyOptions(p)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := NewHistory(hopts)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	prov, err := s.opts.NewProvider(p)
+	if err != nil {
+		return nil, &LIALInitError{Profile: p.Name, Err: err}
+	}
+	now := s.opts.Now().UTC()
+	return &Session{svc: s, id: id, owner: owner, party: owner.Agent(id), created: now, updated: now,
+		profile: p, provider: prov, hist: hist}, nil
+}
+
+func (ss *Session) visibleTo(p access.Party) bool {
+	return p.Valid() && !p.IsAgent() && p.AppID() == ss.owner.AppID()
+}
+
+func (ss *Session) info() SessionInfo {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.infoLocked()
+}
+
+func (ss *Session) infoLocked() SessionInfo {
+	return SessionInfo{
+		ID: ss.id, Title: ss.title, Profile: ss.profile.Name, Model: ss.profile.Model, AppID: ss.owner.AppID(),
+		Created: ss.created, Updated: ss.updated, Messages: ss.hist.Len(), Usage: ss.use,
+		Cost: ss.costLocked(), Running: ss.busy,
+	}
+}
+
+func (ss *Session) costLocked() *Cost {
+	if !ss.costOK {
+		return nil
+	}
+	return &Cost{Amount: ss.cost, Currency: ss.svc.currency(ss.profile.Name)}
+}
+
+// cancel stops the running prompt; it reports whether one was running.
+func (ss *Session) cancel() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.stop == nil {
+		return false
+	}
+	ss.stop(context.Canceled)
+	return true
+}
+
+func (ss *Session) asker() policy.Approver {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.ask
+}
+
+// add appends a message to the history, the transcript and the file.
+func (ss *Session) add(m Message) (Message, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	kept, err := ss.hist.Add(m)
+	if err != nil {
+		return kept, err
+	}
+	ss.transcript = append(ss.transcript, kept)
+	ss.updated = ss.svc.opts.Now().UTC()
+	if ss.title == "" && m.Role == RoleUser {
+		ss.title = titleOf(m.Text)
+		ss.logLocked(record{Type: "title", Title: ss.title})
+	}
+	ss.logLocked(record{Type: "message", Message: &kept})
+	return kept, nil
+}
+
+// titleOf is a session's title: its first prompt's first line, cut.
+func titleOf(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	if r := []rune(line); len(r) > 80 {
+		line = string(r[:79]) + "…"
+	}
+	return line
+}
+
+// replay is the transcript as updates.
+func (ss *Session) replay() []Update {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var out []Update
+	results := map[string]*ToolResult{}
+	for _, m := range ss.transcript {
+		if m.Result != nil {
+			results[m.Result.CallID] = m.Result
+		}
+	}
+	for _, m := range ss.transcript {
+		switch m.Role {
+		case RoleUser:
+			out = append(out, Update{SessionUpdate: "user_message_chunk", Content: textBlock(m.Text)})
+		case RoleSystem:
+			out = append(out, Update{SessionUpdate: "command_output", Content: textBlock("system: " + m.Text)})
+		case RoleAssistant:
+			if m.Text != "" {
+				out = append(out, Update{SessionUpdate: "agent_message_chunk", Content: textBlock(m.Text)})
+			}
+			for _, c := range m.ToolCalls {
+				u := Update{SessionUpdate: "tool_call", ToolCallID: c.ID, Title: c.Name, Kind: "other", Status: "completed", RawInput: rawOrNull(c.Arguments)}
+				if r := results[c.ID]; r != nil {
+					if r.IsError {
+						u.Status = "failed"
+					}
+					u.Content = []ToolCallContent{{Type: "content", Content: textBlock(r.Content)}}
+				}
+				out = append(out, u)
+			}
+		}
+	}
+	out = append(out, Update{SessionUpdate: "usage_update", Used: ss.hist.Tokens(), Size: ss.profile.ContextWindow, Cost: ss.costLocked(), Usage: &Use{
+		InputTokens: ss.use.InputTokens, OutputTokens: ss.use.OutputTokens, CachedTokens: ss.use.CachedTokens, Requests: ss.use.Requests}})
+	return out
+}
+
+func rawOrNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// account adds a model request's usage to the session's.
+func (ss *Session) account(u llm.Usage) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.use.InputTokens += u.InputTokens
+	ss.use.OutputTokens += u.OutputTokens
+	ss.use.CachedTokens += u.CachedTokens
+	ss.use.Requests++
+	if c, ok := ss.profile.Prices.Cost(u); ok {
+		ss.cost += c
+		ss.costOK = true
+	}
+	ss.logLocked(record{Type: "usage", Usage: &u, Profile: ss.profile.Name})
+}
+
+// begin marks the session busy with a prompt and returns its context.
+func (ss *Session) begin(ctx context.Context, ask policy.Approver) (context.Context, func(), error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.busy {
+		return nil, nil, ErrBusy
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	ss.busy, ss.stop, ss.ask = true, cancel, ask
+	return ctx, func() {
+		ss.mu.Lock()
+		ss.busy, ss.stop, ss.ask = false, nil, nil
+		err := ss.syncLocked()
+		ss.mu.Unlock()
+		cancel(nil)
+		if err != nil {
+			ss.svc.logger.Warn("agent session not saved", "session", ss.id, "error", err.Error())
+		}
+	}, nil
+}
+
+func (ss *Session) close() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.log == nil {
+		return nil
+	}
+	err := ss.log.close()
+	ss.log = nil
+	return err
+}
+
+func (ss *Session) remove() error {
+	ss.close()
+	err := os.Remove(ss.svc.sessionPath(ss.id))
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("delete session %s: %w", ss.id, err)
+	}
+	return nil
+}
+
+// toolCallUpdate is the ACP update of a Nexus tool call.
+func toolCallUpdate(first bool, c tools.Call) Update {
+	u := Update{SessionUpdate: "tool_call_update", ToolCallID: c.ID, Status: acpStatus(c.Status)}
+	if first {
+		u.SessionUpdate = "tool_call"
+		u.Title = c.Title
+		if u.Title == "" {
+			u.Title = c.ToolName
+		}
+		u.Kind = acpKind(c.Kind)
+		u.RawInput = c.ArgumentsJSON
+		var args struct {
+			Path string `json:"path"`
+		}
+		if json.Unmarshal(c.ArgumentsJSON, &args) == nil && args.Path != "" {
+			u.Locations = []Location{{Path: args.Path}}
+		}
+	}
+	if c.Done() {
+		switch {
+		case c.Error != nil:
+			u.Content = []ToolCallContent{{Type: "content", Content: textBlock(c.Error.Code + ": " + c.Error.Message)}}
+		default:
+			u.RawOutput = c.ResultJSON
+		}
+	}
+	return u
+}

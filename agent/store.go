@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/agent/llm"
+)
+
+// A session is saved as .nexus/sessions/<id>.jsonl, one JSON record a
+// line, appended as the session goes and synced to disk when each prompt
+// ends (and at /compact, /clear and the like). Its first line is the
+// header; loading replays the rest into a new history, so the pruned
+// history is what it was. A torn last line (a crash mid-write) is left
+// out. The records:
+//
+//	{"type":"session","version":1,"id":"…","created":"…","owner":"…","appId":"…","profile":"…"}
+//	{"type":"title","title":"…"}
+//	{"type":"message","message":{"role":"user","text":"…"}}        (see History's JSON form)
+//	{"type":"usage","usage":{"inputTokens":…,"outputTokens":…},"profile":"…"}
+//	{"type":"profile","profile":"…"}                                 /model
+//	{"type":"clear"}                                                  /clear
+//	{"type":"compact","message":{…summary…},"keep":N}                 /compact
+type record struct {
+	Type    string     `json:"type"`
+	Time    time.Time  `json:"time,omitzero"`
+	Version int        `json:"version,omitempty"`
+	ID      string     `json:"id,omitempty"`
+	Created time.Time  `json:"created,omitzero"`
+	Owner   string     `json:"owner,omitempty"`
+	AppID   string     `json:"appId,omitempty"`
+	Profile string     `json:"profile,omitempty"`
+	Title   string     `json:"title,omitempty"`
+	Message *Message   `json:"message,omitempty"`
+	Usage   *llm.Usage `json:"usage,omitempty"`
+	Keep    int        `json:"keep,omitempty"`
+}
+
+const sessionVersion = 1
+
+type sessionLog struct {
+	f     *os.File
+	buf   bytes.Buffer
+	dirty bool
+}
+
+func (l *sessionLog) append(r record) error {
+	l.buf.Reset()
+	if err := json.NewEncoder(&l.buf).Encode(r); err != nil {
+		return err
+	}
+	_, err := l.f.Write(l.buf.Bytes())
+	l.dirty = true
+	return err
+}
+
+func (l *sessionLog) sync() error {
+	if !l.dirty {
+		return nil
+	}
+	l.dirty = false
+	return l.f.Sync()
+}
+
+func (l *sessionLog) close() error {
+	return errors.Join(l.sync(), l.f.Close())
+}
+
+func (s *Service) sessionPath(id string) string {
+	return filepath.Join(s.opts.Layout.Sessions, id+".jsonl")
+}
+
+// create writes the session's file with its header, durably.
+func (ss *Session) create() error {
+	f, err := os.OpenFile(ss.svc.sessionPath(ss.id), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	ss.log = &sessionLog{f: f}
+	err = ss.log.append(record{Type: "session", Version: sessionVersion, ID: ss.id, Created: ss.created,
+		Owner: ss.owner.Author(), AppID: ss.owner.AppID(), Profile: ss.profile.Name})
+	if err == nil {
+		err = ss.log.sync()
+	}
+	if err == nil {
+		err = syncDir(ss.svc.opts.Layout.Sessions)
+	}
+	if err != nil {
+		ss.log.close()
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// logLocked appends a record; a failure is logged, and the prompt goes on
+// (the conversation in memory is whole).
+func (ss *Session) logLocked(r record) {
+	if ss.log == nil {
+		return
+	}
+	r.Time = ss.svc.opts.Now().UTC()
+	if err := ss.log.append(r); err != nil {
+		ss.svc.logger.Warn("agent session: write failed", "session", ss.id, "error", err.Error())
+	}
+}
+
+func (ss *Session) syncLocked() error {
+	if ss.log == nil {
+		return nil
+	}
+	return ss.log.sync()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// loadSessions reads every saved session. A file that cannot be read is
+// logged and left alone, never removed.
+func loadSessions(s *Service) ([]*Session, error) {
+	entries, err := os.ReadDir(s.opts.Layout.Sessions)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Session
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+		if !ok || e.IsDir() {
+			continue
+		}
+		ss, err := s.loadSession(id)
+		if err != nil {
+			s.logger.Warn("agent session not loaded", "file", s.sessionPath(id), "error", err.Error())
+			continue
+		}
+		out = append(out, ss)
+	}
+	return out, nil
+}
+
+func (s *Service) loadSession(id string) (*Session, error) {
+	f, err := os.OpenFile(s.sessionPath(id), os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := s.replayFile(id, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	ss.log = &sessionLog{f: f}
+	return ss, nil
+}
+
+func (s *Service) replayFile(id string, f *os.File) (*Session, error) {
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	var ss *Session
+	n := 0
+	for sc.Scan() {
+		n++
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			// A torn last line of a crash: what came before is whole.
+			if !sc.Scan() {
+				s.logger.Warn("agent session: a torn last record is left out", "session", id, "line", n)
+				break
+			}
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if ss == nil {
+			if r.Type != "session" || r.Version != sessionVersion || r.ID != id {
+				return nil, fmt.Errorf("line 1 is not a version %d header of session %s", sessionVersion, id)
+			}
+			owner := access.Person(r.Owner)
+			if r.AppID != "" {
+				owner = s.appParty(r.AppID)
+			}
+			var err error
+			if ss, err = s.restoredSession(id, owner, r.Profile, r.Created); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := ss.apply(r); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if ss == nil {
+		return nil, errors.New("empty session file")
+	}
+	return ss, nil
+}
+
+// appParty is the party of an app by id, as the config grants it now.
+func (s *Service) appParty(id string) access.Party {
+	if s.opts.App != nil {
+		if a := s.opts.App(id); a != nil {
+			return access.ForApp(a)
+		}
+	}
+	// An app no longer configured: it has its own root only.
+	return access.ForApp(&access.App{ID: id})
+}
+
+// restoredSession is a saved session before its records are applied. Its
+// adapter is made when it is first prompted, so that a missing key does
+// not hide the saved sessions.
+func (s *Service) restoredSession(id string, owner access.Party, profile string, created time.Time) (*Session, error) {
+	p, err := s.profile(profile)
+	if err != nil {
+		// The profile is gone from the config: show the session with the
+		// default one.
+		if p, err = s.profile(""); err != nil {
+			p = llm.Profile{Name: profile}
+		}
+	}
+	hopts, err := s.historyOptions(p)
+	if err != nil {
+		hopts = HistoryOptions{MaxLength: s.opts.Config.Messages.MaxLength, KeepSystem: s.opts.Config.Messages.KeepSystem}
+	}
+	hist, err := NewHistory(hopts)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{svc: s, id: id, owner: owner, party: owner.Agent(id), created: created, updated: created,
+		profile: p, hist: hist}, nil
+}
+
+// apply replays one record of the file.
+func (ss *Session) apply(r record) error {
+	if !r.Time.IsZero() {
+		ss.updated = r.Time
+	}
+	switch r.Type {
+	case "title":
+		ss.title = r.Title
+	case "message":
+		if r.Message == nil {
+			return errors.New("message record without a message")
+		}
+		m, err := ss.hist.Add(*r.Message)
+		if err != nil {
+			return err
+		}
+		ss.transcript = append(ss.transcript, m)
+	case "usage":
+		if r.Usage != nil {
+			u := *r.Usage
+			ss.use.InputTokens += u.InputTokens
+			ss.use.OutputTokens += u.OutputTokens
+			ss.use.CachedTokens += u.CachedTokens
+			ss.use.Requests++
+			if c, ok := ss.profile.Prices.Cost(u); ok {
+				ss.cost += c
+				ss.costOK = true
+			}
+		}
+	case "profile":
+		if p, err := ss.svc.profile(r.Profile); err == nil {
+			ss.profile = p
+		}
+	case "clear":
+		ss.hist.Clear()
+	case "compact":
+		if r.Message == nil {
+			return errors.New("compact record without a summary")
+		}
+		ss.hist.Replace(*r.Message, r.Keep)
+	default:
+		return fmt.Errorf("unknown record type %q", r.Type)
+	}
+	return nil
+}

@@ -1,0 +1,331 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+// The TEPS of the agent is the ToolManager and its policy: each tool call
+// of the model is an ordinary Nexus tool call by "agent:<session>", acting
+// for the session's owner, validated, permission-checked (the policy's
+// default for the person's own calls does not apply), audited and
+// published like any other.
+
+// offer is the tools offered to the model in one step, and how their
+// model-facing names map back to Nexus's.
+type offer struct {
+	list  []llm.Tool
+	byKey map[string]tools.Definition // by model-facing name
+}
+
+// modelName is the name of a tool as the model sees it: a core tool's
+// own name, an MCP tool's "server__tool"; names providers refuse (they
+// take [a-zA-Z0-9_-]{1,64}) are made safe and kept unique with a hash.
+func modelName(d tools.Definition) string {
+	n := d.Name
+	if d.ServerName != "" {
+		n = d.ServerName + "__" + d.Name
+	}
+	if validToolName.MatchString(n) {
+		return n
+	}
+	sum := sha256.Sum256([]byte(d.ServerName + "\x00" + d.Name))
+	safe := unsafeChars.ReplaceAllString(n, "_")
+	if len(safe) > 55 {
+		safe = safe[:55]
+	}
+	return safe + "_" + hex.EncodeToString(sum[:4])
+}
+
+var (
+	validToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	unsafeChars   = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+)
+
+// displayName is a tool's name in the policy's words ("read_file",
+// "server/tool"), which agent.tools patterns match.
+func displayName(d tools.Definition) string {
+	if d.ServerName != "" {
+		return d.ServerName + "/" + d.Name
+	}
+	return d.Name
+}
+
+// offer lists the tools the session's agent may use now: those of the
+// manager that agent.tools allows (when set) and that the policy does not
+// deny its owner.
+func (ss *Session) offer() (*offer, error) {
+	allow := ss.svc.opts.Config.Agent.Tools
+	o := &offer{byKey: map[string]tools.Definition{}}
+	for _, d := range ss.svc.opts.Tools.List("") {
+		if len(allow) > 0 && !slices.ContainsFunc(allow, func(p string) bool { return namePatternMatch(p, displayName(d)) }) {
+			continue
+		}
+		if ss.svc.opts.MayUse != nil && !ss.svc.opts.MayUse(ss.party, d) {
+			continue
+		}
+		schema, err := offeredSchema(d)
+		if err != nil {
+			return nil, &TEPSInitError{Err: fmt.Errorf("tool %s: %w", displayName(d), err)}
+		}
+		name := modelName(d)
+		desc := d.Description
+		if desc == "" {
+			desc = d.Title
+		}
+		o.list = append(o.list, llm.Tool{Name: name, Description: desc, Schema: schema})
+		o.byKey[name] = d
+	}
+	return o, nil
+}
+
+// namePatternMatch matches a tools.policy-style pattern: "*" any tool,
+// "server/*", "*/tool", or a name.
+func namePatternMatch(pattern, name string) bool {
+	if pattern == "*" {
+		return true
+	}
+	ok, err := path.Match(pattern, name)
+	return err == nil && ok
+}
+
+// icercSchema is the property added to the schema of the tools that may
+// ask the person, for the model to say why it calls them.
+var icercSchema = json.RawMessage(`{"type":"object","description":"Why you make this call, shown to the person who approves it.","properties":{"intent":{"type":"string","description":"What you want to achieve with this call."},"expected_outcome":{"type":"string","description":"What you expect the call to do."}}}`)
+
+// offeredSchema is the schema the model sees: the tool's own, with an
+// optional "icerc" property for tools above low risk (unless the tool has
+// a property of that name).
+func offeredSchema(d tools.Definition) (json.RawMessage, error) {
+	raw := d.InputSchema
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	if d.Risk == tools.RiskLow {
+		return raw, nil
+	}
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	var props map[string]json.RawMessage
+	if p, ok := s["properties"]; ok {
+		if err := json.Unmarshal(p, &props); err != nil {
+			return raw, nil // not a plain object schema: leave it alone
+		}
+	}
+	if props == nil {
+		props = map[string]json.RawMessage{}
+	}
+	if _, taken := props["icerc"]; taken {
+		return raw, nil
+	}
+	props["icerc"] = icercSchema
+	p, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	s["properties"] = p
+	return json.Marshal(s)
+}
+
+// splitICERC takes the model's "icerc" object (or the origin's
+// "icerc_full_text" string) out of a call's arguments, when the tool's
+// own schema has no such property, and returns the intent and expected
+// outcome it gives.
+func splitICERC(d tools.Definition, args json.RawMessage) (rest json.RawMessage, intent, outcome string) {
+	if !bytes.Contains(args, []byte(`"icerc`)) {
+		return args, "", ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args, "", ""
+	}
+	var props struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(d.InputSchema, &props)
+	found := false
+	if raw, ok := m["icerc"]; ok && props.Properties["icerc"] == nil {
+		found = true
+		delete(m, "icerc")
+		var obj struct {
+			Intent          string `json:"intent"`
+			ExpectedOutcome string `json:"expected_outcome"`
+			ExpectedCamel   string `json:"expectedOutcome"`
+			FullText        string `json:"icerc_full_text"`
+		}
+		var text string
+		switch {
+		case json.Unmarshal(raw, &obj) == nil:
+			intent, outcome = obj.Intent, cmpOr(obj.ExpectedOutcome, obj.ExpectedCamel)
+			if intent == "" && outcome == "" && obj.FullText != "" {
+				intent, outcome = parseICERCText(obj.FullText)
+			}
+		case json.Unmarshal(raw, &text) == nil:
+			intent, outcome = parseICERCText(text)
+		}
+	}
+	if raw, ok := m["icerc_full_text"]; ok && props.Properties["icerc_full_text"] == nil {
+		found = true
+		delete(m, "icerc_full_text")
+		var text string
+		if json.Unmarshal(raw, &text) == nil && intent == "" && outcome == "" {
+			intent, outcome = parseICERCText(text)
+		}
+	}
+	if !found {
+		return args, "", ""
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args, "", ""
+	}
+	return out, intent, outcome
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// parseICERCText reads the origin's ICERC text ("Intent: …", "Command: …",
+// "Expected Outcome: …", "Risk: …", a field a line or several); text with
+// no such labels is all intent.
+func parseICERCText(text string) (intent, outcome string) {
+	var cur *string
+	var other string
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		label, rest, ok := strings.Cut(line, ":")
+		key := strings.ToLower(strings.Trim(strings.TrimSpace(label), "*-# "))
+		if ok {
+			switch key {
+			case "intent":
+				cur, found = &intent, true
+				*cur = strings.TrimSpace(rest)
+				continue
+			case "expected outcome", "expected_outcome", "outcome":
+				cur, found = &outcome, true
+				*cur = strings.TrimSpace(rest)
+				continue
+			case "command", "risk", "risk assessment", "risk_assessment":
+				cur = &other
+				continue
+			}
+		}
+		if cur != nil && cur != &other {
+			*cur = strings.TrimSpace(*cur + "\n" + line)
+		}
+	}
+	if !found {
+		return strings.TrimSpace(text), ""
+	}
+	return intent, outcome
+}
+
+// readOnly reports whether a tool only reads: its calls of one step run
+// side by side.
+func readOnly(d tools.Definition) bool {
+	return (d.Kind == tools.KindRead || d.Kind == tools.KindSearch) && d.Risk == tools.RiskLow
+}
+
+// runTools runs the model's calls of one step and adds their results to
+// the history, in the model's order: read-only calls side by side, the
+// others one at a time. It returns how many calls were malformed or named
+// no tool.
+func (ss *Session) runTools(ctx context.Context, o *offer, calls []llm.ToolCall, emit func(Update)) (int, error) {
+	results := make([]ToolResult, len(calls))
+	bad := make([]bool, len(calls))
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if d, ok := o.byKey[calls[i].Name]; ok && readOnly(d) {
+			for j < len(calls) {
+				if d2, ok := o.byKey[calls[j].Name]; !ok || !readOnly(d2) {
+					break
+				}
+				j++
+			}
+		}
+		var wg sync.WaitGroup
+		for k := i; k < j; k++ {
+			wg.Go(func() { results[k], bad[k] = ss.runTool(ctx, o, calls[k], emit) })
+		}
+		wg.Wait()
+		i = j
+	}
+	n := 0
+	for i, r := range results {
+		if bad[i] {
+			n++
+		}
+		if _, err := ss.add(Message{Role: RoleToolResult, Result: &r}); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// runTool runs one call of the model as a Nexus tool call and returns
+// what goes back to the model, and whether the call was malformed or
+// named no tool.
+func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit func(Update)) (ToolResult, bool) {
+	res := ToolResult{CallID: c.ID, Name: c.Name}
+	d, known := o.byKey[c.Name]
+	req := tools.ExecuteRequest{ToolName: c.Name, Party: ss.party, TaskID: ss.id, RequestID: c.ID, Arguments: c.Arguments}
+	if known {
+		req.ToolName, req.ServerName = d.Name, d.ServerName
+		req.Arguments, req.Intent, req.ExpectedOutcome = splitICERC(d, c.Arguments)
+	}
+	first := true
+	req.OnUpdate = func(call tools.Call) {
+		emit(toolCallUpdate(first, call))
+		first = false
+	}
+	call := ss.svc.opts.Tools.Execute(ctx, req)
+	switch {
+	case call.Error == nil:
+		res.Content = string(call.ResultJSON)
+		if call.ResultTruncated {
+			res.Content += fmt.Sprintf("\n[the result was %d bytes; only its head is shown]", call.ResultSize)
+		}
+		return res, false
+	case call.Error.Code == tools.CodePermissionDenied:
+		res.IsError = true
+		res.Content = "Declined: " + call.Error.Message + ". The call did not run. Do not repeat it as is: say what you wanted to do and why, or find another way."
+		return res, false
+	case call.Error.Code == tools.CodeUnknownTool:
+		res.IsError = true
+		res.Content = fmt.Sprintf("There is no tool %q. The tools you may call are: %s.", c.Name, strings.Join(o.names(), ", "))
+		return res, true
+	case call.Error.Code == tools.CodeInvalidArguments:
+		res.IsError = true
+		res.Content = "Invalid arguments: " + call.Error.Message + ". Call the tool again with arguments that match its schema."
+		return res, true
+	}
+	res.IsError = true
+	res.Content = call.Error.Code + ": " + call.Error.Message
+	return res, false
+}
+
+func (o *offer) names() []string {
+	names := make([]string, 0, len(o.list))
+	for _, t := range o.list {
+		names = append(names, t.Name)
+	}
+	return names
+}
