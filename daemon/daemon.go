@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/server"
@@ -49,6 +50,8 @@ type Options struct {
 	// InsecureTCP allows plain TCP (no TLS) on a loopback address; without
 	// it, a TCP address (GRPCAddr or grpc.address) refuses to start.
 	InsecureTCP bool
+	// Getenv reads the LLM providers' API keys; default os.LookupEnv.
+	Getenv func(string) (string, bool)
 }
 
 // Stdio is the editor's end of nexusd --stdio.
@@ -98,6 +101,7 @@ type Parts struct {
 	Approvals   *policy.Approvals
 	Approvers   *policy.Approvers
 	MCP         *mcp.Hub
+	Agent       *agent.Service
 
 	opts        Options
 	layout      layout
@@ -185,9 +189,11 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.socket, err = l.socketPath(); err != nil {
 		return nil, err
 	}
-	if p.Tools, p.Approvals, p.Approvers, p.permissions, err = openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, logger); err != nil {
+	tp, err := openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, logger)
+	if err != nil {
 		return nil, err
 	}
+	p.Tools, p.Approvals, p.Approvers, p.permissions = tp.manager, tp.approvals, tp.approvers, tp.permissions
 	p.closers = append(p.closers, func() { p.Tools.Close() })
 	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, opts.Version)
 	p.closers = append(p.closers, func() { p.MCP.Close() })
@@ -198,6 +204,10 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.apps, p.appTokens, err = l.appTokens(cfg.Apps); err != nil {
 		return nil, err
 	}
+	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.apps, opts.Getenv, logger); err != nil {
+		return nil, err
+	}
+	p.closers = append(p.closers, func() { p.Agent.Close() })
 	return p, nil
 }
 

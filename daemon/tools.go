@@ -22,17 +22,26 @@ import (
 // it is denied.
 const approvalTimeout = 2 * time.Minute
 
+// toolParts are the ToolManager and its policy.
+type toolParts struct {
+	manager     *tools.Manager
+	policy      *policy.Policy
+	approvals   *policy.Approvals
+	approvers   *policy.Approvers
+	permissions rpc.Permissions
+}
+
 // openTools builds the ToolManager with the core tools and the permission
 // policy of the configuration.
-func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*tools.Manager, *policy.Approvals, *policy.Approvers, rpc.Permissions, error) {
+func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*toolParts, error) {
 	rules, err := policy.FromConfig(cfg)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("tool policy: %w", err)
+		return nil, fmt.Errorf("tool policy: %w", err)
 	}
 	rules.Workspace = ws // protected writes are checked through the workspace's symlinks
 	approvals, err := policy.OpenApprovals(l.Approvals)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	pol := policy.New(rules, approvals)
 	// The editor attaches as the approver (nexusd --stdio, at initialized);
@@ -52,7 +61,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 		AuditFile:    l.Audit,
 	})
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	ct, err := core.New(core.Config{
 		Workspace:      ws,
@@ -62,7 +71,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 	})
 	if err != nil {
 		m.Close()
-		return nil, nil, nil, nil, fmt.Errorf("core tools: %w", err)
+		return nil, fmt.Errorf("core tools: %w", err)
 	}
 	// Commands see the daemon's socket directory empty when it is not in
 	// .nexus/run (hidden with the rest of .nexus), and every other
@@ -88,10 +97,10 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 	for _, t := range append(ct.List(), exec) {
 		if err := m.Register(t); err != nil {
 			m.Close()
-			return nil, nil, nil, nil, err
+			return nil, err
 		}
 	}
-	return m, approvals, approvers, pol.CheckWith(m), nil
+	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m)}, nil
 }
 
 // openMCP starts the McpHub with the servers of the workspace's MCP files.

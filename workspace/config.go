@@ -135,8 +135,8 @@ type MCPConfig struct {
 type LLMConfig struct {
 	// Default names the profile of new sessions; empty is the only
 	// profile, or "default".
-	Default  string                `yaml:"default"`
-	Profiles map[string]LLMProfile `yaml:"profiles"`
+	Default    string                `yaml:"default"`
+	Profiles   map[string]LLMProfile `yaml:"profiles"`
 	LLMProfile `yaml:",inline"`
 }
 

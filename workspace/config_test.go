@@ -250,7 +250,7 @@ func TestParseConfigAllSections(t *testing.T) {
 				"extra": map[string]any{"nested": true},
 			},
 		}}},
-		Agent: AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib},
+		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib},
 		Messages: MessagesConfig{MaxLength: 20, Pruning: "none", KeepSystem: false},
 		Context:  ContextConfig{File: "docs/CONTEXT.md"},
 		Log:      LogConfig{Level: "warn", File: "/tmp/nexus.log"},

@@ -1,0 +1,42 @@
+package daemon
+
+import (
+	"encoding/json"
+	"log/slog"
+
+	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/state"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
+	"github.com/nexuscocreate/nexus/workspace"
+)
+
+// openAgent opens the agent core: its sessions' tool calls go through the
+// ToolManager, offered only the tools the policy does not deny, and their
+// permission requests go to the terminal that prompts them when there is
+// one, else to the editor.
+func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Definitions, apps map[string]*access.App,
+	getenv func(string) (string, bool), logger *slog.Logger) (*agent.Service, error) {
+	svc, err := agent.NewService(agent.Options{
+		Layout: l.Layout,
+		Config: cfg,
+		Tools:  tp.manager,
+		MayUse: func(party access.Party, d tools.Definition) bool {
+			v := tp.policy.Decide(policy.Request{AppID: party.AppID(), Agent: true, Tool: d, Args: json.RawMessage(`{}`)})
+			return v.Decision != policy.Deny
+		},
+		App: func(id string) *access.App { return apps[id] },
+		ReadDefinition: func(party access.Party, path string) ([]byte, error) {
+			f, err := defs.For(party).Get(path, "")
+			return f.Content, err
+		},
+		Getenv: getenv,
+		Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tp.approvers.Route(svc.ApproverFor)
+	return svc, nil
+}
