@@ -270,6 +270,9 @@ func (a *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 	}
 
 	for stream.Next() {
+		if ctx.Err() != nil { // events already read are not given once cancelled
+			return resp, TransportError(ctx, a.profile.Provider, ctx.Err(), true)
+		}
 		gotEvent = true
 		ev := stream.Current()
 		switch ev.Type {
