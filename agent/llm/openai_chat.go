@@ -265,9 +265,10 @@ func (t *chatTurn) done() (*Response, error) {
 func reasoningDelta(extra map[string]respjson.Field) string {
 	for _, k := range []string{"reasoning_content", "reasoning"} {
 		f, ok := extra[k]
-		if !ok || !f.Valid() {
+		if !ok {
 			continue
 		}
+		// The SDK marks fields it has no type for invalid: read the raw.
 		var s string
 		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
 			return s
