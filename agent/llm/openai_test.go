@@ -544,6 +544,48 @@ func TestOpenAIStreamErrorEvent(t *testing.T) {
 	}
 }
 
+// TestOpenAIStreamErrorFirst: an error event before anything else is
+// classified from its code, and retried when its kind is (written from
+// OpenAI's documented formats: a Chat chunk {"error": {...}}, a Responses
+// "error" event).
+func TestOpenAIStreamErrorFirst(t *testing.T) {
+	for _, c := range []struct {
+		name, api, event string
+		kind             error
+	}{
+		{"chat-rate-limit", llm.APIChat, `data: {"error": {"message": "Rate limit reached for gpt-4.1 on requests per min (RPM).", "type": "requests", "param": null, "code": "rate_limit_exceeded"}}` + "\n\n", llm.ErrRateLimit},
+		{"responses-rate-limit", llm.APIResponses, "event: error\n" + `data: {"type": "error", "code": "rate_limit_exceeded", "message": "Rate limit reached for gpt-4.1 on requests per min (RPM).", "param": null, "sequence_number": 1}` + "\n\n", llm.ErrRateLimit},
+		{"chat-server-error", llm.APIChat, `data: {"error": {"message": "The server had an error while processing your request.", "type": "server_error", "param": null, "code": null}}` + "\n\n", llm.ErrStream},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := map[string]string{llm.APIChat: "llama-chat-text.sse", llm.APIResponses: "llama-responses-text.sse"}[c.api]
+			stream := recording(t, text)
+			f := newFake(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+				if n == 1 {
+					writeSSE(w, []byte(c.event))
+					return
+				}
+				writeSSE(w, stream)
+			})
+			var sleeps []time.Duration
+			var ev events
+			resp, err := f.provider(t, compatible(c.api), &sleeps).Stream(context.Background(), simpleRequest(), ev.emit)
+			if c.kind == llm.ErrStream {
+				if !errors.Is(err, llm.ErrStream) || !strings.Contains(err.Error(), "processing your request") || f.count() != 1 {
+					t.Fatalf("error %v after %d requests, want a stream error, not retried", err, f.count())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.count() != 2 || len(ev.retries) != 1 || !errors.Is(ev.retries[0].Err, c.kind) || resp.Text == "" {
+				t.Fatalf("%d requests, retries %+v, response %+v", f.count(), ev.retries, resp)
+			}
+		})
+	}
+}
+
 // TestOpenAIMalformedArguments: arguments that are not JSON are no error:
 // the call comes with its text as a JSON string.
 func TestOpenAIMalformedArguments(t *testing.T) {
