@@ -22,18 +22,11 @@ import (
 // openAIBaseURL is OpenAI's endpoint, for an "openai" profile without one.
 const openAIBaseURL = "https://api.openai.com/v1/"
 
-// maxErrorBody bounds what is read of an HTTP error answer.
-const maxErrorBody = 1 << 20
-
 // openAIOptions are the SDK's options of a profile. The services are made
 // with them directly, not through openai.NewClient, so that nothing is read
 // from the environment (OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_CUSTOM_HEADERS…):
 // an openai-compatible server must not get the user's OpenAI key. The SDK's
-// retries are off (Retrying retries), and an HTTP error answer becomes our
-// *Error in a middleware, from the status, headers and body as they came,
-// whatever the body is (the SDK's own *openai.Error needs a JSON body with
-// an "error" object and its Code is a string, where llama-server sends a
-// number).
+// retries are off: Retrying retries.
 func openAIOptions(p Profile, key string, opts Options) []option.RequestOption {
 	base := p.BaseURL
 	if base == "" {
@@ -43,7 +36,6 @@ func openAIOptions(p Profile, key string, opts Options) []option.RequestOption {
 		option.WithBaseURL(base),
 		option.WithHTTPClient(opts.HTTPClient),
 		option.WithMaxRetries(0),
-		option.WithMiddleware(httpErrorMiddleware(p.Provider)),
 	}
 	if key != "" {
 		o = append(o, option.WithAPIKey(key))
@@ -51,23 +43,10 @@ func openAIOptions(p Profile, key string, opts Options) []option.RequestOption {
 	return o
 }
 
-// httpErrorMiddleware turns an HTTP answer of 400 or more into the *Error
-// Classify makes of it.
-func httpErrorMiddleware(provider string) option.Middleware {
-	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		res, err := next(req)
-		if err != nil || res.StatusCode < http.StatusBadRequest {
-			return res, err
-		}
-		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		_ = res.Body.Close()
-		return nil, Classify(provider, res.StatusCode, res.Header, body)
-	}
-}
-
-// openAIError is the *Error of what the SDK or the stream returned: ours
-// from the middleware as is, the SDK's *openai.Error classified, an error
-// event of the stream, else a transport error (cancelled when ctx is done).
+// openAIError is the *Error of what the SDK or the stream returned: an
+// HTTP error answer (the SDK's *openai.Error, whose Response keeps the
+// headers and the whole body) classified, an error event of the stream,
+// else a transport error (cancelled when ctx is done).
 func openAIError(ctx context.Context, provider string, err error, streaming bool) *Error {
 	var e *Error
 	if errors.As(err, &e) {
@@ -83,7 +62,7 @@ func openAIError(ctx context.Context, provider string, err error, streaming bool
 		if apiErr.Response != nil {
 			header = apiErr.Response.Header
 			if apiErr.Response.Body != nil {
-				body, _ = io.ReadAll(io.LimitReader(apiErr.Response.Body, maxErrorBody))
+				body, _ = io.ReadAll(apiErr.Response.Body)
 			}
 		}
 		if len(body) == 0 {
