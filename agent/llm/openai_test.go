@@ -639,3 +639,20 @@ func TestOpenAICancel(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAINoAnswer: a server that cannot be reached is retried (the
+// policy's 4 times), then a server error.
+func TestOpenAINoAnswer(t *testing.T) {
+	for _, a := range apis {
+		t.Run(a.api, func(t *testing.T) {
+			f := newFake(t, func(int, http.ResponseWriter, *http.Request) {})
+			p := f.provider(t, compatible(a.api), nil)
+			f.Close()
+			var ev events
+			_, err := p.Stream(context.Background(), simpleRequest(), ev.emit)
+			if !errors.Is(err, llm.ErrServer) || len(ev.retries) != 4 {
+				t.Fatalf("error %v after retries %+v, want a server error after 4 retries", err, ev.retries)
+			}
+		})
+	}
+}
