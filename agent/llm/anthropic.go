@@ -214,18 +214,20 @@ func toolInputObject(args json.RawMessage) json.RawMessage {
 	return json.RawMessage(`{}`)
 }
 
-// toolArguments are the arguments of a call whose raw JSON text is raw: {}
-// when empty, the text when it is valid JSON, else a JSON string of the
-// text (the controller treats a non-object as malformed).
+// toolArguments are the arguments of a call whose raw JSON text is raw, in
+// every adapter: {} when empty, the text when it is valid JSON, else (a
+// model's mistake, no error of the stream) a JSON string of the text,
+// which the ToolManager refuses as not matching the schema and the model
+// is told so.
 func toolArguments(raw []byte) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
 		return json.RawMessage(`{}`)
 	}
-	if json.Valid(raw) {
-		return json.RawMessage(bytes.Clone(raw))
+	if json.Valid(trimmed) {
+		return json.RawMessage(bytes.Clone(trimmed))
 	}
-	s, _ := json.Marshal(string(raw))
+	s, _ := json.Marshal(string(raw)) // as written, so that it goes back the same
 	return s
 }
 
