@@ -26,6 +26,7 @@ type toolCallWire struct {
 	ResultJSON    string           `json:"resultJson,omitempty"`
 	Error         *tools.CallError `json:"error,omitempty"`
 	AppID         string           `json:"appId,omitempty"`
+	Author        string           `json:"author,omitempty"`
 	TaskID        string           `json:"taskId,omitempty"`
 	RequestID     string           `json:"requestId,omitempty"`
 	Title         string           `json:"title,omitempty"`
@@ -44,7 +45,7 @@ type toolCallWire struct {
 
 func toolCallJSON(c tools.Call) *toolCallWire {
 	w := &toolCallWire{ToolCallID: c.ID, ToolName: c.ToolName, ServerName: c.ServerName, ArgumentsJSON: string(c.ArgumentsJSON),
-		Status: c.Status, ResultJSON: string(c.ResultJSON), Error: c.Error, AppID: c.AppID, TaskID: c.TaskID,
+		Status: c.Status, ResultJSON: string(c.ResultJSON), Error: c.Error, AppID: c.AppID, Author: c.Author, TaskID: c.TaskID,
 		RequestID: c.RequestID, Title: c.Title, Kind: string(c.Kind), StartedAt: c.StartedAt, Progress: c.Progress, ICERC: c.ICERC,
 		ArgumentsTruncated: c.ArgumentsTruncated, ArgumentsSize: c.ArgumentsSize, ResultTruncated: c.ResultTruncated, ResultSize: c.ResultSize}
 	if !c.EndedAt.IsZero() {
