@@ -106,6 +106,9 @@ install() {
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 	fi
 	mkdir -p "$cache"
+	# Test packages run side by side and each may install: one at a time.
+	exec 9>"$cache/install.lock"
+	flock 9
 	if [ -f "$done_marker" ] && [ -x "$root/usr/bin/llama-server" ]; then
 		echo "local-llm: reusing the chroot in $root"
 	else
