@@ -189,6 +189,13 @@ func rawOrNull(b json.RawMessage) json.RawMessage {
 func (ss *Session) account(u llm.Usage) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.addUsageLocked(u)
+	ss.logLocked(record{Type: "usage", Usage: &u, Profile: ss.profile.Name})
+}
+
+// addUsageLocked counts a request's usage, and its cost at the profile's
+// prices when they are known.
+func (ss *Session) addUsageLocked(u llm.Usage) {
 	ss.use.InputTokens += u.InputTokens
 	ss.use.OutputTokens += u.OutputTokens
 	ss.use.CachedTokens += u.CachedTokens
@@ -197,7 +204,6 @@ func (ss *Session) account(u llm.Usage) {
 		ss.cost += c
 		ss.costOK = true
 	}
-	ss.logLocked(record{Type: "usage", Usage: &u, Profile: ss.profile.Name})
 }
 
 // begin marks the session busy with a prompt and returns its context.

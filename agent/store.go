@@ -263,15 +263,7 @@ func (ss *Session) apply(r record) error {
 		ss.transcript = append(ss.transcript, m)
 	case "usage":
 		if r.Usage != nil {
-			u := *r.Usage
-			ss.use.InputTokens += u.InputTokens
-			ss.use.OutputTokens += u.OutputTokens
-			ss.use.CachedTokens += u.CachedTokens
-			ss.use.Requests++
-			if c, ok := ss.profile.Prices.Cost(u); ok {
-				ss.cost += c
-				ss.costOK = true
-			}
+			ss.addUsageLocked(*r.Usage)
 		}
 	case "profile":
 		if p, err := ss.svc.profile(r.Profile); err == nil {
