@@ -247,6 +247,9 @@ func (ss *Session) remove() error {
 	return nil
 }
 
+// shownOutput is how much of a result a tool_call_update shows as text.
+const shownOutput = 4 << 10
+
 // toolCallUpdate is the ACP update of a Nexus tool call.
 func toolCallUpdate(first bool, c tools.Call) Update {
 	u := Update{SessionUpdate: "tool_call_update", ToolCallID: c.ID, Status: acpStatus(c.Status)}
@@ -271,6 +274,12 @@ func toolCallUpdate(first bool, c tools.Call) Update {
 			u.Content = []ToolCallContent{{Type: "content", Content: textBlock(c.Error.Code + ": " + c.Error.Message)}}
 		default:
 			u.RawOutput = c.ResultJSON
+			// What an ACP editor shows of the output: its head.
+			text := string(c.ResultJSON)
+			if len(text) > shownOutput {
+				text = text[:shownOutput] + "…"
+			}
+			u.Content = []ToolCallContent{{Type: "content", Content: textBlock(text)}}
 		}
 	}
 	return u
