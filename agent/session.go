@@ -276,8 +276,11 @@ func toolCallUpdate(first bool, c tools.Call) Update {
 			u.RawOutput = c.ResultJSON
 			// What an ACP editor shows of the output: its head.
 			text := string(c.ResultJSON)
-			if len(text) > shownOutput {
-				text = text[:shownOutput] + "…"
+			if n := shownOutput; len(text) > n {
+				for n > 0 && !startsRune(text[n]) {
+					n--
+				}
+				text = text[:n] + "…"
 			}
 			u.Content = []ToolCallContent{{Type: "content", Content: textBlock(text)}}
 		}
