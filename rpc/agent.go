@@ -161,7 +161,9 @@ func (s *agentService) Prompt(req *nexusv1.PromptRequest, stream nexusv1.Agent_P
 	if err != nil {
 		return agentStatus(err, strings.HasPrefix(strings.TrimSpace(req.GetText()), "/"))
 	}
-	return send(&nexusv1.PromptResponse{Result: promptResult(res)})
+	out := promptResult(res)
+	out.SessionId = req.GetSessionId()
+	return send(&nexusv1.PromptResponse{Result: out})
 }
 
 // permissionOptions are the answers a permission request offers.

@@ -762,7 +762,9 @@ type PromptResult struct {
 	// quit is set by /quit and /exit: the client should end the chat.
 	Quit bool `protobuf:"varint,4,opt,name=quit,proto3" json:"quit,omitempty"`
 	// resume is set by /resume ID: the client should go on in that session.
-	Resume        string `protobuf:"bytes,5,opt,name=resume,proto3" json:"resume,omitempty"`
+	Resume string `protobuf:"bytes,5,opt,name=resume,proto3" json:"resume,omitempty"`
+	// session_id is the session the prompt ran in.
+	SessionId     string `protobuf:"bytes,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -828,6 +830,13 @@ func (x *PromptResult) GetQuit() bool {
 func (x *PromptResult) GetResume() string {
 	if x != nil {
 		return x.Resume
+	}
+	return ""
+}
+
+func (x *PromptResult) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
 	}
 	return ""
 }
@@ -1074,14 +1083,16 @@ const file_nexus_v1_agent_proto_rawDesc = "" +
 	"\x0ePromptResponse\x12\x1f\n" +
 	"\vupdate_json\x18\x01 \x01(\tR\n" +
 	"updateJson\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.nexus.v1.PromptResultR\x06result\"\xb0\x01\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.nexus.v1.PromptResultR\x06result\"\xcf\x01\n" +
 	"\fPromptResult\x12\x1f\n" +
 	"\vstop_reason\x18\x01 \x01(\tR\n" +
 	"stopReason\x12*\n" +
 	"\x05usage\x18\x02 \x01(\v2\x14.nexus.v1.AgentUsageR\x05usage\x12'\n" +
 	"\x04cost\x18\x03 \x01(\v2\x13.nexus.v1.AgentCostR\x04cost\x12\x12\n" +
 	"\x04quit\x18\x04 \x01(\bR\x04quit\x12\x16\n" +
-	"\x06resume\x18\x05 \x01(\tR\x06resume\".\n" +
+	"\x06resume\x18\x05 \x01(\tR\x06resume\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x06 \x01(\tR\tsessionId\".\n" +
 	"\rCancelRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\".\n" +
