@@ -303,6 +303,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 			MCP:         p.MCP,
 			Bus:         p.Bus,
 			Approvers:   p.Approvers,
+			Agent:       p.Agent,
 			Apps:        appIDs(p.apps),
 			Logger:      logger,
 			MaxMessage:  maxMsg,

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,8 +79,10 @@ type editor struct {
 	frames    int
 	outBytes  int64
 	onNote    func(method string, params json.RawMessage) // called under mu
-	change    chan struct{}
-	readDone  chan struct{}
+	// permission is the answer to nexus/requestPermission; default allow_once.
+	permission string
+	change     chan struct{}
+	readDone   chan struct{}
 }
 
 // startEditor spawns nexusd --stdio on ws with real pipes.
@@ -265,7 +268,10 @@ func (e *editor) dispatch(body []byte) {
 func (e *editor) answer(m rpcMsg) {
 	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
 	if m.Method == "nexus/requestPermission" {
-		reply["result"] = "allow_once"
+		e.mu.Lock()
+		ans := cmp.Or(e.permission, "allow_once")
+		e.mu.Unlock()
+		reply["result"] = ans
 	} else {
 		reply["error"] = map[string]any{"code": -32601, "message": "not an editor method"}
 	}

@@ -19,7 +19,7 @@ func typed[P, R any](fn func(s *Server, ctx context.Context, p *P) (R, error)) f
 }
 
 func (s *Server) methodTable() map[string]method {
-	return map[string]method{
+	t := map[string]method{
 		"nexus/definitions/get":       {fn: typed((*Server).definitionsGet)},
 		"nexus/definitions/set":       {fn: typed((*Server).definitionsSet)},
 		"nexus/definitions/applyDiff": {fn: typed((*Server).definitionsApplyDiff)},
@@ -41,6 +41,15 @@ func (s *Server) methodTable() map[string]method {
 		"nexus/mcp/restart":           {fn: typed((*Server).mcpRestart), async: true},
 		"nexus/mcp/trust":             {fn: typed((*Server).mcpTrust), async: true},
 	}
+	if s.opts.Agent != nil {
+		t["nexus/agent/sessions/new"] = method{fn: typed((*Server).agentSessionsNew)}
+		t["nexus/agent/sessions/list"] = method{fn: typed((*Server).agentSessionsList)}
+		t["nexus/agent/sessions/load"] = method{fn: typed((*Server).agentSessionsLoad), async: true}
+		t["nexus/agent/sessions/delete"] = method{fn: typed((*Server).agentSessionsDelete)}
+		t["nexus/agent/prompt"] = method{fn: typed((*Server).agentPrompt), async: true}
+		t["nexus/agent/cancel"] = method{fn: typed((*Server).agentCancel)}
+	}
+	return t
 }
 
 func (s *Server) methodNames() []string {

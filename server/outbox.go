@@ -26,10 +26,11 @@ const (
 	notifyLog               = "nexus/log"
 	notifyLogMessage        = "window/logMessage"
 	notifyProgress          = "$/progress"
+	notifyAgentUpdate       = "nexus/agent/update"
 )
 
 var notificationNames = []string{notifyToolCall, notifyDefinitionChanged, notifyRuntimeChanged,
-	notifyMCPServerStatus, notifyLog, notifyLogMessage, notifyProgress}
+	notifyMCPServerStatus, notifyLog, notifyLogMessage, notifyProgress, notifyAgentUpdate}
 
 // maxPendingLogs bounds the log entries waiting for a slow editor; more are
 // dropped and counted.
@@ -46,6 +47,7 @@ const (
 	outLog
 	outProgress
 	outBarrier
+	outAgent
 )
 
 type outKey struct {
@@ -111,6 +113,10 @@ func (o *outbox) event(ev any) {
 	}
 }
 
+// agent queues a nexus/agent/update: every one is sent, in order (the
+// model's text comes in pieces that cannot be coalesced).
+func (o *outbox) agent(u agentUpdateParams) { o.put(outKey{kind: outAgent}, u) }
+
 // progress queues a $/progress value of a token: begin and end are kept,
 // reports in between are coalesced.
 func (o *outbox) progress(token json.RawMessage, p workDoneProgress) {
@@ -142,7 +148,7 @@ type progressItem struct {
 func (o *outbox) put(k outKey, v any) {
 	o.mu.Lock()
 	switch k.kind {
-	case outBarrier:
+	case outBarrier, outAgent: // each its own, in order, never dropped
 		o.logSeq++
 		k.id = strconv.FormatUint(o.logSeq, 10)
 	case outLog:
@@ -291,6 +297,8 @@ func (o *outbox) append(buf []byte, k outKey, v any) []byte {
 	case events.Log:
 		buf = o.appendNote(buf, notifyLog, logJSON(v))
 		return o.appendNote(buf, notifyLogMessage, logMessageJSON(v))
+	case agentUpdateParams:
+		return o.appendNote(buf, notifyAgentUpdate, v)
 	case *progressItem:
 		for _, p := range []*workDoneProgress{v.begin, v.report, v.end} {
 			if p != nil {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexuscocreate/nexus/agent"
 	"io"
 	"log/slog"
 	"strings"
@@ -38,6 +39,8 @@ type Options struct {
 	// Approvers is where the editor attaches as the approver of the
 	// policy's "ask" decisions; nil: no prompts.
 	Approvers *policy.Approvers
+	// Agent is the agent core; nil serves no nexus/agent/ methods.
+	Agent *agent.Service
 	// Apps are the app ids of the configuration (for appId parameters).
 	Apps   []string
 	Logger *slog.Logger

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/core"
+	"github.com/nexuscocreate/nexus/tools/policy"
+	"github.com/nexuscocreate/nexus/workspace"
+)
+
+// instant is a model that answers at once: one get_current_time call a
+// step, and text when told to stop. What is left of a step is the loop's
+// own cost.
+type instant struct{ calls, stopAt int }
+
+func (m *instant) Profile() llm.Profile { return llm.Profile{Name: "bench"} }
+
+func (m *instant) Stream(_ context.Context, _ *llm.Request, emit func(llm.Event)) (*llm.Response, error) {
+	m.calls++
+	if m.calls >= m.stopAt {
+		return &llm.Response{Text: "done", Stop: llm.StopEndTurn}, nil
+	}
+	c := llm.ToolCall{ID: fmt.Sprint("c", m.calls), Name: "get_current_time", Arguments: json.RawMessage(`{}`)}
+	emit(llm.Event{Kind: llm.EventToolCall, ToolCall: &c})
+	return &llm.Response{ToolCalls: []llm.ToolCall{c}, Stop: llm.StopToolUse, Usage: llm.Usage{InputTokens: 1000, OutputTokens: 10}}, nil
+}
+
+// benchAgentLoop prints the agent loop's own cost per step (history,
+// pruning, the request, tool dispatch through the ToolManager, the
+// session's log) with 1,000 messages in the history, beside the bare
+// ToolManager call of the same tool.
+func benchAgentLoop() error {
+	ws, err := os.MkdirTemp("", "nexus-bench-agent-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	cfg := workspace.DefaultConfig()
+	cfg.Messages.MaxLength = 1000
+	cfg.Agent.MaxSteps = 1 << 20
+	cfg.LLM = workspace.LLMConfig{Default: "bench", Profiles: map[string]workspace.LLMProfile{"bench": {Provider: "openai-compatible", BaseURL: "http://127.0.0.1:1/v1", Model: "m"}}}
+	pol := policy.New(policy.Rules{Workspace: ws}, nil)
+	m, err := tools.NewManager(tools.Options{Gate: pol.Gate(&policy.Approvers{}, time.Minute, nil)})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ct, err := core.New(core.Config{Workspace: ws})
+	if err != nil {
+		return err
+	}
+	for _, t := range ct.List() {
+		if err := m.Register(t); err != nil {
+			return err
+		}
+	}
+	model := &instant{}
+	svc, err := agent.NewService(agent.Options{Layout: workspace.NewLayout(ws), Config: cfg, Tools: m,
+		NewProvider: func(llm.Profile) (llm.Provider, error) { return model, nil }})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	person := access.Person("cli")
+	info, err := svc.New(context.Background(), agent.NewSession{Owner: person})
+	if err != nil {
+		return err
+	}
+	// Fill the history to 1,000 messages (each step adds two).
+	model.calls, model.stopAt = 0, 600
+	if _, err := svc.Prompt(context.Background(), person, info.ID, "fill", agent.PromptOptions{}); err != nil {
+		return err
+	}
+	const steps = 2000
+	model.calls, model.stopAt = 0, steps+1
+	start := time.Now()
+	if _, err := svc.Prompt(context.Background(), person, info.ID, "go", agent.PromptOptions{OnUpdate: func(agent.Update) {}}); err != nil {
+		return err
+	}
+	step := time.Since(start) / steps
+	if n := svc.List(person)[0].Messages; n < 990 || n > 1000 {
+		return fmt.Errorf("the history holds %d messages, want about 1,000", n)
+	}
+	anchor, err := timeIt(steps, func() error {
+		if c := m.Execute(context.Background(), tools.ExecuteRequest{ToolName: "get_current_time", Party: person, Arguments: json.RawMessage(`{}`)}); c.Error != nil {
+			return fmt.Errorf("%s", c.Error.Message)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	report("agent step at 1,000 msgs (history, pruning, dispatch, log)", step, anchor, "ToolManager.Execute alone, p50", "≤ 1ms a step")
+	return nil
+}

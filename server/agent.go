@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/agent/llm"
+)
+
+// The agent's methods: the editor is the person, and its sessions are the
+// person's (those started from the CLI too; an app's are its own).
+
+type agentUpdateParams struct {
+	SessionID string       `json:"sessionId"`
+	Update    agent.Update `json:"update"`
+}
+
+type agentNewParams struct {
+	// Profile is an llm profile of the config; empty is llm.default.
+	Profile string `json:"profile"`
+}
+
+type agentSessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type agentSessionResult struct {
+	Session agent.SessionInfo `json:"session"`
+	// Profiles are the configured llm profiles, for a model picker.
+	Profiles []string        `json:"profiles"`
+	Commands []agent.Command `json:"availableCommands"`
+}
+
+type agentLoadResult struct {
+	agentSessionResult
+	// Updates are the conversation so far, as the updates that made it
+	// (also sent as nexus/agent/update before the answer).
+	Updates []agent.Update `json:"updates"`
+}
+
+type agentListResult struct {
+	Sessions []agent.SessionInfo `json:"sessions"`
+}
+
+type agentPromptParams struct {
+	SessionID string `json:"sessionId"`
+	// Prompt is the text; one that starts with "/" is a special command.
+	Prompt string `json:"prompt"`
+}
+
+type agentCancelResult struct {
+	Cancelled bool `json:"cancelled"`
+}
+
+func (s *Server) agentSessionsNew(ctx context.Context, p *agentNewParams) (*agentSessionResult, error) {
+	svc := s.opts.Agent
+	info, err := svc.New(ctx, agent.NewSession{Owner: editor, Profile: p.Profile})
+	if err != nil {
+		return nil, agentError(err)
+	}
+	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: agent.Commands()}})
+	return &agentSessionResult{Session: info, Profiles: svc.Profiles(), Commands: agent.Commands()}, nil
+}
+
+func (s *Server) agentSessionsList(_ context.Context, _ *struct{}) (*agentListResult, error) {
+	svc := s.opts.Agent
+	list := svc.List(editor)
+	if list == nil {
+		list = []agent.SessionInfo{}
+	}
+	return &agentListResult{Sessions: list}, nil
+}
+
+func (s *Server) agentSessionsLoad(ctx context.Context, p *agentSessionParams) (*agentLoadResult, error) {
+	svc := s.opts.Agent
+	if p.SessionID == "" {
+		return nil, missing("sessionId", "the session to load")
+	}
+	info, updates, err := svc.Load(editor, p.SessionID)
+	if err != nil {
+		return nil, agentError(err)
+	}
+	for _, u := range updates {
+		s.out.agent(agentUpdateParams{SessionID: info.ID, Update: u})
+	}
+	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: agent.Commands()}})
+	if err := s.out.flush(ctx); err != nil {
+		return nil, err
+	}
+	return &agentLoadResult{agentSessionResult: agentSessionResult{Session: info, Profiles: svc.Profiles(), Commands: agent.Commands()}, Updates: updates}, nil
+}
+
+func (s *Server) agentSessionsDelete(_ context.Context, p *agentSessionParams) (*emptyResult, error) {
+	svc := s.opts.Agent
+	if p.SessionID == "" {
+		return nil, missing("sessionId", "the session to delete")
+	}
+	if err := svc.Delete(editor, p.SessionID); err != nil {
+		return nil, agentError(err)
+	}
+	return &emptyResult{}, nil
+}
+
+// agentPrompt runs a turn; its updates go out as nexus/agent/update, all
+// of them before the answer, which carries the stop reason. Its tool
+// calls' permission requests come as nexus/requestPermission, as any
+// call's.
+func (s *Server) agentPrompt(ctx context.Context, p *agentPromptParams) (*agent.PromptResult, error) {
+	svc := s.opts.Agent
+	if p.SessionID == "" {
+		return nil, missing("sessionId", "the session to prompt")
+	}
+	if p.Prompt == "" {
+		return nil, missing("prompt", "the text to send")
+	}
+	res, err := svc.Prompt(ctx, editor, p.SessionID, p.Prompt, agent.PromptOptions{
+		OnUpdate: func(u agent.Update) { s.out.agent(agentUpdateParams{SessionID: p.SessionID, Update: u}) },
+	})
+	if ferr := s.out.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return nil, agentError(err)
+	}
+	return &res, nil
+}
+
+func (s *Server) agentCancel(_ context.Context, p *agentSessionParams) (*agentCancelResult, error) {
+	svc := s.opts.Agent
+	if p.SessionID == "" {
+		return nil, missing("sessionId", "the session whose prompt to cancel")
+	}
+	ok, err := svc.Cancel(editor, p.SessionID)
+	if err != nil {
+		return nil, agentError(err)
+	}
+	return &agentCancelResult{Cancelled: ok}, nil
+}
+
+// agentError gives the agent's errors their codes: a missing session is
+// not_found; a config or a key that is missing, a busy session,
+// failed_precondition; a model that failed, unavailable. The message is
+// the agent's, which says what to do.
+func agentError(err error) error {
+	var (
+		cfg     *agent.ConfigError
+		lialIni *agent.LIALInitError
+		lial    *agent.LIALError
+		dcm     *agent.DCMInitError
+	)
+	switch {
+	case errors.Is(err, agent.ErrNoSession):
+		return coded(CodeNotFound, "not_found", err.Error())
+	case errors.Is(err, agent.ErrBusy), errors.As(err, &cfg), errors.As(err, &lialIni), errors.As(err, &dcm):
+		return coded(CodeFailedPrecondition, "failed_precondition", err.Error())
+	case errors.Is(err, agent.ErrClosed):
+		return coded(CodeUnavailable, "unavailable", err.Error())
+	case errors.As(err, &lial):
+		kind := "unavailable"
+		if errors.Is(err, llm.ErrAuth) || errors.Is(err, llm.ErrMissingKey) || errors.Is(err, llm.ErrModelNotFound) {
+			kind = "failed_precondition"
+		}
+		return coded(CodeUnavailable, kind, err.Error())
+	}
+	return err
+}
