@@ -340,9 +340,16 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 	}()
 	var (
 		asks      []*permissionRequest // shown first, answered in order
+		held      []chatUpdate         // shown once the open requests are answered
 		lastSig   time.Time
 		cancelled bool
 	)
+	release := func() {
+		for _, up := range held {
+			c.show(up)
+		}
+		held = nil
+	}
 	for {
 		var answers <-chan string
 		if len(asks) > 0 {
@@ -375,7 +382,11 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 				}
 				continue
 			}
-			if !c.e.json {
+			switch {
+			case c.e.json:
+			case len(asks) > 0:
+				held = append(held, up) // the question stays the last line
+			default:
 				c.show(up)
 			}
 		case line, ok := <-answers:
@@ -395,6 +406,9 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 			asks = asks[1:]
 			if len(asks) > 0 {
 				c.askPrompt(asks[0])
+			} else {
+				c.status.endLine()
+				release()
 			}
 		case <-sigs:
 			c.out.endLine()
@@ -404,6 +418,7 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 			lastSig = time.Now()
 			cancelled = true
 			asks = nil
+			release()
 			fmt.Fprintln(c.status.w, "^C cancelling the turn (Ctrl-C again to quit)")
 			if _, err := c.agent.Cancel(base, &nexusv1.CancelRequest{SessionId: c.id}); err != nil {
 				fmt.Fprintf(c.status.w, "cancel: %s\n", errorMessage(base, err))
@@ -449,6 +464,9 @@ func (c *chat) askPrompt(p *permissionRequest) {
 		fmt.Fprintf(w, "            - %s\n", d)
 	}
 	fmt.Fprint(w, "Allow? [y]es once / [a]lways / [n]o / [N]ever: ")
+	// The answer typed on a terminal ends the line; read from a pipe, it
+	// is not echoed, and what comes next starts a line of its own.
+	c.status.col = !c.ttyIn
 }
 
 // show prints one update.
@@ -492,7 +510,7 @@ type render struct {
 }
 
 type chatCallLine struct {
-	title, args string
+	title, args, status string
 }
 
 func (r *render) endLine() {
@@ -532,6 +550,10 @@ func (r *render) call(up chatUpdate) {
 		}
 	}
 	done := up.Status == "completed" || up.Status == "failed"
+	if up.Status == cl.status {
+		return // a change the line does not show
+	}
+	cl.status = up.Status
 	if !r.tty {
 		r.endLine()
 		fmt.Fprintln(r.w, line)

@@ -309,7 +309,7 @@ func TestAgentPermissionRoundTrip(t *testing.T) {
 	}
 	done := find(after, "tool_call_update", "completed")
 	msg := find(after, "agent_message_chunk", "")
-	if res.StopReason != "end_turn" || done == nil || done.ToolCallID != call.ToolCallID || msg == nil ||
+	if res.StopReason != "end_turn" || res.SessionId != id || done == nil || done.ToolCallID != call.ToolCallID || msg == nil ||
 		!strings.Contains(msg.text(), "hello from the workspace") || res.Usage.GetRequests() != 2 {
 		t.Errorf("allowed: result %v, updates %+v", res, after)
 	}
