@@ -93,6 +93,7 @@ directory, or the nearest of its parents that holds .nexus/run/daemon.json.`,
 		e.callsCommand(),
 		e.permCommand(),
 		e.mcpCommand(),
+		e.chatCommand(),
 		e.versionCommand(),
 	)
 	return root

@@ -17,7 +17,7 @@ import (
 // permission requests go to the terminal that prompts them when there is
 // one, else to the editor.
 func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Definitions, apps map[string]*access.App,
-	getenv func(string) (string, bool), logger *slog.Logger) (*agent.Service, error) {
+	opts Options, logger *slog.Logger) (*agent.Service, error) {
 	svc, err := agent.NewService(agent.Options{
 		Layout: l.Layout,
 		Config: cfg,
@@ -31,8 +31,9 @@ func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Defin
 			f, err := defs.For(party).Get(path, "")
 			return f.Content, err
 		},
-		Getenv: getenv,
-		Logger: logger,
+		Getenv:      opts.Getenv,
+		NewProvider: opts.NewProvider,
+		Logger:      logger,
 	})
 	if err != nil {
 		return nil, err

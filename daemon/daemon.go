@@ -21,6 +21,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/server"
@@ -52,6 +53,9 @@ type Options struct {
 	InsecureTCP bool
 	// Getenv reads the LLM providers' API keys; default os.LookupEnv.
 	Getenv func(string) (string, bool)
+	// NewProvider makes the model adapter of an llm profile; default
+	// llm.New. Tests put a scripted model here.
+	NewProvider func(llm.Profile) (llm.Provider, error)
 }
 
 // Stdio is the editor's end of nexusd --stdio.
@@ -204,7 +208,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.apps, p.appTokens, err = l.appTokens(cfg.Apps); err != nil {
 		return nil, err
 	}
-	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.apps, opts.Getenv, logger); err != nil {
+	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.apps, opts, logger); err != nil {
 		return nil, err
 	}
 	p.closers = append(p.closers, func() { p.Agent.Close() })
@@ -244,6 +248,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 		Permissions:    p.permissions,
 		Approvals:      p.Approvals,
 		MCP:            p.MCP,
+		Agent:          p.Agent,
 	})
 
 	sock := p.socket

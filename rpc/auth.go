@@ -1,5 +1,5 @@
-// Package rpc serves the gRPC API of nexusd: the CoreFramework and
-// ToolManager services, thin adapters from protobuf to the domain packages,
+// Package rpc serves the gRPC API of nexusd: the CoreFramework, ToolManager
+// and Agent services, thin adapters from protobuf to the domain packages,
 // with per-app identity from bearer tokens. Start with [NewServer].
 package rpc
 

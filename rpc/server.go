@@ -9,6 +9,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/events"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/state"
@@ -30,14 +31,16 @@ type Config struct {
 	Approvals   *policy.Approvals
 	// MCP is the McpHub; nil serves no MCP servers.
 	MCP *mcp.Hub
+	// Agent is the agent core; nil serves no Agent service.
+	Agent *agent.Service
 	// MaxMessageSize bounds a request or response, in bytes; gRPC refuses
 	// a larger request (RESOURCE_EXHAUSTED) before it reads it.
 	MaxMessageSize int
 }
 
-// NewServer returns a gRPC server with CoreFramework, ToolManager, health
-// and reflection registered. Every method but health and reflection needs a
-// bearer token.
+// NewServer returns a gRPC server with CoreFramework, ToolManager, Agent,
+// health and reflection registered. Every method but health and reflection
+// needs a bearer token.
 func NewServer(cfg Config) *grpc.Server {
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(cfg.Auth.unary),
@@ -56,6 +59,9 @@ func NewServer(cfg Config) *grpc.Server {
 		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps, tools: ts,
 	})
 	nexusv1.RegisterToolManagerServer(srv, ts)
+	if cfg.Agent != nil {
+		nexusv1.RegisterAgentServer(srv, newAgentService(cfg.Agent, cfg.Auth.apps))
+	}
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(nexusv1.CoreFramework_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

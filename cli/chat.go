@@ -1,0 +1,593 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+)
+
+// chatCommand is "nexus chat": the agent at the terminal.
+func (e *env) chatCommand() *cobra.Command {
+	var o chatOptions
+	cmd := &cobra.Command{
+		Use:   "chat [-p PROMPT] [--resume ID] [--profile NAME]",
+		Short: "Talk with the agent of the workspace",
+		Long: `chat talks with the agent of the workspace: a session with a model of
+.nexus/config.yaml (llm) whose tool calls are Nexus tool calls, checked by the
+policy; the ones it asks about are asked here.
+
+Lines that start with "/" are special commands (/help lists them; /quit and
+/exit end the chat). Ctrl-C cancels the running turn; a second Ctrl-C within
+2 seconds, Ctrl-C at the prompt, or Ctrl-D quits. Sessions are kept: go on
+with one with --resume ID.
+
+With -p, chat sends one prompt, prints the answer to stdout and the tool calls
+to stderr, and exits (1 on an error); with --json besides, it prints each
+update as one JSON line, then the result. Its permission requests are asked
+here when stdin is a terminal, else of the editor.`,
+		Args: argsBetween(0, 0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.promptSet = cmd.Flags().Changed("prompt")
+			return e.dial(func(conn *grpc.ClientConn) error {
+				c := newChat(e, nexusv1.NewAgentClient(conn), o)
+				if o.promptSet {
+					return c.oneShot(cmd.Context())
+				}
+				return c.interactive(cmd.Context())
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&o.prompt, "prompt", "p", "", "send one prompt `TEXT`, print the answer and exit")
+	cmd.Flags().StringVar(&o.resume, "resume", "", "go on with session `ID`")
+	cmd.Flags().StringVar(&o.profile, "profile", "", "the llm profile `NAME` of a new session (default: llm.default)")
+	return cmd
+}
+
+type chatOptions struct {
+	prompt    string
+	promptSet bool
+	resume    string
+	profile   string
+}
+
+// chat is one run of "nexus chat".
+type chat struct {
+	e      *env
+	agent  nexusv1.AgentClient
+	opts   chatOptions
+	id     string
+	lines  <-chan string // stdin, a line at a time; closed at EOF
+	out    *render       // answers
+	status *render       // tool calls and notes
+	ttyIn  bool
+}
+
+func newChat(e *env, agent nexusv1.AgentClient, o chatOptions) *chat {
+	c := &chat{e: e, agent: agent, opts: o, ttyIn: isTerminal(e.stdin)}
+	c.out = &render{w: e.stdout, tty: isTerminal(e.stdout), calls: map[string]*chatCallLine{}}
+	c.status = c.out
+	return c
+}
+
+// isTerminal reports whether v is a file on a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// readLines reads r a line at a time into the returned channel, which is
+// closed at the end of r. The reader stays blocked in Read when the chat
+// ends first; the process ends with it.
+func readLines(r io.Reader) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		br := bufio.NewReader(r)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" || err == nil {
+				ch <- strings.TrimRight(line, "\r\n")
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// session starts or resumes the session and says how to come back to it.
+func (c *chat) session(ctx context.Context, w io.Writer) (*nexusv1.LoadSessionResponse, error) {
+	if c.opts.resume != "" {
+		l, err := c.agent.LoadSession(ctx, &nexusv1.LoadSessionRequest{SessionId: c.opts.resume})
+		if err != nil {
+			return nil, err
+		}
+		c.id = l.GetSession().GetSessionId()
+		fmt.Fprintf(w, "session %s (%s, %s) resumed\n", c.id, l.GetSession().GetProfile(), l.GetSession().GetModel())
+		return l, nil
+	}
+	s, err := c.agent.NewSession(ctx, &nexusv1.NewSessionRequest{Profile: c.opts.profile})
+	if err != nil {
+		return nil, err
+	}
+	c.id = s.GetSession().GetSessionId()
+	fmt.Fprintf(w, "session %s (%s, %s); resume with: nexus chat --resume %s\n", c.id, s.GetSession().GetProfile(), s.GetSession().GetModel(), c.id)
+	return nil, nil
+}
+
+// oneShot sends the -p prompt and prints the answer: text to stdout, tool
+// calls to stderr; with --json, every update and the result as JSON lines.
+func (c *chat) oneShot(ctx context.Context) error {
+	c.status = &render{w: c.e.stderr, tty: isTerminal(c.e.stderr), calls: map[string]*chatCallLine{}}
+	if _, err := c.session(ctx, c.e.stderr); err != nil {
+		return err
+	}
+	if c.ttyIn {
+		c.lines = readLines(c.e.stdin)
+	}
+	res, err := c.turn(ctx, ctx, c.opts.prompt, nil)
+	if err != nil {
+		return err
+	}
+	if c.e.json {
+		return c.e.printJSON(res)
+	}
+	c.out.endLine()
+	c.status.endLine()
+	if res.GetStopReason() != "end_turn" {
+		fmt.Fprintf(c.e.stderr, "(the turn ended: %s)\n", res.GetStopReason())
+	}
+	return nil
+}
+
+// interactive is the REPL.
+func (c *chat) interactive(ctx context.Context) error {
+	// Interrupts are the chat's own from here: the first cancels the
+	// turn, not the command (ctx is cancelled by the first Ctrl-C too).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	base := context.WithoutCancel(ctx)
+
+	c.lines = readLines(c.e.stdin)
+	l, err := c.session(base, c.e.stdout)
+	if err != nil {
+		return err
+	}
+	if l != nil {
+		c.replay(l.GetUpdatesJson())
+	}
+	if c.ttyIn {
+		fmt.Fprintln(c.e.stdout, "Type /help for the commands; Ctrl-C cancels a turn, Ctrl-D quits.")
+	}
+	for {
+		c.out.endLine()
+		if c.lines == nil {
+			return nil // stdin ended during a permission request
+		}
+		fmt.Fprint(c.e.stdout, "> ")
+		var line string
+		select {
+		case s, ok := <-c.lines:
+			if !ok {
+				fmt.Fprintln(c.e.stdout)
+				return nil
+			}
+			line = s
+		case <-sigs:
+			fmt.Fprintln(c.e.stdout)
+			return nil
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		res, err := c.turn(base, base, line, sigs)
+		c.out.endLine()
+		if errors.Is(err, errQuit) {
+			return nil
+		}
+		if err != nil {
+			fmt.Fprintf(c.e.stdout, "error: %s\n", errorMessage(base, err))
+			continue
+		}
+		switch {
+		case res.GetQuit():
+			return nil
+		case res.GetResume() != "":
+			c.opts.resume = res.GetResume()
+			l, err := c.session(base, c.e.stdout)
+			if err != nil {
+				fmt.Fprintf(c.e.stdout, "error: %s\n", errorMessage(base, err))
+				continue
+			}
+			c.replay(l.GetUpdatesJson())
+		case res.GetStopReason() != "end_turn":
+			fmt.Fprintf(c.e.stdout, "(the turn ended: %s)\n", res.GetStopReason())
+		}
+	}
+}
+
+// errQuit ends the chat from inside a turn (a second Ctrl-C).
+var errQuit = errors.New("quit")
+
+// replay shows a resumed session's conversation.
+func (c *chat) replay(updates []string) {
+	for _, u := range updates {
+		var up chatUpdate
+		if json.Unmarshal([]byte(u), &up) != nil {
+			continue
+		}
+		if up.SessionUpdate == "user_message_chunk" {
+			c.out.endLine()
+			fmt.Fprintf(c.out.w, "> %s\n", up.text())
+			continue
+		}
+		c.show(up)
+	}
+	c.out.endLine()
+}
+
+// chatUpdate is the part of an agent update the chat shows.
+type chatUpdate struct {
+	SessionUpdate string          `json:"sessionUpdate"`
+	Content       json.RawMessage `json:"content"`
+	ToolCallID    string          `json:"toolCallId"`
+	Title         string          `json:"title"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	RawInput      json.RawMessage `json:"rawInput"`
+	Entries       []struct {
+		Content string `json:"content"`
+		Status  string `json:"status"`
+	} `json:"entries"`
+	Retry *struct {
+		Attempt int    `json:"attempt"`
+		WaitMs  int64  `json:"waitMs"`
+		Error   string `json:"error"`
+	} `json:"retry"`
+	Permission *permissionRequest `json:"permission"`
+}
+
+type permissionRequest struct {
+	RequestID string `json:"requestId"`
+	ToolCall  struct {
+		ToolName   string `json:"toolName"`
+		ServerName string `json:"serverName"`
+	} `json:"toolCall"`
+	ICERC struct {
+		Intent          string `json:"intent"`
+		Command         string `json:"command"`
+		ExpectedOutcome string `json:"expectedOutcome"`
+		Risk            struct {
+			Level   string   `json:"level"`
+			Scope   string   `json:"scope"`
+			Details []string `json:"details"`
+		} `json:"risk"`
+	} `json:"icerc"`
+}
+
+// text is the text of a content block, or of a tool call's content items.
+func (u chatUpdate) text() string {
+	var block struct{ Text string }
+	if json.Unmarshal(u.Content, &block) == nil {
+		return block.Text
+	}
+	var items []struct {
+		Content *struct{ Text string }
+	}
+	if json.Unmarshal(u.Content, &items) == nil {
+		var parts []string
+		for _, it := range items {
+			if it.Content != nil {
+				parts = append(parts, it.Content.Text)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
+}
+
+// streamMsg is one message of the Prompt stream, or its end.
+type streamMsg struct {
+	m   *nexusv1.PromptResponse
+	err error
+}
+
+// turn sends one prompt and shows its updates until the result. sigs, when
+// set, are the interrupts: the first cancels the turn (Cancel), a second
+// within 2 s quits. Permission requests are asked on the terminal when
+// there are lines to read the answers from.
+func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signal) (*nexusv1.PromptResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.agent.Prompt(ctx, &nexusv1.PromptRequest{SessionId: c.id, Text: text, AskPermissions: c.lines != nil})
+	if err != nil {
+		return nil, err
+	}
+	msgs := make(chan streamMsg)
+	go func() {
+		for {
+			m, err := stream.Recv()
+			select {
+			case msgs <- streamMsg{m, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var (
+		asks      []*permissionRequest // shown first, answered in order
+		held      []chatUpdate         // shown once the open requests are answered
+		lastSig   time.Time
+		cancelled bool
+	)
+	release := func() {
+		for _, up := range held {
+			c.show(up)
+		}
+		held = nil
+	}
+	for {
+		var answers <-chan string
+		if len(asks) > 0 {
+			answers = c.lines
+		}
+		select {
+		case sm := <-msgs:
+			if sm.err != nil {
+				if errors.Is(sm.err, io.EOF) {
+					return nil, errors.New("the daemon ended the prompt without a result")
+				}
+				return nil, sm.err
+			}
+			if r := sm.m.GetResult(); r != nil {
+				return r, nil
+			}
+			if c.e.json {
+				if err := c.e.writeJSONLine([]byte(sm.m.GetUpdateJson())); err != nil {
+					return nil, err
+				}
+			}
+			var up chatUpdate
+			if err := json.Unmarshal([]byte(sm.m.GetUpdateJson()), &up); err != nil {
+				return nil, fmt.Errorf("the daemon sent an update that is not JSON: %w", err)
+			}
+			if up.SessionUpdate == "permission_request" && up.Permission != nil && c.lines != nil && !cancelled {
+				asks = append(asks, up.Permission)
+				if len(asks) == 1 {
+					c.askPrompt(up.Permission)
+				}
+				continue
+			}
+			switch {
+			case c.e.json:
+			case len(asks) > 0:
+				held = append(held, up) // the question stays the last line
+			default:
+				c.show(up)
+			}
+		case line, ok := <-answers:
+			ans := "reject_once"
+			if ok {
+				var valid bool
+				if ans, valid = parseAnswer(line); !valid {
+					fmt.Fprint(c.status.w, "Answer y, a, n or N: ")
+					continue
+				}
+			} else {
+				c.lines = nil // stdin ended: the open requests are declined
+			}
+			if _, err := c.agent.AnswerPermission(base, &nexusv1.AnswerPermissionRequest{SessionId: c.id, RequestId: asks[0].RequestID, Answer: ans}); err != nil {
+				fmt.Fprintf(c.status.w, "the answer was not taken: %s\n", errorMessage(base, err))
+			}
+			asks = asks[1:]
+			if len(asks) > 0 {
+				c.askPrompt(asks[0])
+			} else {
+				c.status.endLine()
+				release()
+			}
+		case <-sigs:
+			c.out.endLine()
+			if !lastSig.IsZero() && time.Since(lastSig) < 2*time.Second {
+				return nil, errQuit // the deferred cancel ends the stream, and with it the turn
+			}
+			lastSig = time.Now()
+			cancelled = true
+			asks = nil
+			release()
+			fmt.Fprintln(c.status.w, "^C cancelling the turn (Ctrl-C again to quit)")
+			if _, err := c.agent.Cancel(base, &nexusv1.CancelRequest{SessionId: c.id}); err != nil {
+				fmt.Fprintf(c.status.w, "cancel: %s\n", errorMessage(base, err))
+			}
+		}
+	}
+}
+
+// parseAnswer reads an answer to "Allow? [y]es once / [a]lways / [n]o / [N]ever".
+func parseAnswer(line string) (string, bool) {
+	switch s := strings.TrimSpace(line); s {
+	case "y", "Y", "yes", "Yes", "once":
+		return "allow_once", true
+	case "a", "A", "always", "Always":
+		return "allow_always", true
+	case "n", "no", "No":
+		return "reject_once", true
+	case "N", "never", "Never", "NEVER":
+		return "reject_always", true
+	}
+	return "", false
+}
+
+// askPrompt shows a permission request with its ICERC record.
+func (c *chat) askPrompt(p *permissionRequest) {
+	c.out.endLine()
+	c.status.endLine()
+	w := c.status.w
+	tool := p.ToolCall.ToolName
+	if p.ToolCall.ServerName != "" {
+		tool = p.ToolCall.ServerName + "/" + tool
+	}
+	fmt.Fprintf(w, "Permission needed: %s\n", tool)
+	fmt.Fprintf(w, "  intent:   %s\n", p.ICERC.Intent)
+	fmt.Fprintf(w, "  command:  %s\n", p.ICERC.Command)
+	fmt.Fprintf(w, "  expected: %s\n", p.ICERC.ExpectedOutcome)
+	risk := p.ICERC.Risk.Level
+	if p.ICERC.Risk.Scope != "" {
+		risk += " (" + p.ICERC.Risk.Scope + ")"
+	}
+	fmt.Fprintf(w, "  risk:     %s\n", risk)
+	for _, d := range p.ICERC.Risk.Details {
+		fmt.Fprintf(w, "            - %s\n", d)
+	}
+	fmt.Fprint(w, "Allow? [y]es once / [a]lways / [n]o / [N]ever: ")
+	// The answer typed on a terminal ends the line; read from a pipe, it
+	// is not echoed, and what comes next starts a line of its own.
+	c.status.col = !c.ttyIn
+}
+
+// show prints one update.
+func (c *chat) show(up chatUpdate) {
+	switch up.SessionUpdate {
+	case "agent_message_chunk":
+		c.status.endLine()
+		c.out.text(up.text())
+	case "agent_thought_chunk":
+		c.out.endLine()
+		c.status.note(up.text())
+	case "command_output":
+		c.status.endLine()
+		c.out.endLine()
+		c.out.text(strings.TrimRight(up.text(), "\n") + "\n")
+	case "tool_call", "tool_call_update":
+		c.out.endLine()
+		c.status.call(up)
+	case "plan":
+		c.out.endLine()
+		for _, e := range up.Entries {
+			c.status.note(fmt.Sprintf("plan: [%s] %s\n", e.Status, e.Content))
+		}
+	case "retry":
+		if up.Retry != nil {
+			c.out.endLine()
+			c.status.note(fmt.Sprintf("the model request failed (%s); retry %d in %dms\n", up.Retry.Error, up.Retry.Attempt, up.Retry.WaitMs))
+		}
+	}
+}
+
+// render writes to one stream and knows where its cursor is: after text
+// without a newline (col), or on the line of a tool call that a terminal
+// may rewrite in place (open).
+type render struct {
+	w     io.Writer
+	tty   bool
+	col   bool
+	open  string // id of the tool call whose line the cursor is on (tty)
+	calls map[string]*chatCallLine
+}
+
+type chatCallLine struct {
+	title, args, status string
+}
+
+func (r *render) endLine() {
+	if r.col || r.open != "" {
+		fmt.Fprintln(r.w)
+	}
+	r.col, r.open = false, ""
+}
+
+func (r *render) text(s string) {
+	if r.open != "" {
+		r.endLine()
+	}
+	if s == "" {
+		return
+	}
+	fmt.Fprint(r.w, s)
+	r.col = !strings.HasSuffix(s, "\n")
+}
+
+func (r *render) note(s string) {
+	r.text(s)
+}
+
+// call shows a tool call's status: one line per call, rewritten in place
+// on a terminal while it is the last line, else a line per change.
+func (r *render) call(up chatUpdate) {
+	cl := r.calls[up.ToolCallID]
+	if cl == nil {
+		cl = &chatCallLine{title: up.Title, args: summarize(up.RawInput)}
+		r.calls[up.ToolCallID] = cl
+	}
+	line := fmt.Sprintf("  [%s] %s %s", up.Status, cl.title, cl.args)
+	if up.Status == "failed" {
+		if t := up.text(); t != "" {
+			line += ": " + firstLineOf(t)
+		}
+	}
+	done := up.Status == "completed" || up.Status == "failed"
+	if up.Status == cl.status {
+		return // a change the line does not show
+	}
+	cl.status = up.Status
+	if !r.tty {
+		r.endLine()
+		fmt.Fprintln(r.w, line)
+		return
+	}
+	if r.open == up.ToolCallID {
+		fmt.Fprint(r.w, "\r\x1b[K"+line)
+	} else {
+		r.endLine()
+		fmt.Fprint(r.w, line)
+	}
+	r.open = up.ToolCallID
+	if done {
+		r.endLine()
+	}
+}
+
+// summarize is a call's arguments in one short line.
+func summarize(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return ""
+	}
+	s := buf.String()
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:77]) + "..."
+	}
+	return s
+}
+
+func firstLineOf(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
