@@ -27,15 +27,16 @@ import (
 // the real tools' schemas and run by them.
 func agentConfig(base, api string, maxSteps int, tools ...string) string {
 	enums := map[string]string{
-		"read_file":      `{"path": {"type": "string", "enum": ["README.md", "docs/a.md"]}}`,
-		"list_directory": `{"path": {"type": "string", "enum": [".", "docs"]}}`,
-		"write_file":     `{"path": {"type": "string", "enum": ["notes.txt"]}, "content": {"type": "string", "enum": ["hello"]}}`,
+		"read_file":        `{"path": {"type": "string", "enum": ["README.md", "docs/a.md"]}}`,
+		"list_directory":   `{"path": {"type": "string", "enum": [".", "docs"]}}`,
+		"write_file":       `{"path": {"type": "string", "enum": ["notes.txt"]}, "content": {"type": "string", "enum": ["hello"]}}`,
+		"get_current_time": `{"timezone": {"type": "string", "enum": ["UTC", "Europe/Berlin"]}}`,
 	}
 	var defs []string
 	for _, name := range tools {
-		required := `["path"]`
-		if name == "write_file" {
-			required = `["path", "content"]`
+		required := map[string]string{"write_file": `["path", "content"]`, "get_current_time": `["timezone"]`}[name]
+		if required == "" {
+			required = `["path"]`
 		}
 		schema := fmt.Sprintf(`{"type": "object", "properties": %s, "required": %s, "additionalProperties": false}`, enums[name], required)
 		switch api {
