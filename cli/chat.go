@@ -375,7 +375,15 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 			if err := json.Unmarshal([]byte(sm.m.GetUpdateJson()), &up); err != nil {
 				return nil, fmt.Errorf("the daemon sent an update that is not JSON: %w", err)
 			}
-			if up.SessionUpdate == "permission_request" && up.Permission != nil && c.lines != nil && !cancelled {
+			if up.SessionUpdate == "permission_request" && up.Permission != nil {
+				if c.lines == nil || cancelled {
+					// No one is left to answer (stdin ended, or the turn is
+					// being cancelled): declined now, not at the timeout.
+					if _, err := c.agent.AnswerPermission(base, &nexusv1.AnswerPermissionRequest{SessionId: c.id, RequestId: up.Permission.RequestID, Answer: "reject_once"}); err != nil {
+						fmt.Fprintf(c.status.w, "the answer was not taken: %s\n", errorMessage(base, err))
+					}
+					continue
+				}
 				asks = append(asks, up.Permission)
 				if len(asks) == 1 {
 					c.askPrompt(up.Permission)

@@ -171,7 +171,7 @@ serve() {
 	trap 'exit 130' INT
 	trap 'exit 129' HUP
 	mount_all
-	chroot "$root" llama-server -m /tiny.gguf --host 127.0.0.1 --port "$port" --jinja -c 16384 &
+	chroot "$root" llama-server -m /tiny.gguf --host 127.0.0.1 --port "$port" --jinja -c 32768 &
 	pid=$!
 	local rc=0
 	wait "$pid" || rc=$?

@@ -136,18 +136,19 @@ func schemaMap(t Tool) (map[string]any, error) {
 	return m, nil
 }
 
-// wireArguments are a call's arguments as they are sent back: a JSON string
-// (malformed arguments, see toolArguments) as the text the model wrote.
+// wireArguments are a call's arguments as they are sent back: the JSON
+// text, and {} for malformed ones (a JSON string, see toolArguments).
 func wireArguments(a json.RawMessage) string {
 	a = bytes.TrimSpace(a)
 	if len(a) == 0 {
 		return "{}"
 	}
 	if a[0] == '"' {
-		var s string
-		if json.Unmarshal(a, &s) == nil {
-			return s
-		}
+		// Malformed arguments (see toolArguments) go back as {}: servers
+		// that parse the history (llama-server, vLLM) refuse every later
+		// request of the session otherwise. The tool result tells the
+		// model what was wrong.
+		return "{}"
 	}
 	return string(a)
 }

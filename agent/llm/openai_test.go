@@ -344,7 +344,7 @@ func checkChat(t *testing.T, b map[string]any) {
 		map[string]any{"role": "user", "content": "Read README.md."},
 		map[string]any{"role": "assistant", "content": "Reading it.", "tool_calls": []any{
 			map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "read_file", "arguments": `{"path": "README.md"}`}},
-			map[string]any{"id": "call_2", "type": "function", "function": map[string]any{"name": "list_directory", "arguments": `{"path": `}},
+			map[string]any{"id": "call_2", "type": "function", "function": map[string]any{"name": "list_directory", "arguments": `{}`}},
 		}},
 		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "# Nexus"},
 		map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "Error: bad arguments"},
@@ -368,7 +368,7 @@ func checkResponses(t *testing.T, b map[string]any) {
 		map[string]any{"role": "user", "content": "Read README.md."},
 		map[string]any{"role": "assistant", "content": "Reading it."},
 		map[string]any{"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": `{"path": "README.md"}`},
-		map[string]any{"type": "function_call", "call_id": "call_2", "name": "list_directory", "arguments": `{"path": `},
+		map[string]any{"type": "function_call", "call_id": "call_2", "name": "list_directory", "arguments": `{}`},
 		map[string]any{"type": "function_call_output", "call_id": "call_1", "output": "# Nexus"},
 		map[string]any{"type": "function_call_output", "call_id": "call_2", "output": "Error: bad arguments"},
 		map[string]any{"role": "system", "content": "Be brief."},

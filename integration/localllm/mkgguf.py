@@ -1,10 +1,10 @@
-# Copied from ../shared/reference/local-llm/mkgguf.py (the verified local-LLM recipe; see
-# integration/localllm/README.md). Run inside the chroot by scripts/local-llm.sh install.
+# From ../shared/reference/local-llm/mkgguf.py (the verified local-LLM recipe), with a 32k context; see
+# integration/localllm/testdata/README.md. Run inside the chroot by scripts/local-llm.sh install.
 # Writes a tiny random-weight llama-architecture GGUF (byte-level SPM vocab) for wire-format tests.
 import numpy as np, gguf, sys
 out = sys.argv[1] if len(sys.argv) > 1 else "tiny.gguf"  # usage: mkgguf.py OUT.gguf [template.jinja]
 rng = np.random.default_rng(42)
-n_embd, n_head, n_head_kv, n_layer, n_ff, n_ctx = 64, 4, 4, 2, 128, 4096
+n_embd, n_head, n_head_kv, n_layer, n_ff, n_ctx = 64, 4, 4, 2, 128, 32768  # 32k: the agent offers every tool (~11k byte tokens)
 tokens, scores, types = [], [], []
 for t, ty in (("<unk>", 2), ("<s>", 3), ("</s>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3), ("<tool_call>\n", 1), ("</tool_call>", 4)):
     tokens.append(t.encode()); scores.append(0.0); types.append(ty)
