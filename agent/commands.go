@@ -113,8 +113,15 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 	return res, nil
 }
 
+// firstLine is a description's first sentence, for a list.
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
+	if i := strings.Index(l, ". "); i >= 0 {
+		l = l[:i+1]
+	}
+	if r := []rune(l); len(r) > 100 {
+		l = string(r[:99]) + "…"
+	}
 	return l
 }
 
