@@ -50,6 +50,8 @@ type sessionLog struct {
 	f     *os.File
 	buf   bytes.Buffer
 	dirty bool
+	// dir, when set, is synced with the first sync: the new file's entry.
+	dir string
 }
 
 func (l *sessionLog) append(r record) error {
@@ -67,7 +69,16 @@ func (l *sessionLog) sync() error {
 		return nil
 	}
 	l.dirty = false
-	return l.f.Sync()
+	if err := l.f.Sync(); err != nil {
+		return err
+	}
+	if l.dir != "" {
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+		l.dir = ""
+	}
+	return nil
 }
 
 func (l *sessionLog) close() error {
@@ -78,21 +89,18 @@ func (s *Service) sessionPath(id string) string {
 	return filepath.Join(s.opts.Layout.Sessions, id+".jsonl")
 }
 
-// create writes the session's file with its header, durably.
+// create writes the session's file with its header. It is made durable
+// with the first prompt's end (the file and its directory entry): a
+// session that never ran loses nothing in a crash, and starting one costs
+// no fsync before the first answer.
 func (ss *Session) create() error {
 	f, err := os.OpenFile(ss.svc.sessionPath(ss.id), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	ss.log = &sessionLog{f: f}
+	ss.log = &sessionLog{f: f, dir: ss.svc.opts.Layout.Sessions}
 	err = ss.log.append(record{Type: "session", Version: sessionVersion, ID: ss.id, Created: ss.created,
 		Owner: ss.owner.Author(), AppID: ss.owner.AppID(), Profile: ss.profile.Name})
-	if err == nil {
-		err = ss.log.sync()
-	}
-	if err == nil {
-		err = syncDir(ss.svc.opts.Layout.Sessions)
-	}
 	if err != nil {
 		ss.log.close()
 		os.Remove(f.Name())
