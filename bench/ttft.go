@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -109,7 +110,17 @@ func bareFirstToken(base string, body []byte) (time.Duration, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	first, err := firstText(resp.Body, start)
+	if err == nil && first == 0 {
+		err = fmt.Errorf("no text in the bare stream")
+	}
+	return first, err
+}
+
+// firstText reads a Chat Completions stream to its end and returns the
+// time from start to its first chunk with text, 0 when none had any.
+func firstText(r io.Reader, start time.Time) (time.Duration, error) {
+	sc := bufio.NewScanner(r)
 	var first time.Duration
 	for sc.Scan() {
 		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
@@ -126,9 +137,6 @@ func bareFirstToken(base string, body []byte) (time.Duration, error) {
 		if json.Unmarshal(data, &c) == nil && len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
 			first = time.Since(start)
 		}
-	}
-	if first == 0 {
-		return 0, fmt.Errorf("no text in the bare stream")
 	}
 	return first, sc.Err()
 }
@@ -306,25 +314,8 @@ func curlFirstToken(base string, body []byte, dir string) (time.Duration, error)
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("curl (the anchor of nexus chat -p): %w", err)
 	}
-	var first time.Duration
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
-		if !ok || first != 0 {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		if json.Unmarshal(data, &c) == nil && len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
-			first = time.Since(start)
-		}
-	}
-	return first, cmd.Wait()
+	first, err := firstText(out, start)
+	return first, errors.Join(err, cmd.Wait())
 }
 
 func reportTTFT(name string, ours, bare []time.Duration) {
