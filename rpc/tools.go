@@ -205,7 +205,7 @@ func (s *toolService) CancelToolCall(ctx context.Context, req *nexusv1.CancelToo
 func toolCall(c tools.Call) *nexusv1.ToolCall {
 	p := &nexusv1.ToolCall{
 		ToolCallId: c.ID, ToolName: c.ToolName, ServerName: c.ServerName, ArgumentsJson: string(c.ArgumentsJSON),
-		Status: c.Status, ResultJson: string(c.ResultJSON), AppId: c.AppID, TaskId: c.TaskID, RequestId: c.RequestID,
+		Status: c.Status, ResultJson: string(c.ResultJSON), AppId: c.AppID, Author: c.Author, TaskId: c.TaskID, RequestId: c.RequestID,
 		Title: c.Title, Kind: string(c.Kind), StartedAt: timestamppb.New(c.StartedAt),
 		ArgumentsTruncated: c.ArgumentsTruncated, ArgumentsSize: int64(c.ArgumentsSize),
 		ResultTruncated: c.ResultTruncated, ResultSize: int64(c.ResultSize),

@@ -545,8 +545,11 @@ type ToolCall struct {
 	ArgumentsSize      int64                  `protobuf:"varint,18,opt,name=arguments_size,json=argumentsSize,proto3" json:"arguments_size,omitempty"`
 	ResultTruncated    bool                   `protobuf:"varint,19,opt,name=result_truncated,json=resultTruncated,proto3" json:"result_truncated,omitempty"`
 	ResultSize         int64                  `protobuf:"varint,20,opt,name=result_size,json=resultSize,proto3" json:"result_size,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Who made the call: "cli", "editor", "app:<id>", or "agent:<session>"
+	// for an agent session's call (task_id is then the session).
+	Author        string `protobuf:"bytes,21,opt,name=author,proto3" json:"author,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
@@ -717,6 +720,13 @@ func (x *ToolCall) GetResultSize() int64 {
 		return x.ResultSize
 	}
 	return 0
+}
+
+func (x *ToolCall) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
 }
 
 // ToolCallError is the error of a call that ended with status error. code is
@@ -2593,7 +2603,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x1d\n" +
 	"\n" +
-	"error_code\x18\x05 \x01(\tR\terrorCode\"\xe7\x05\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\"\xff\x05\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -2621,7 +2631,8 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x0earguments_size\x18\x12 \x01(\x03R\rargumentsSize\x12)\n" +
 	"\x10result_truncated\x18\x13 \x01(\bR\x0fresultTruncated\x12\x1f\n" +
 	"\vresult_size\x18\x14 \x01(\x03R\n" +
-	"resultSize\"=\n" +
+	"resultSize\x12\x16\n" +
+	"\x06author\x18\x15 \x01(\tR\x06author\"=\n" +
 	"\rToolCallError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"^\n" +
