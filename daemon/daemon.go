@@ -304,6 +304,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 			Bus:         p.Bus,
 			Approvers:   p.Approvers,
 			Agent:       p.Agent,
+			Approvals:   p.Approvals,
 			Apps:        appIDs(p.apps),
 			Logger:      logger,
 			MaxMessage:  maxMsg,

@@ -41,6 +41,10 @@ func (s *Server) methodTable() map[string]method {
 		"nexus/mcp/restart":           {fn: typed((*Server).mcpRestart), async: true},
 		"nexus/mcp/trust":             {fn: typed((*Server).mcpTrust), async: true},
 	}
+	if s.opts.Approvals != nil {
+		t["nexus/approvals/list"] = method{fn: typed((*Server).approvalsList)}
+		t["nexus/approvals/revoke"] = method{fn: typed((*Server).approvalsRevoke)}
+	}
 	if s.opts.Agent != nil {
 		t["nexus/agent/sessions/new"] = method{fn: typed((*Server).agentSessionsNew)}
 		t["nexus/agent/sessions/list"] = method{fn: typed((*Server).agentSessionsList)}

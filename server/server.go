@@ -39,6 +39,9 @@ type Options struct {
 	// Approvers is where the editor attaches as the approver of the
 	// policy's "ask" decisions; nil: no prompts.
 	Approvers *policy.Approvers
+	// Approvals are the remembered answers (nexus/approvals/list|revoke);
+	// nil serves neither method.
+	Approvals *policy.Approvals
 	// Agent is the agent core; nil serves no nexus/agent/ methods.
 	Agent *agent.Service
 	// Apps are the app ids of the configuration (for appId parameters).
