@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short test-editor lint proto check-proto bench clean mcp-servers local-llm
+.PHONY: all build demo test test-race test-short test-editor test-extension vsix lint proto check-proto bench clean mcp-servers local-llm
 
 all: build
 
@@ -17,15 +17,27 @@ demo: build
 
 # The whole suite, always with the race detector: unit tests, and integration
 # tests that spawn the real nexusd and nexus binaries and real MCP servers;
-# then the editor's own client (vscode-jsonrpc) against nexusd --stdio.
+# then the editor's own client (vscode-jsonrpc) against nexusd --stdio, and
+# the VS Code extension's typecheck, lint and tests.
 test: mcp-servers
 	$(GO) test -race -count=1 ./...
 	bash scripts/editor-tests.sh
+	bash scripts/extension-tests.sh
 
 # The Node suite of integration/editor: vscode-jsonrpc, as a VS Code
 # extension uses it, against the real nexusd --stdio.
 test-editor:
 	bash scripts/editor-tests.sh
+
+# The VS Code extension (editors/vscode): typecheck, lint, bundle, and its
+# view models' tests against the real nexusd --stdio.
+test-extension:
+	bash scripts/extension-tests.sh
+
+# The VS Code extension as editors/vscode/nexus.vsix, from the npm packages
+# pinned by editors/vscode/package-lock.json.
+vsix:
+	bash scripts/extension.sh vsix
 
 # The MCP servers the McpHub tests and benchmarks run, pinned by
 # integration/mcpservers/package-lock.json, installed from npm into .cache.
@@ -61,4 +73,4 @@ bench: mcp-servers
 	$(GO) run ./bench
 
 clean:
-	rm -rf bin .cache
+	rm -rf bin .cache editors/vscode/dist editors/vscode/node_modules editors/vscode/nexus.vsix

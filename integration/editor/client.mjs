@@ -18,7 +18,12 @@ import {
   Trace,
 } from 'vscode-jsonrpc/node.js';
 
+import { Requests } from './protocol.mjs';
+
 export { CancellationTokenSource, ResponseError } from 'vscode-jsonrpc/node.js';
+// The names of the protocol, from the extension's protocol module
+// (editors/vscode/src/protocol.ts, built into protocol.mjs).
+export { Methods, Notifications, Requests } from './protocol.mjs';
 
 /** How long a condition may take before the test fails; generous, since a
  * deadline is a failure bound, not a measurement. */
@@ -101,7 +106,7 @@ export class Editor {
     );
     this.conn.onNotification((method, params) => this.record(method, params));
     this.conn.onUnhandledProgress((params) => this.record('$/progress', params));
-    this.conn.onRequest('nexus/requestPermission', async (params) => {
+    this.conn.onRequest(Requests.requestPermission, async (params) => {
       this.prompts.push(params);
       this.check();
       return this.permission(params);

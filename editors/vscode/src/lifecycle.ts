@@ -1,0 +1,111 @@
+// The daemon's lifecycle without VS Code: where nexusd is, what its stderr
+// says when it cannot start, how often it may be restarted, and what the
+// status bar says. daemon.ts and status.ts use these.
+
+import fs from 'node:fs';
+import path from 'node:path';
+
+export const INSTALL_HINT =
+  'Install it with `go install github.com/nexuscocreate/nexus/cmd/nexusd@latest` (or `make build` in a clone), ' +
+  'or set nexus.daemonPath.';
+
+/** findDaemon is the nexusd to run: the configured path, else nexusd on
+ * PATH; undefined when there is none. */
+export function findDaemon(configured: string | undefined, envPath: string | undefined = process.env.PATH): string | undefined {
+  const exe = (p: string) => {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return fs.statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (configured) {
+    return exe(configured) ? configured : undefined;
+  }
+  for (const dir of (envPath ?? '').split(path.delimiter)) {
+    if (dir === '') {
+      continue;
+    }
+    const p = path.join(dir, process.platform === 'win32' ? 'nexusd.exe' : 'nexusd');
+    if (exe(p)) {
+      return p;
+    }
+  }
+  return undefined;
+}
+
+/** Fatal is a start failure that a restart would not mend. */
+export type Fatal =
+  | { kind: 'locked'; pid: string; message: string }
+  | { kind: 'config'; file: string; line: number; column: number; message: string };
+
+/** classifyStderr recognises, in what nexusd wrote to stderr, the failures
+ * not worth a restart: the workspace locked by another daemon, and an
+ * invalid .nexus/config.yaml (with the line and column when given). */
+export function classifyStderr(stderr: string): Fatal | undefined {
+  const locked = /another nexusd \(pid (\d+)\) is already running for this workspace[^\n]*/.exec(stderr);
+  if (locked) {
+    return { kind: 'locked', pid: locked[1], message: locked[0] };
+  }
+  const idx = stderr.indexOf('invalid configuration');
+  if (idx >= 0) {
+    const rest = stderr.slice(idx);
+    const loc = /(\S*config\.yaml):(\d+)(?::(\d+))?:\s*([^\n]*)/.exec(rest);
+    if (loc) {
+      return { kind: 'config', file: loc[1], line: Number(loc[2]), column: loc[3] ? Number(loc[3]) : 1, message: loc[4] };
+    }
+    const line = rest.split('\n').slice(0, 3).join(' ').trim();
+    return { kind: 'config', file: '', line: 0, column: 0, message: line };
+  }
+  return undefined;
+}
+
+/** RestartBudget allows at most max restarts within windowMs, each after
+ * a backoff that doubles from baseMs. */
+export class RestartBudget {
+  private restarts: number[] = [];
+
+  constructor(
+    private readonly max = 5,
+    private readonly windowMs = 3 * 60_000,
+    private readonly baseMs = 500,
+  ) {}
+
+  /** next is the delay before the next restart, or undefined when the
+   * budget is spent (and the daemon should stay down). */
+  next(now: number = Date.now()): number | undefined {
+    this.restarts = this.restarts.filter((t) => now - t < this.windowMs);
+    if (this.restarts.length >= this.max) {
+      return undefined;
+    }
+    const delay = this.baseMs * 2 ** this.restarts.length;
+    this.restarts.push(now);
+    return delay;
+  }
+
+  reset(): void {
+    this.restarts = [];
+  }
+}
+
+/** The daemon's state as the status bar shows it. */
+export type DaemonState = 'starting' | 'ready' | 'stopped';
+
+/** statusText is the status bar text. */
+export function statusText(state: DaemonState, running: number, approvals: number): string {
+  if (state === 'stopped') {
+    return '$(error) Nexus: stopped';
+  }
+  if (approvals > 0) {
+    // "N approvals" even for one: the end-to-end tests match this text.
+    return `$(bell) Nexus: ${approvals} approvals`;
+  }
+  if (running > 0) {
+    return `$(sync~spin) Nexus: ${running} running`;
+  }
+  if (state === 'starting') {
+    return '$(sync~spin) Nexus: starting';
+  }
+  return '$(check) Nexus';
+}

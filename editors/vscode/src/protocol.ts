@@ -1,0 +1,603 @@
+// The editor protocol of nexusd --stdio: the names of its methods,
+// notifications and requests, and the JSON shapes of their params and
+// results. This is the one copy the extension, its tests and the Node
+// protocol tests (integration/editor/protocol.mjs, built from this file)
+// share; server/protocol_ts_test.go fails when it drifts from the Go structs
+// of server/ (their json tags are the names here).
+//
+// Times are RFC 3339 strings; fields the daemon leaves out when empty are
+// optional.
+
+/** The nexus/ methods the editor calls (server/methods.go). */
+export const Methods = {
+  definitionsGet: 'nexus/definitions/get',
+  definitionsSet: 'nexus/definitions/set',
+  definitionsApplyDiff: 'nexus/definitions/applyDiff',
+  definitionsDelete: 'nexus/definitions/delete',
+  definitionsRestore: 'nexus/definitions/restore',
+  definitionsList: 'nexus/definitions/list',
+  definitionsHistory: 'nexus/definitions/history',
+  definitionsDiff: 'nexus/definitions/diff',
+  runtimeGet: 'nexus/runtime/get',
+  runtimeSet: 'nexus/runtime/set',
+  runtimeDelete: 'nexus/runtime/delete',
+  runtimeList: 'nexus/runtime/list',
+  toolsList: 'nexus/tools/list',
+  toolsGet: 'nexus/tools/get',
+  toolsExecute: 'nexus/tools/execute',
+  toolCallsList: 'nexus/toolCalls/list',
+  toolCallsCancel: 'nexus/toolCalls/cancel',
+  mcpServers: 'nexus/mcp/servers',
+  mcpRestart: 'nexus/mcp/restart',
+  mcpTrust: 'nexus/mcp/trust',
+  // Being added beside ListApprovals/RevokeApproval of gRPC; an older
+  // daemon answers MethodNotFound.
+  approvalsList: 'nexus/approvals/list',
+  approvalsRevoke: 'nexus/approvals/revoke',
+  // Only when the daemon runs the agent.
+  agentSessionsNew: 'nexus/agent/sessions/new',
+  agentSessionsList: 'nexus/agent/sessions/list',
+  agentSessionsLoad: 'nexus/agent/sessions/load',
+  agentSessionsDelete: 'nexus/agent/sessions/delete',
+  agentPrompt: 'nexus/agent/prompt',
+  agentCancel: 'nexus/agent/cancel',
+} as const;
+
+/** The notifications nexusd sends (server/outbox.go). */
+export const Notifications = {
+  toolCall: 'nexus/toolCall',
+  definitionChanged: 'nexus/definitionChanged',
+  runtimeChanged: 'nexus/runtimeChanged',
+  mcpServerStatus: 'nexus/mcpServerStatus',
+  log: 'nexus/log',
+  logMessage: 'window/logMessage',
+  progress: '$/progress',
+  agentUpdate: 'nexus/agent/update',
+} as const;
+
+/** The requests nexusd sends the editor. */
+export const Requests = {
+  requestPermission: 'nexus/requestPermission',
+  requestMcpTrust: 'nexus/requestMcpTrust',
+} as const;
+
+/** JSON-RPC error codes of nexus/ methods (README, "The editor protocol"). */
+export const ErrorCodes = {
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  NotInitialized: -32002,
+  RequestCancelled: -32800,
+  Unavailable: -32003,
+  NotFound: -32004,
+  Conflict: -32009,
+  FailedPrecondition: -32012,
+} as const;
+
+// ---- shared shapes --------------------------------------------------------
+
+/** tools.CallError. */
+export interface CallError {
+  code: string;
+  message: string;
+}
+
+/** tools.Progress. */
+export interface Progress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/** tools.RiskAssessment. */
+export interface RiskAssessment {
+  level: string;
+  scope: string;
+  details?: string[];
+}
+
+/** tools.ICERC: intent, command, expected outcome, risk and scope. */
+export interface Icerc {
+  intent: string;
+  command: string;
+  expectedOutcome: string;
+  risk: RiskAssessment;
+}
+
+/** The status of a tool call. */
+export type ToolCallStatus = 'initiated' | 'running' | 'completed' | 'error' | 'cancelled' | string;
+
+/** toolCallWire: a tool call as nexus/toolCall and nexus/toolCalls/list carry it. */
+export interface ToolCall {
+  toolCallId: string;
+  toolName: string;
+  serverName?: string;
+  argumentsJson: string;
+  status: ToolCallStatus;
+  resultJson?: string;
+  error?: CallError;
+  appId?: string;
+  /** Who started it: "editor", "cli", "app:<id>", "agent:<session>", ... */
+  author?: string;
+  taskId?: string;
+  requestId?: string;
+  title?: string;
+  kind?: string;
+  startedAt: string;
+  endedAt?: string;
+  progress?: Progress;
+  icerc?: Icerc;
+  argumentsTruncated?: boolean;
+  argumentsSize?: number;
+  resultTruncated?: boolean;
+  resultSize?: number;
+}
+
+// ---- lifecycle --------------------------------------------------------------
+
+/** server.Info: the "nexus" member of the initialize result. */
+export interface DaemonInfo {
+  version: string;
+  workspace: string;
+  grpcAddress: string;
+  grpcTcpAddress?: string;
+  adminTokenFile?: string;
+  definitionsRoot?: string;
+  watchDebounce?: string;
+}
+
+/** capabilities.nexus of the initialize result. */
+export interface NexusCapabilities {
+  methods: string[];
+  notifications: string[];
+  requestPermission: boolean;
+  requestMcpTrust: boolean;
+  workDoneProgress: boolean;
+}
+
+export interface InitializeResult {
+  serverInfo: { name: string; version: string };
+  capabilities: { nexus: NexusCapabilities };
+  nexus: DaemonInfo;
+}
+
+// ---- definitions ------------------------------------------------------------
+
+export interface DefGetParams {
+  appId?: string;
+  path: string;
+  revision?: string;
+}
+export interface DefGetResult {
+  content: string;
+  revision: string;
+}
+export interface DefSetParams {
+  appId?: string;
+  path: string;
+  content: string;
+  commitMessage?: string;
+  expectedRevision?: string;
+}
+export interface RevisionResult {
+  revision: string;
+}
+export interface DefApplyDiffParams {
+  appId?: string;
+  path: string;
+  diff: string;
+  commitMessage?: string;
+  expectedRevision?: string;
+}
+export interface RevisionContentResult {
+  revision: string;
+  content: string;
+}
+export interface DefDeleteParams {
+  appId?: string;
+  path: string;
+  commitMessage?: string;
+  expectedRevision?: string;
+}
+export interface DefRestoreParams {
+  appId?: string;
+  path: string;
+  revision: string;
+  commitMessage?: string;
+  expectedRevision?: string;
+}
+export interface DefListParams {
+  appId?: string;
+  path?: string;
+  recursive?: boolean;
+}
+export interface DefEntry {
+  name: string;
+  path: string;
+  /** FILE or DIRECTORY. */
+  type: string;
+  size: number;
+}
+export interface DefListResult {
+  entries: DefEntry[];
+}
+export interface DefHistoryParams {
+  appId?: string;
+  path: string;
+  limit?: number;
+  pageToken?: string;
+}
+export interface HistoryEntry {
+  revision: string;
+  author: string;
+  message: string;
+  timestamp: string;
+  /** ADDED, MODIFIED or DELETED. */
+  change: string;
+}
+export interface DefHistoryResult {
+  entries: HistoryEntry[];
+  nextPageToken?: string;
+}
+export interface DefDiffParams {
+  appId?: string;
+  path: string;
+  fromRevision: string;
+  toRevision?: string;
+}
+export interface DefDiffResult {
+  diff: string;
+}
+
+// ---- runtime ------------------------------------------------------------------
+
+export interface RtKeyParams {
+  appId?: string;
+  namespace?: string;
+  key: string;
+}
+export interface RtGetResult {
+  found: boolean;
+  value: string;
+  expiresAt?: string;
+}
+export interface RtSetParams extends RtKeyParams {
+  value: string;
+  ttlSeconds?: number;
+}
+export type EmptyResult = Record<string, never>;
+export interface RtDeleteResult {
+  deleted: boolean;
+}
+export interface RtListParams {
+  appId?: string;
+  namespace?: string;
+  prefix?: string;
+}
+export interface RtListResult {
+  keys: string[];
+}
+
+// ---- tools and tool calls -------------------------------------------------------
+
+/** toolDefinitionWire. */
+export interface ToolDefinition {
+  name: string;
+  title?: string;
+  description: string;
+  serverName?: string;
+  inputSchemaJson: string;
+  outputSchemaJson?: string;
+  kind: string;
+  risk: string;
+}
+export interface ToolsListParams {
+  appId?: string;
+  serverName?: string;
+}
+export interface ToolsListResult {
+  tools: ToolDefinition[];
+}
+export interface ToolsGetParams {
+  appId?: string;
+  name: string;
+  serverName?: string;
+}
+export interface ToolsGetResult {
+  tool?: ToolDefinition;
+  found: boolean;
+}
+export interface ToolsExecuteParams {
+  toolName: string;
+  serverName?: string;
+  argumentsJson?: string;
+  arguments?: unknown;
+  requestingAppId?: string;
+  taskId?: string;
+  requestId?: string;
+  intent?: string;
+  expectedOutcome?: string;
+  workDoneToken?: string | number;
+}
+export interface ToolsExecuteResult {
+  success: boolean;
+  message?: string;
+  outputJson?: string;
+  toolCallId: string;
+  errorCode?: string;
+}
+export interface ToolCallsListParams {
+  appId?: string;
+  status?: string;
+  limit?: number;
+}
+export interface ToolCallsListResult {
+  toolCalls: ToolCall[];
+}
+export interface ToolCallsCancelParams {
+  toolCallId: string;
+  appId?: string;
+}
+export interface ToolCallsCancelResult {
+  cancelled: boolean;
+}
+
+// ---- MCP servers ------------------------------------------------------------------
+
+/** mcp.Launch: what an MCP server entry runs. */
+export interface McpLaunch {
+  transport: string;
+  command?: string;
+  args?: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  inheritEnv?: string[];
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+/** mcpServerWire: nexus/mcp/servers entries and nexus/mcpServerStatus. */
+export interface McpServer {
+  name: string;
+  /** starting, running, stopped, failed, pending_approval, ... */
+  state: string;
+  transport?: string;
+  source?: string;
+  toolCount: number;
+  error?: string;
+  restarts?: number;
+  since: string;
+  lazy?: boolean;
+  pid?: number;
+  launch: McpLaunch;
+  pin: string;
+  trusted: boolean;
+}
+export interface McpServersResult {
+  servers: McpServer[];
+}
+export interface McpRestartParams {
+  name: string;
+}
+export interface McpTrustParams {
+  name: string;
+  pin?: string;
+}
+export interface McpTrustResult {
+  server: McpServer;
+}
+
+// ---- remembered answers ---------------------------------------------------------------
+
+/** A remembered "always" answer (gRPC ListApprovals). */
+export interface Approval {
+  appId: string;
+  toolName: string;
+  serverName: string;
+  decision: 'allow' | 'reject';
+  definitionHash: string;
+  time: string;
+}
+export type ApprovalsListParams = Record<string, never>;
+export interface ApprovalsListResult {
+  approvals: Approval[];
+}
+export interface ApprovalsRevokeParams {
+  appId: string;
+  toolName: string;
+  serverName: string;
+}
+export interface ApprovalsRevokeResult {
+  revoked: boolean;
+}
+
+// ---- agent --------------------------------------------------------------------------
+
+export interface AgentUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens?: number;
+  requests: number;
+}
+export interface AgentCost {
+  amount: number;
+  currency: string;
+}
+export interface AgentSessionInfo {
+  sessionId: string;
+  title: string;
+  profile: string;
+  model: string;
+  appId?: string;
+  createdAt: string;
+  updatedAt: string;
+  messages: number;
+  usage: AgentUsage;
+  cost?: AgentCost;
+  running: boolean;
+}
+export interface AgentCommand {
+  name: string;
+  description: string;
+  input?: { hint: string };
+}
+/** agent.Update, an ACP session update (the fields the extension reads). */
+export interface AgentUpdate {
+  sessionUpdate: string;
+  content?: unknown;
+  toolCallId?: string;
+  title?: string;
+  kind?: string;
+  status?: string;
+  [field: string]: unknown;
+}
+export interface AgentNewParams {
+  profile?: string;
+}
+export interface AgentSessionParams {
+  sessionId: string;
+}
+export interface AgentSessionResult {
+  session: AgentSessionInfo;
+  profiles: string[];
+  availableCommands: AgentCommand[];
+}
+export interface AgentLoadResult extends AgentSessionResult {
+  updates: AgentUpdate[];
+}
+export interface AgentListResult {
+  sessions: AgentSessionInfo[];
+}
+export interface AgentPromptParams {
+  sessionId: string;
+  prompt: string;
+}
+export interface AgentPromptResult {
+  stopReason: string;
+  usage: AgentUsage;
+  cost?: AgentCost;
+  quit?: boolean;
+  resume?: string;
+}
+export interface AgentCancelResult {
+  cancelled: boolean;
+}
+
+// ---- notifications ------------------------------------------------------------------
+
+/** definitionChangeWire. */
+export interface DefinitionChanged {
+  path: string;
+  revision: string;
+  author: string;
+  change: string;
+  message?: string;
+  timestamp: string;
+}
+/** runtimeChangeWire. */
+export interface RuntimeChanged {
+  namespace: string;
+  key: string;
+  change: string;
+  value?: string;
+  timestamp: string;
+}
+/** logWire. */
+export interface LogEntry {
+  source?: string;
+  level: string;
+  message: string;
+  appId?: string;
+  taskId?: string;
+  requestId?: string;
+  context?: Record<string, string>;
+  time: string;
+}
+/** agentUpdateParams. */
+export interface AgentUpdateParams {
+  sessionId: string;
+  update: AgentUpdate;
+}
+
+// ---- requests to the editor -------------------------------------------------------
+
+/** The answers to nexus/requestPermission (policy.Answer). */
+export type PermissionAnswer = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
+export const PermissionAnswers: readonly PermissionAnswer[] = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
+
+/** permissionParams: the params of nexus/requestPermission. */
+export interface PermissionParams {
+  toolCall: ToolCall;
+  icerc: Icerc;
+  options: PermissionAnswer[];
+}
+
+/** mcpTrustRequest: the params of nexus/requestMcpTrust; answer "allow" or "reject". */
+export interface McpTrustRequest {
+  server: McpServer;
+  options: string[];
+}
+
+/** The params and result of every method, by name, for typed calls. */
+export interface MethodTypes {
+  'nexus/definitions/get': [DefGetParams, DefGetResult];
+  'nexus/definitions/set': [DefSetParams, RevisionResult];
+  'nexus/definitions/applyDiff': [DefApplyDiffParams, RevisionContentResult];
+  'nexus/definitions/delete': [DefDeleteParams, RevisionResult];
+  'nexus/definitions/restore': [DefRestoreParams, RevisionContentResult];
+  'nexus/definitions/list': [DefListParams, DefListResult];
+  'nexus/definitions/history': [DefHistoryParams, DefHistoryResult];
+  'nexus/definitions/diff': [DefDiffParams, DefDiffResult];
+  'nexus/runtime/get': [RtKeyParams, RtGetResult];
+  'nexus/runtime/set': [RtSetParams, EmptyResult];
+  'nexus/runtime/delete': [RtKeyParams, RtDeleteResult];
+  'nexus/runtime/list': [RtListParams, RtListResult];
+  'nexus/tools/list': [ToolsListParams, ToolsListResult];
+  'nexus/tools/get': [ToolsGetParams, ToolsGetResult];
+  'nexus/tools/execute': [ToolsExecuteParams, ToolsExecuteResult];
+  'nexus/toolCalls/list': [ToolCallsListParams, ToolCallsListResult];
+  'nexus/toolCalls/cancel': [ToolCallsCancelParams, ToolCallsCancelResult];
+  'nexus/mcp/servers': [Record<string, never>, McpServersResult];
+  'nexus/mcp/restart': [McpRestartParams, EmptyResult];
+  'nexus/mcp/trust': [McpTrustParams, McpTrustResult];
+  'nexus/approvals/list': [ApprovalsListParams, ApprovalsListResult];
+  'nexus/approvals/revoke': [ApprovalsRevokeParams, ApprovalsRevokeResult];
+  'nexus/agent/sessions/new': [AgentNewParams, AgentSessionResult];
+  'nexus/agent/sessions/list': [Record<string, never>, AgentListResult];
+  'nexus/agent/sessions/load': [AgentSessionParams, AgentLoadResult];
+  'nexus/agent/sessions/delete': [AgentSessionParams, EmptyResult];
+  'nexus/agent/prompt': [AgentPromptParams, AgentPromptResult];
+  'nexus/agent/cancel': [AgentSessionParams, AgentCancelResult];
+}
+
+export type MethodName = keyof MethodTypes;
+export type ParamsOf<M extends MethodName> = MethodTypes[M][0];
+export type ResultOf<M extends MethodName> = MethodTypes[M][1];
+
+/** The params of every notification, by name. */
+export interface NotificationTypes {
+  'nexus/toolCall': ToolCall;
+  'nexus/definitionChanged': DefinitionChanged;
+  'nexus/runtimeChanged': RuntimeChanged;
+  'nexus/mcpServerStatus': McpServer;
+  'nexus/log': LogEntry;
+  'window/logMessage': { type: number; message: string };
+  '$/progress': { token: string | number; value: unknown };
+  'nexus/agent/update': AgentUpdateParams;
+}
+
+/** Sender is what sends a typed request: a LanguageClient or a
+ * vscode-jsonrpc MessageConnection both fit. */
+export interface Sender {
+  sendRequest<R>(method: string, params: unknown): Promise<R>;
+}
+
+/** call sends method with params and returns its typed result. */
+export function call<M extends MethodName>(conn: Sender, method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+  return conn.sendRequest<ResultOf<M>>(method, params);
+}
+
+/** isMethodNotFound tells whether err is a JSON-RPC MethodNotFound error,
+ * as an older daemon answers a method it does not have. */
+export function isMethodNotFound(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === ErrorCodes.MethodNotFound;
+}

@@ -1,0 +1,241 @@
+// The Definitions view (files, their history, a revision as a read-only
+// nexus-def: document, a diff of two revisions) and the MCP Servers view.
+
+import * as vscode from 'vscode';
+import type { LanguageClient } from 'vscode-languageclient/node';
+import { Coalescer } from './activityModel';
+import type { Daemon } from './daemon';
+import { call, type DefEntry, type HistoryEntry, type McpServer, Methods, Notifications } from './protocol';
+
+export const DEF_SCHEME = 'nexus-def';
+
+/** defUri is a revision of a definition file; no revision: the latest. */
+export function defUri(path: string, revision?: string): vscode.Uri {
+  return vscode.Uri.from({ scheme: DEF_SCHEME, path: `/${path}`, query: revision ?? '' });
+}
+
+type DefNode = { kind: 'entry'; entry: DefEntry } | { kind: 'revision'; path: string; entry: HistoryEntry; previous?: string };
+
+export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<DefNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly docChanged = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.docChanged.event;
+  private readonly refresh = new Coalescer(() => this.changed.fire(undefined), 300);
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly daemon: Daemon) {
+    this.disposables.push(
+      vscode.window.createTreeView('nexus.definitions', { treeDataProvider: this, showCollapseAll: true }),
+      vscode.workspace.registerTextDocumentContentProvider(DEF_SCHEME, this),
+      daemon.onWillStart((c) => this.attach(c)),
+      daemon.onDidStart(() => this.refresh.poke()),
+      vscode.commands.registerCommand('nexus.refreshDefinitions', () => this.changed.fire(undefined)),
+      vscode.commands.registerCommand('nexus.openRevision', (path: string, revision?: string) => this.open(path, revision)),
+      vscode.commands.registerCommand('nexus.diffRevisions', (n?: DefNode) => this.diff(n)),
+    );
+  }
+
+  private attach(client: LanguageClient): void {
+    client.onNotification(Notifications.definitionChanged, (p: { path: string }) => {
+      this.docChanged.fire(defUri(p.path));
+      this.refresh.poke();
+    });
+  }
+
+  async getChildren(n?: DefNode): Promise<DefNode[]> {
+    const client = this.daemon.current;
+    if (!client) {
+      return [];
+    }
+    try {
+      if (!n || (n.kind === 'entry' && n.entry.type === 'DIRECTORY')) {
+        const r = await call(client, Methods.definitionsList, { path: n?.kind === 'entry' ? n.entry.path : '' });
+        return (r.entries ?? [])
+          .sort((a, b) => (a.type === b.type ? a.name.localeCompare(b.name) : a.type === 'DIRECTORY' ? -1 : 1))
+          .map((entry) => ({ kind: 'entry', entry }));
+      }
+      if (n.kind === 'entry') {
+        const r = await call(client, Methods.definitionsHistory, { path: n.entry.path, limit: 50 });
+        const entries = r.entries ?? [];
+        return entries.map((entry, i) => ({ kind: 'revision', path: n.entry.path, entry, previous: entries[i + 1]?.revision }));
+      }
+    } catch (err) {
+      this.daemon.output.appendLine(`[nexus] definitions: ${String(err)}`);
+    }
+    return [];
+  }
+
+  getTreeItem(n: DefNode): vscode.TreeItem {
+    if (n.kind === 'entry') {
+      const dir = n.entry.type === 'DIRECTORY';
+      const item = new vscode.TreeItem(n.entry.name, vscode.TreeItemCollapsibleState.Collapsed);
+      item.id = `def:${n.entry.path}`;
+      item.iconPath = dir ? vscode.ThemeIcon.Folder : vscode.ThemeIcon.File;
+      item.resourceUri = vscode.Uri.file(`/${n.entry.path}`);
+      item.contextValue = dir ? 'definition.dir' : 'definition.file';
+      if (!dir) {
+        item.tooltip = `${n.entry.path} (${n.entry.size} bytes): expand for its history`;
+      }
+      return item;
+    }
+    const e = n.entry;
+    const item = new vscode.TreeItem(e.message.split('\n')[0] || e.revision.slice(0, 12), vscode.TreeItemCollapsibleState.None);
+    item.id = `rev:${n.path}@${e.revision}`;
+    item.description = `${e.change.toLowerCase()} · ${e.author} · ${new Date(e.timestamp).toLocaleString()}`;
+    item.tooltip = `${e.revision}\n${e.message}`;
+    item.iconPath = new vscode.ThemeIcon('git-commit');
+    item.contextValue = 'definition.revision';
+    item.command = n.previous
+      ? { command: 'nexus.diffRevisions', title: 'Diff with previous', arguments: [n] }
+      : { command: 'nexus.openRevision', title: 'Open revision', arguments: [n.path, e.revision] };
+    return item;
+  }
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const client = this.daemon.current;
+    if (!client) {
+      throw new Error('the Nexus daemon is not running');
+    }
+    const path = uri.path.replace(/^\//, '');
+    try {
+      const r = await call(client, Methods.definitionsGet, { path, revision: uri.query || undefined });
+      return r.content;
+    } catch (err) {
+      // A revision where the file was deleted has no content.
+      return `// ${path}${uri.query ? '@' + uri.query.slice(0, 12) : ''}: ${err instanceof Error ? err.message : String(err)}\n`;
+    }
+  }
+
+  private async open(path: string, revision?: string): Promise<void> {
+    const doc = await vscode.workspace.openTextDocument(defUri(path, revision));
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
+  /** diff shows two revisions of a file side by side: a revision and its
+   * previous one, or two picked from the file's history. */
+  private async diff(n?: DefNode): Promise<void> {
+    const client = this.daemon.current;
+    if (!client) {
+      return;
+    }
+    let path: string | undefined;
+    let from: string | undefined;
+    let to: string | undefined;
+    if (n?.kind === 'revision' && n.previous) {
+      path = n.path;
+      from = n.previous;
+      to = n.entry.revision;
+    } else {
+      path = n?.kind === 'entry' ? n.entry.path : n?.kind === 'revision' ? n.path : await vscode.window.showInputBox({ prompt: 'Definition file path (relative to the definitions root)' });
+      if (!path) {
+        return;
+      }
+      const r = await call(client, Methods.definitionsHistory, { path, limit: 100 });
+      const picks = (r.entries ?? []).map((e) => ({
+        label: e.message.split('\n')[0] || e.revision.slice(0, 12),
+        description: `${e.revision.slice(0, 12)} · ${e.author} · ${new Date(e.timestamp).toLocaleString()}`,
+        revision: e.revision,
+      }));
+      if (picks.length < 2) {
+        void vscode.window.showInformationMessage(`Nexus: ${path} has fewer than two revisions.`);
+        return;
+      }
+      const a = await vscode.window.showQuickPick(picks, { placeHolder: 'Older revision' });
+      if (!a) {
+        return;
+      }
+      const b = await vscode.window.showQuickPick(
+        picks.filter((p) => p.revision !== a.revision),
+        { placeHolder: 'Newer revision' },
+      );
+      if (!b) {
+        return;
+      }
+      from = a.revision;
+      to = b.revision;
+    }
+    await vscode.commands.executeCommand('vscode.diff', defUri(path, from), defUri(path, to), `${path} (${from.slice(0, 7)} ↔ ${to.slice(0, 7)})`);
+  }
+
+  dispose(): void {
+    this.refresh.dispose();
+    this.changed.dispose();
+    this.docChanged.dispose();
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+}
+
+export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Disposable {
+  private servers = new Map<string, McpServer>();
+  private readonly changed = new vscode.EventEmitter<McpServer | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly refresh = new Coalescer(() => this.changed.fire(undefined));
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly daemon: Daemon) {
+    this.disposables.push(
+      vscode.window.createTreeView('nexus.mcp', { treeDataProvider: this }),
+      daemon.onWillStart((c) => this.attach(c)),
+      daemon.onDidStart((c) => void this.load(c)),
+      vscode.commands.registerCommand('nexus.restartMcpServer', (s?: McpServer) => this.restart(s)),
+    );
+  }
+
+  private attach(client: LanguageClient): void {
+    client.onNotification(Notifications.mcpServerStatus, (s: McpServer) => {
+      this.servers.set(s.name, s);
+      this.refresh.poke();
+    });
+  }
+
+  private async load(client: LanguageClient): Promise<void> {
+    try {
+      const r = await call(client, Methods.mcpServers, {});
+      this.servers = new Map((r.servers ?? []).map((s) => [s.name, s]));
+    } catch (err) {
+      this.daemon.output.appendLine(`[nexus] nexus/mcp/servers: ${String(err)}`);
+    }
+    this.refresh.poke();
+  }
+
+  private async restart(s?: McpServer): Promise<void> {
+    const client = this.daemon.current;
+    const name = s?.name ?? (await vscode.window.showQuickPick([...this.servers.keys()], { placeHolder: 'MCP server' }));
+    if (!client || !name) {
+      return;
+    }
+    try {
+      await call(client, Methods.mcpRestart, { name });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: restart of ${name} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  getChildren(s?: McpServer): McpServer[] {
+    return s ? [] : [...this.servers.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  getTreeItem(s: McpServer): vscode.TreeItem {
+    const item = new vscode.TreeItem(s.name, vscode.TreeItemCollapsibleState.None);
+    item.id = `mcp:${s.name}`;
+    item.description = [s.state, s.transport, `${s.toolCount} tools`].filter(Boolean).join(' · ');
+    item.tooltip = [s.error, s.launch?.command ? `${s.launch.command} ${(s.launch.args ?? []).join(' ')}` : s.launch?.url, s.source]
+      .filter(Boolean)
+      .join('\n');
+    const icons: Record<string, string> = { running: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin' };
+    item.iconPath = new vscode.ThemeIcon(icons[s.state] ?? 'circle-outline');
+    item.contextValue = `mcp.${s.state}`;
+    return item;
+  }
+
+  dispose(): void {
+    this.refresh.dispose();
+    this.changed.dispose();
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+}

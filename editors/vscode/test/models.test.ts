@@ -1,0 +1,199 @@
+// The protocol module and the view models against the real nexusd --stdio.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { CancellationToken } from 'vscode-jsonrpc/node.js';
+import { ActivityModel, Coalescer, describe, groupOf, icon } from '../src/activityModel';
+import { answerOf, PendingApprovals, promptMessage } from '../src/approvalsModel';
+import { classifyStderr, RestartBudget, statusText } from '../src/lifecycle';
+import {
+  call,
+  isMethodNotFound,
+  Methods,
+  Notifications,
+  type PermissionAnswer,
+  type PermissionParams,
+  Requests,
+  type ToolCall,
+} from '../src/protocol';
+import { Daemon, makeWorkspace, run, waitFor } from './nexusd';
+
+const timeout = 30_000;
+
+test('protocol: every method and notification the daemon announces is in protocol.ts', { timeout }, async () => {
+  const d = new Daemon(makeWorkspace());
+  try {
+    const init = await d.initialize();
+    const methods = new Set<string>(Object.values(Methods));
+    for (const m of init.capabilities.nexus.methods) {
+      assert.ok(methods.has(m), `protocol.ts Methods lacks ${m}`);
+    }
+    const notes = new Set<string>(Object.values(Notifications));
+    for (const n of init.capabilities.nexus.notifications) {
+      assert.ok(notes.has(n), `protocol.ts Notifications lacks ${n}`);
+    }
+    assert.equal(init.capabilities.nexus.requestPermission, true);
+    assert.ok(init.nexus.workspace, JSON.stringify(init.nexus));
+    // A method the daemon does not have is MethodNotFound, as the views expect.
+    const err = await call(d.conn, Methods.approvalsList, {}).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (err !== undefined) {
+      assert.ok(isMethodNotFound(err), String(err));
+    }
+  } finally {
+    await d.close();
+  }
+});
+
+test('activity: the model follows notifications and replies, groups by author, cancels', { timeout }, async () => {
+  const d = new Daemon(makeWorkspace());
+  const model = new ActivityModel(3);
+  let fired = 0;
+  const tick = new Coalescer(() => fired++, 50);
+  d.conn.onNotification(Notifications.toolCall, (c: ToolCall) => {
+    model.update(c);
+    tick.poke();
+  });
+  try {
+    await d.initialize();
+    const now = await call(d.conn, Methods.toolsExecute, { toolName: 'get_current_time', arguments: {} });
+    model.reply(now);
+    assert.equal(now.success, true, JSON.stringify(now));
+    await waitFor('the call in the model', () => model.get(now.toolCallId)?.status === 'completed');
+    const c = model.get(now.toolCallId)!;
+    assert.equal(c.author, 'editor');
+    assert.deepEqual(groupOf(c), { key: 'editor', label: 'Editor' });
+    assert.match(describe(c), /^completed · editor · \d+(\.\d)? m?s$/);
+    assert.equal(icon(c.status), 'check');
+
+    // A long call runs, shows as running, and is cancelled from the model's id.
+    const sleeping = call(d.conn, Methods.toolsExecute, { toolName: 'execute_command', arguments: { command: 'sleep 30' } });
+    await waitFor('a running call', () => model.running() === 1);
+    const id = model.view()[0].calls.find((x) => x.status === 'running')!.toolCallId;
+    const cancelled = await call(d.conn, Methods.toolCallsCancel, { toolCallId: id });
+    assert.equal(cancelled.cancelled, true);
+    const r = await sleeping;
+    model.reply(r);
+    assert.equal(r.success, false);
+    await waitFor('the cancelled call to end', () => model.running() === 0);
+    assert.equal(model.get(id)?.status, 'error');
+
+    // Bounded groups: 3 kept, the rest counted as older.
+    for (let i = 0; i < 3; i++) {
+      model.reply(await call(d.conn, Methods.toolsExecute, { toolName: 'get_current_time', arguments: {} }));
+    }
+    await waitFor('the calls to end', () => model.running() === 0 && model.view()[0].older >= 2);
+    assert.equal(model.view()[0].calls.length, 3);
+
+    // The list the view starts from agrees with what the notifications said.
+    const listed = await call(d.conn, Methods.toolCallsList, { limit: 500 });
+    const fresh = new ActivityModel();
+    fresh.reset(listed.toolCalls);
+    assert.equal(fresh.get(id)?.status, 'error');
+    assert.equal(fresh.view()[0].calls.length, 5);
+    // Filters on status and text.
+    fresh.setFilter({ status: 'error' });
+    assert.deepEqual(fresh.view()[0].calls.map((x) => x.toolCallId), [id]);
+    fresh.setFilter({ text: 'CURRENT_TIME' });
+    assert.equal(fresh.view()[0].calls.length, 4);
+
+    // Stale updates do not take a finished call back.
+    assert.equal(fresh.update({ ...fresh.get(id)!, status: 'running' }), false);
+    assert.equal(fresh.get(id)?.status, 'error');
+    // The refreshes were coalesced: fewer than the notifications.
+    await new Promise((res) => setTimeout(res, 100));
+    assert.ok(fired > 0);
+  } finally {
+    tick.dispose();
+    await d.close();
+  }
+});
+
+const askWrites = 'tools:\n  policy:\n    write_file: ask\n';
+
+test('approvals: a prompt is listed, answered from the list, and dropped when the daemon cancels it', { timeout }, async () => {
+  const d = new Daemon(makeWorkspace(askWrites));
+  const pending = new PendingApprovals();
+  let changes = 0;
+  pending.onDidChange(() => changes++);
+  d.conn.onRequest(Requests.requestPermission, async (params: PermissionParams, token: CancellationToken) => {
+    const { pending: p, answer } = pending.add(params);
+    token.onCancellationRequested(() => pending.cancel(p.id));
+    return (await answer) ?? 'reject_once';
+  });
+  try {
+    await d.initialize();
+    const write = call(d.conn, Methods.toolsExecute, {
+      toolName: 'write_file',
+      arguments: { path: 'a.txt', content: 'yes' },
+      intent: 'save the answer',
+    });
+    await waitFor('the prompt', () => pending.size === 1);
+    const [p] = pending.list();
+    assert.equal(p.params.toolCall.toolName, 'write_file');
+    assert.equal(p.params.toolCall.author, 'editor');
+    assert.equal(p.params.icerc.intent, 'save the answer');
+    assert.match(promptMessage(p.params), /^Nexus: editor wants to run write_file: save the answer$/);
+    assert.equal(statusText('ready', 1, pending.size), '$(bell) Nexus: 1 approvals');
+    const allowOnce: PermissionAnswer = answerOf('Allow once')!;
+    assert.equal(pending.answer(p.id, allowOnce), true);
+    const r = await write;
+    assert.equal(r.success, true, JSON.stringify(r));
+    assert.equal(pending.size, 0);
+
+    // Cancelled while it waits: the daemon sends $/cancelRequest and the
+    // request leaves the list unanswered.
+    const second = call(d.conn, Methods.toolsExecute, { toolName: 'write_file', arguments: { path: 'b.txt', content: 'no' } });
+    await waitFor('the second prompt', () => pending.size === 1);
+    const id = pending.list()[0].params.toolCall.toolCallId;
+    await call(d.conn, Methods.toolCallsCancel, { toolCallId: id });
+    await waitFor('the cancelled prompt to leave', () => pending.size === 0);
+    const r2 = await second;
+    assert.equal(r2.success, false);
+    assert.ok(changes >= 4, `changes ${changes}`);
+  } finally {
+    await d.close();
+  }
+});
+
+test('lifecycle: an invalid config and a locked workspace are recognised from stderr', { timeout }, async () => {
+  const bad = makeWorkspace('definitions:\n  bogus_key: 1\n');
+  const r = await run(['--stdio', '--workspace', bad]).done;
+  assert.notEqual(r.code, 0);
+  const fatal = classifyStderr(r.stderr);
+  assert.equal(fatal?.kind, 'config', r.stderr);
+  if (fatal?.kind === 'config') {
+    assert.equal(fatal.line, 2, r.stderr);
+    assert.ok(fatal.file.endsWith('.nexus/config.yaml'), fatal.file);
+  }
+
+  const d = new Daemon(makeWorkspace());
+  try {
+    await d.initialize();
+    const second = await run(['--stdio', '--workspace', d.workspace]).done;
+    const locked = classifyStderr(second.stderr);
+    assert.equal(locked?.kind, 'locked', second.stderr);
+    if (locked?.kind === 'locked') {
+      assert.equal(locked.pid, String(d.proc.pid));
+    }
+  } finally {
+    await d.close();
+  }
+  assert.equal(classifyStderr('panic: something else'), undefined);
+});
+
+test('lifecycle: restart budget and status text', () => {
+  const b = new RestartBudget(5, 180_000, 100);
+  const t0 = 1_000_000;
+  assert.deepEqual([0, 1, 2, 3, 4].map((i) => b.next(t0 + i)), [100, 200, 400, 800, 1600]);
+  assert.equal(b.next(t0 + 10), undefined);
+  // Once the oldest restart is out of the window, one more may go.
+  assert.equal(b.next(t0 + 180_000), 1600);
+  assert.equal(b.next(t0 + 180_000), undefined);
+  assert.equal(statusText('ready', 0, 0), '$(check) Nexus');
+  assert.equal(statusText('ready', 2, 0), '$(sync~spin) Nexus: 2 running');
+  assert.equal(statusText('ready', 2, 3), '$(bell) Nexus: 3 approvals');
+  assert.equal(statusText('stopped', 2, 3), '$(error) Nexus: stopped');
+});

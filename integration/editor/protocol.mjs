@@ -1,0 +1,74 @@
+// Generated from editors/vscode/src/protocol.ts by npm run bundle:protocol; do not edit.
+const Methods = {
+  definitionsGet: "nexus/definitions/get",
+  definitionsSet: "nexus/definitions/set",
+  definitionsApplyDiff: "nexus/definitions/applyDiff",
+  definitionsDelete: "nexus/definitions/delete",
+  definitionsRestore: "nexus/definitions/restore",
+  definitionsList: "nexus/definitions/list",
+  definitionsHistory: "nexus/definitions/history",
+  definitionsDiff: "nexus/definitions/diff",
+  runtimeGet: "nexus/runtime/get",
+  runtimeSet: "nexus/runtime/set",
+  runtimeDelete: "nexus/runtime/delete",
+  runtimeList: "nexus/runtime/list",
+  toolsList: "nexus/tools/list",
+  toolsGet: "nexus/tools/get",
+  toolsExecute: "nexus/tools/execute",
+  toolCallsList: "nexus/toolCalls/list",
+  toolCallsCancel: "nexus/toolCalls/cancel",
+  mcpServers: "nexus/mcp/servers",
+  mcpRestart: "nexus/mcp/restart",
+  mcpTrust: "nexus/mcp/trust",
+  // Being added beside ListApprovals/RevokeApproval of gRPC; an older
+  // daemon answers MethodNotFound.
+  approvalsList: "nexus/approvals/list",
+  approvalsRevoke: "nexus/approvals/revoke",
+  // Only when the daemon runs the agent.
+  agentSessionsNew: "nexus/agent/sessions/new",
+  agentSessionsList: "nexus/agent/sessions/list",
+  agentSessionsLoad: "nexus/agent/sessions/load",
+  agentSessionsDelete: "nexus/agent/sessions/delete",
+  agentPrompt: "nexus/agent/prompt",
+  agentCancel: "nexus/agent/cancel"
+};
+const Notifications = {
+  toolCall: "nexus/toolCall",
+  definitionChanged: "nexus/definitionChanged",
+  runtimeChanged: "nexus/runtimeChanged",
+  mcpServerStatus: "nexus/mcpServerStatus",
+  log: "nexus/log",
+  logMessage: "window/logMessage",
+  progress: "$/progress",
+  agentUpdate: "nexus/agent/update"
+};
+const Requests = {
+  requestPermission: "nexus/requestPermission",
+  requestMcpTrust: "nexus/requestMcpTrust"
+};
+const ErrorCodes = {
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  NotInitialized: -32002,
+  RequestCancelled: -32800,
+  Unavailable: -32003,
+  NotFound: -32004,
+  Conflict: -32009,
+  FailedPrecondition: -32012
+};
+const PermissionAnswers = ["allow_once", "allow_always", "reject_once", "reject_always"];
+function call(conn, method, params) {
+  return conn.sendRequest(method, params);
+}
+function isMethodNotFound(err) {
+  return typeof err === "object" && err !== null && err.code === ErrorCodes.MethodNotFound;
+}
+export {
+  ErrorCodes,
+  Methods,
+  Notifications,
+  PermissionAnswers,
+  Requests,
+  call,
+  isMethodNotFound
+};
