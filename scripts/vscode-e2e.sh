@@ -95,6 +95,9 @@ install_chromium() {
 
 install_harness() {
 	mkdir -p "$dest"
+	if ! command -v python3 >/dev/null; then # fixture/pack.mjs zips with it
+		apt_install python3
+	fi
 	if [ -f "$dest/.installed" ] && cmp -s "$src/package-lock.json" "$dest/.installed" && [ -d "$dest/node_modules/playwright-core" ]; then
 		return
 	fi
