@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short test-editor test-extension vsix lint proto check-proto bench clean mcp-servers local-llm
+.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode vsix lint proto check-proto bench clean mcp-servers local-llm
 
 all: build
 
@@ -17,12 +17,15 @@ demo: build
 
 # The whole suite, always with the race detector: unit tests, and integration
 # tests that spawn the real nexusd and nexus binaries and real MCP servers;
-# then the editor's own client (vscode-jsonrpc) against nexusd --stdio, and
-# the VS Code extension's typecheck, lint and tests.
+# then the editor's own client (vscode-jsonrpc) against nexusd --stdio, the
+# VS Code extension's typecheck, lint and tests, and the extension in a real
+# VS Code (test-vscode).
 test: mcp-servers
 	$(GO) test -race -count=1 ./...
 	bash scripts/editor-tests.sh
 	bash scripts/extension-tests.sh
+	bash scripts/extension.sh vsix
+	bash scripts/vscode-e2e.sh
 
 # The Node suite of integration/editor: vscode-jsonrpc, as a VS Code
 # extension uses it, against the real nexusd --stdio.
@@ -38,6 +41,14 @@ test-extension:
 # pinned by editors/vscode/package-lock.json.
 vsix:
 	bash scripts/extension.sh vsix
+
+# The VS Code extension (editors/vscode/nexus.vsix, else the e2e fixture) in
+# a real VS Code: code-server in Chromium driven by playwright-core, against
+# the real nexusd. Installs code-server into ~/.cache/nexus/code-server and
+# chromium from apt the first time (root; a few minutes). Screenshots land in
+# .cache/vscode-e2e/screenshots. See editors/vscode/e2e/README.md.
+test-vscode: vsix
+	bash scripts/vscode-e2e.sh
 
 # The MCP servers the McpHub tests and benchmarks run, pinned by
 # integration/mcpservers/package-lock.json, installed from npm into .cache.
