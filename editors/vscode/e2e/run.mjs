@@ -405,7 +405,7 @@ const scenarios = [
       await runCommand(s.page, 'Nexus: Show Log');
       await waitFor('the Nexus output channel', () => s.page.evaluate(() => {
         const lines = document.querySelector('.part.panel .monaco-editor .view-lines');
-        return lines && /started\s+\S*nexusd/.test(lines.textContent);
+        return lines && /(started|starting)\s+\S*nexusd|nexusd ready/.test(lines.textContent);
       }));
     },
   },
@@ -421,7 +421,7 @@ const scenarios = [
       }
       await waitTreeItem(s.page, 'Tool Activity', currentTime, (d) => d.includes('completed'));
       const slow = s.nexus('tools', 'run', 'execute_command', '--args', JSON.stringify({ command: 'sleep 2' }));
-      const running = await waitTreeItem(s.page, 'Tool Activity', '', (d) => d.includes('running'));
+      const running = await waitTreeItem(s.page, 'Tool Activity', runCommandCall, (d) => d.includes('running'));
       const res = await slow;
       if (res.code !== 0) {
         throw new Error(`nexus tools run execute_command: ${res.stderr}`);

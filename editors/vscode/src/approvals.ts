@@ -154,7 +154,7 @@ export class RememberedView implements vscode.TreeDataProvider<Approval>, vscode
     } catch (err) {
       this.approvals = [];
       this.view.message = isMethodNotFound(err)
-        ? 'This nexusd cannot list remembered answers (nexus/approvals/list); use `nexus approvals` in a terminal.'
+        ? 'This nexusd cannot list remembered answers (nexus/approvals/list); use `nexus perm ls` in a terminal.'
         : `Could not list remembered answers: ${err instanceof Error ? err.message : String(err)}`;
     }
     this.changed.fire(undefined);

@@ -98,8 +98,7 @@ export function statusText(state: DaemonState, running: number, approvals: numbe
     return '$(error) Nexus: stopped';
   }
   if (approvals > 0) {
-    // "N approvals" even for one: the end-to-end tests match this text.
-    return `$(bell) Nexus: ${approvals} approvals`;
+    return `$(bell) Nexus: ${approvals} approval${approvals === 1 ? '' : 's'}`;
   }
   if (running > 0) {
     return `$(sync~spin) Nexus: ${running} running`;
