@@ -495,8 +495,31 @@ const scenarios = [
   },
   {
     name: 'definitions-diff',
-    about: 'Nexus: Diff Revisions opens a diff of two revisions of a definition',
-    skip: 'placeholder: written with the real extension\'s Definitions view',
+    about: 'a definition\'s history in the Definitions view, and a diff of two revisions',
+    xfail: fixture && 'the fixture extension has no Definitions view',
+    async run(s) {
+      await ready(s);
+      const versions = [
+        ['# Plan\n\n- read the brief\n', 'first plan'],
+        ['# Plan\n\n- read the brief\n- write the tests\n- ship it\n', 'add the tests'],
+      ];
+      for (const [content, message] of versions) {
+        const f = path.join(s.root, 'plan.md');
+        fs.writeFileSync(f, content);
+        const r = await s.nexus('def', 'set', 'plan.md', '--file', f, '-m', message);
+        if (r.code !== 0) {
+          throw new Error(`nexus def set: ${r.stderr}`);
+        }
+      }
+      await waitTreeItem(s.page, 'Definitions', 'plan.md');
+      await s.page.locator('.part.sidebar .monaco-list-row', { hasText: 'plan.md' }).first().click();
+      await waitTreeItem(s.page, 'Definitions', 'add the tests', (d) => d.includes('cli'));
+      await s.page.locator('.part.sidebar .monaco-list-row', { hasText: 'add the tests' }).first().click();
+      await waitFor('a diff editor of plan.md', () => s.page.evaluate(() =>
+        !!document.querySelector('.monaco-diff-editor') && /ship\sit/.test(document.querySelector('.monaco-diff-editor').textContent)));
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('history-diff.png');
+    },
   },
   {
     name: 'agent-chat',
