@@ -21,6 +21,9 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
   readonly pending = new PendingApprovals();
   private readonly changed = new vscode.EventEmitter<Pending | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
+  private readonly pendingChanged = new vscode.EventEmitter<void>();
+  /** A request was added, answered or cancelled (the chat's inline answers). */
+  readonly onDidChangePending = this.pendingChanged.event;
   private readonly view: vscode.TreeView<Pending>;
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -33,6 +36,7 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
       this.view,
       this.pending.onDidChange(() => {
         this.changed.fire(undefined);
+        this.pendingChanged.fire();
         const n = this.pending.size;
         this.view.badge = n > 0 ? { value: n, tooltip: `${n} tool ${n === 1 ? 'call waits' : 'calls wait'} for your approval` } : undefined;
       }),
@@ -100,6 +104,17 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
     }
   }
 
+  /** waiting lists the requests not yet answered, oldest first. */
+  waiting(): Pending[] {
+    return this.pending.list();
+  }
+
+  /** answerToolCall answers the request of a tool call, as the prompt's
+   * buttons do; false when none waits for it. */
+  answerToolCall(toolCallId: string, a: PermissionAnswer): boolean {
+    return this.pending.answerToolCall(toolCallId, a);
+  }
+
   getChildren(p?: Pending): Pending[] {
     return p ? [] : this.pending.list();
   }
@@ -118,6 +133,7 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
   dispose(): void {
     this.pending.clear();
     this.changed.dispose();
+    this.pendingChanged.dispose();
     for (const d of this.disposables) {
       d.dispose();
     }

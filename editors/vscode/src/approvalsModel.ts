@@ -98,6 +98,17 @@ export class PendingApprovals {
     return true;
   }
 
+  /** byToolCall is the request waiting for the tool call of that id. */
+  byToolCall(toolCallId: string): Pending | undefined {
+    return this.list().find((p) => p.params.toolCall.toolCallId === toolCallId);
+  }
+
+  /** answerToolCall answers the request of a tool call; false when none waits. */
+  answerToolCall(toolCallId: string, a: PermissionAnswer): boolean {
+    const p = this.byToolCall(toolCallId);
+    return p ? this.answer(p.id, a) : false;
+  }
+
   has(id: number): boolean {
     return this.waiting.has(id);
   }

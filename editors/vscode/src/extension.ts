@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
+import { ChatView } from './chat';
 import { Daemon } from './daemon';
 import { DefinitionsView, McpView } from './workspaceViews';
 import { StatusBar } from './status';
@@ -21,6 +22,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new StatusBar(daemon, activity, approvals),
     new DefinitionsView(daemon),
     new McpView(daemon),
+    new ChatView(context.extensionUri, daemon, approvals),
+    vscode.commands.registerCommand('nexus.focusChat', () => vscode.commands.executeCommand('nexus.chat.focus')),
     vscode.commands.registerCommand('nexus.restartDaemon', () => daemon.restart()),
     vscode.commands.registerCommand('nexus.showLog', () => daemon.output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {

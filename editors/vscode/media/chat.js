@@ -1,0 +1,247 @@
+// The Agent Chat webview: renders the state chat.ts posts, and posts the
+// person's actions back. Plain DOM; the agent's text comes rendered (and
+// escaped) by chatModel.renderMarkdown; everything else is set as text.
+// @ts-check
+(function () {
+  // eslint-disable-next-line no-undef
+  const vscode = acquireVsCodeApi();
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  const log = $('log');
+  const prompt = /** @type {HTMLTextAreaElement} */ ($('prompt'));
+  const sessions = /** @type {HTMLSelectElement} */ ($('sessions'));
+  const stop = $('stop');
+  const send = $('send');
+  const usage = $('usage');
+  const completions = $('completions');
+  let state = { entries: [], commands: [], running: false, usage: '', sessionId: undefined };
+  let selected = 0;
+
+  const statusIcon = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
+  const answers = [
+    ['allow_once', 'Allow once'],
+    ['allow_always', 'Always allow'],
+    ['reject_once', 'Reject'],
+    ['reject_always', 'Always reject'],
+  ];
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) {
+      e.className = cls;
+    }
+    if (text !== undefined) {
+      e.textContent = text;
+    }
+    return e;
+  }
+
+  function toolCard(t) {
+    const card = el('div', `entry tool status-${t.status}${t.waiting ? ' waiting' : ''}`);
+    card.dataset.toolCallId = t.toolCallId;
+    const head = el('div', 'tool-head');
+    head.title = 'Show the call in Tool Activity';
+    head.append(el('span', 'tool-icon', t.waiting ? '⚠' : statusIcon[t.status] || '•'));
+    head.append(el('span', 'tool-title', t.title));
+    if (t.toolKind) {
+      head.append(el('span', 'tool-kind', t.toolKind));
+    }
+    head.append(el('span', 'tool-status', t.waiting ? 'waiting for approval' : String(t.status).replace('_', ' ')));
+    head.addEventListener('click', () => vscode.postMessage({ type: 'details', toolCallId: t.toolCallId }));
+    card.append(head);
+    if (t.detail) {
+      card.append(el('pre', 'tool-detail', t.detail.length > 600 ? t.detail.slice(0, 600) + '…' : t.detail));
+    }
+    if (t.waiting) {
+      const row = el('div', 'tool-answers');
+      for (const [answer, label] of answers) {
+        const b = el('button', answer.startsWith('reject') ? 'secondary' : '', label);
+        b.addEventListener('click', () => {
+          for (const x of row.querySelectorAll('button')) {
+            /** @type {HTMLButtonElement} */ (x).disabled = true;
+          }
+          vscode.postMessage({ type: 'answer', toolCallId: t.toolCallId, answer });
+        });
+        row.append(b);
+      }
+      card.append(row);
+    }
+    return card;
+  }
+
+  function render() {
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    log.replaceChildren();
+    if (state.entries.length === 0) {
+      log.append(el('div', 'empty', state.sessionId ? 'A new session: ask something.' : 'Ask the agent something to start a session.'));
+    }
+    for (const e of state.entries) {
+      switch (e.kind) {
+        case 'user':
+          log.append(el('div', 'entry user', e.text));
+          break;
+        case 'agent':
+        case 'thought': {
+          const d = el('div', `entry ${e.kind} markdown`);
+          d.innerHTML = e.html; // escaped by renderMarkdown
+          log.append(d);
+          break;
+        }
+        case 'output':
+          log.append(el('pre', 'entry output', e.text));
+          break;
+        case 'tool':
+          log.append(toolCard(e));
+          break;
+        case 'stop':
+          log.append(el('div', 'entry stop', e.text));
+          break;
+        case 'error':
+          log.append(el('div', 'entry error', e.text));
+          break;
+      }
+    }
+    if (state.running) {
+      log.append(el('div', 'entry working', 'working…'));
+    }
+    stop.hidden = !state.running;
+    send.hidden = state.running;
+    usage.textContent = state.usage || '';
+    if (atBottom) {
+      log.scrollTop = log.scrollHeight;
+    }
+  }
+
+  // ---- / commands
+
+  function matches() {
+    const v = prompt.value;
+    if (!v.startsWith('/') || /\s/.test(v)) {
+      return [];
+    }
+    const word = v.slice(1).toLowerCase();
+    return (state.commands || []).filter((c) => c.name.toLowerCase().startsWith(word));
+  }
+
+  function showCompletions() {
+    const ms = matches();
+    completions.replaceChildren();
+    if (ms.length === 0) {
+      completions.hidden = true;
+      return;
+    }
+    selected = Math.min(selected, ms.length - 1);
+    ms.forEach((c, i) => {
+      const row = el('div', `completion${i === selected ? ' selected' : ''}`);
+      row.setAttribute('role', 'option');
+      row.append(el('span', 'name', `/${c.name}`));
+      if (c.input && c.input.hint) {
+        row.append(el('span', 'hint', ` ${c.input.hint}`));
+      }
+      row.append(el('span', 'desc', c.description || ''));
+      row.addEventListener('mousedown', (ev) => {
+        ev.preventDefault();
+        pick(c);
+      });
+      completions.append(row);
+    });
+    completions.hidden = false;
+  }
+
+  function pick(c) {
+    prompt.value = `/${c.name}${c.input ? ' ' : ''}`;
+    completions.hidden = true;
+    prompt.focus();
+  }
+
+  function submit() {
+    const text = prompt.value;
+    if (!text.trim() || state.running) {
+      return;
+    }
+    prompt.value = '';
+    completions.hidden = true;
+    vscode.postMessage({ type: 'prompt', text });
+  }
+
+  prompt.addEventListener('input', () => {
+    selected = 0;
+    showCompletions();
+  });
+  prompt.addEventListener('keydown', (ev) => {
+    const ms = completions.hidden ? [] : matches();
+    if (ms.length > 0) {
+      if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+        ev.preventDefault();
+        selected = (selected + (ev.key === 'ArrowDown' ? 1 : ms.length - 1)) % ms.length;
+        showCompletions();
+        return;
+      }
+      if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey && prompt.value !== `/${ms[selected].name}`)) {
+        ev.preventDefault();
+        pick(ms[selected]);
+        return;
+      }
+      if (ev.key === 'Escape') {
+        completions.hidden = true;
+        return;
+      }
+    }
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      submit();
+    }
+  });
+  send.addEventListener('click', submit);
+  stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
+  $('new').addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
+  sessions.addEventListener('focus', () => vscode.postMessage({ type: 'listSessions' }));
+  sessions.addEventListener('change', () => {
+    if (sessions.value) {
+      vscode.postMessage({ type: 'loadSession', sessionId: sessions.value });
+    }
+  });
+
+  function renderSessions(current, list) {
+    sessions.replaceChildren();
+    const none = el('option', '', current ? '' : 'No session yet');
+    none.value = '';
+    if (!current) {
+      sessions.append(none);
+    }
+    let found = false;
+    for (const s of list) {
+      const o = el('option', '', `${s.title}${s.messages ? ` (${s.messages})` : ''}`);
+      o.value = s.id;
+      o.title = `${s.id}, updated ${s.updatedAt}`;
+      if (s.id === current) {
+        o.selected = true;
+        found = true;
+      }
+      sessions.append(o);
+    }
+    if (current && !found) {
+      const o = el('option', '', 'Current session');
+      o.value = current;
+      o.selected = true;
+      sessions.prepend(o);
+    }
+  }
+  let sessionList = [];
+
+  window.addEventListener('message', (ev) => {
+    const m = ev.data;
+    if (m.type === 'state') {
+      const changedSession = m.state.sessionId !== state.sessionId;
+      state = m.state;
+      render();
+      if (changedSession) {
+        renderSessions(state.sessionId, sessionList);
+      }
+    } else if (m.type === 'sessions') {
+      sessionList = m.sessions;
+      renderSessions(state.sessionId ?? m.current, sessionList);
+    }
+  });
+  render();
+  vscode.postMessage({ type: 'ready' });
+})();

@@ -1,0 +1,330 @@
+// The Agent Chat view (nexus.chat): a webview (media/chat.js, chat.css) on
+// the daemon's agent — nexus/agent/sessions/*, nexus/agent/prompt and
+// cancel, the nexus/agent/update stream — with the permission requests of
+// the session's own tool calls answered inline on their cards.
+
+import * as crypto from 'node:crypto';
+import * as vscode from 'vscode';
+import type { LanguageClient } from 'vscode-languageclient/node';
+import type { ApprovalsView } from './approvals';
+import { type ChatState, emptyChat, endTurn, reduce, view } from './chatModel';
+import type { Daemon } from './daemon';
+import {
+  type AgentSessionInfo,
+  type AgentUpdateParams,
+  call,
+  isMethodNotFound,
+  Methods,
+  Notifications,
+  type PermissionAnswer,
+  PermissionAnswers,
+} from './protocol';
+
+/** Messages from the webview. */
+type FromView =
+  | { type: 'ready' }
+  | { type: 'prompt'; text: string }
+  | { type: 'cancel' }
+  | { type: 'newSession' }
+  | { type: 'listSessions' }
+  | { type: 'loadSession'; sessionId: string }
+  | { type: 'answer'; toolCallId: string; answer: string }
+  | { type: 'details'; toolCallId: string };
+
+function errText(err: unknown): string {
+  if (isMethodNotFound(err)) {
+    return 'This nexusd has no agent (nexus/agent/* methods): configure llm in .nexus/config.yaml.';
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
+  private webview: vscode.Webview | undefined;
+  private state: ChatState = emptyChat();
+  private sessions: AgentSessionInfo[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly daemon: Daemon,
+    private readonly approvals: ApprovalsView,
+  ) {
+    this.disposables.push(
+      vscode.window.registerWebviewViewProvider('nexus.chat', this, { webviewOptions: { retainContextWhenHidden: true } }),
+      daemon.onWillStart((c) => this.attach(c)),
+      daemon.onDidStart(() => {
+        // A new daemon: the turn that ran is gone; keep the session to resume.
+        if (this.state.running) {
+          endTurn(this.state, 'daemon restarted');
+        }
+        void this.listSessions();
+        this.post();
+      }),
+      approvals.onDidChangePending(() => this.syncApprovals()),
+    );
+  }
+
+  private attach(client: LanguageClient): void {
+    client.onNotification(Notifications.agentUpdate, (p: AgentUpdateParams) => {
+      if (p.sessionId && p.sessionId === this.state.sessionId) {
+        reduce(this.state, p.update);
+        this.post();
+      }
+    });
+  }
+
+  resolveWebviewView(wv: vscode.WebviewView): void {
+    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
+    wv.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    const nonce = crypto.randomBytes(16).toString('base64');
+    const css = wv.webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.css'));
+    const js = wv.webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.js'));
+    wv.webview.html = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${wv.webview.cspSource}; script-src 'nonce-${nonce}';">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${css.toString()}">
+<title>Agent Chat</title>
+</head>
+<body>
+<div id="bar">
+  <select id="sessions" title="Sessions: pick one to resume it"></select>
+  <button id="new" title="New session">New</button>
+</div>
+<div id="log" role="log" aria-live="polite"></div>
+<div id="footer">
+  <div id="completions" role="listbox" hidden></div>
+  <textarea id="prompt" rows="3" placeholder="Ask the agent — Enter sends, Shift+Enter a new line, / for commands"></textarea>
+  <div id="actions"><span id="usage"></span><button id="stop" hidden>Stop</button><button id="send">Send</button></div>
+</div>
+<script nonce="${nonce}" src="${js.toString()}"></script>
+</body>
+</html>`;
+    this.webview = wv.webview;
+    this.disposables.push(
+      wv.webview.onDidReceiveMessage((m: FromView) => void this.onMessage(m)),
+      wv.onDidDispose(() => {
+        this.webview = undefined;
+      }),
+    );
+  }
+
+  private async onMessage(m: FromView): Promise<void> {
+    switch (m.type) {
+      case 'ready':
+        this.post();
+        this.postSessions();
+        await this.listSessions();
+        break;
+      case 'prompt':
+        await this.prompt(m.text);
+        break;
+      case 'cancel':
+        await this.cancel();
+        break;
+      case 'newSession':
+        await this.newSession();
+        break;
+      case 'listSessions':
+        await this.listSessions();
+        break;
+      case 'loadSession':
+        await this.loadSession(m.sessionId);
+        break;
+      case 'answer':
+        if ((PermissionAnswers as readonly string[]).includes(m.answer)) {
+          if (!this.approvals.answerToolCall(m.toolCallId, m.answer as PermissionAnswer)) {
+            this.error('That request is no longer waiting.');
+          }
+        }
+        break;
+      case 'details':
+        await vscode.commands.executeCommand('nexus.showCallDetails', m.toolCallId);
+        break;
+    }
+  }
+
+  private client(): LanguageClient | undefined {
+    const c = this.daemon.current;
+    if (!c) {
+      this.error('The Nexus daemon is not running.');
+    }
+    return c;
+  }
+
+  private error(text: string): void {
+    this.state.entries.push({ kind: 'error', text });
+    this.post();
+  }
+
+  private async newSession(): Promise<boolean> {
+    const c = this.client();
+    if (!c) {
+      return false;
+    }
+    if (this.state.running) {
+      this.error('A turn is running: stop it first.');
+      return false;
+    }
+    try {
+      const r = await call(c, Methods.agentSessionsNew, {});
+      this.state = emptyChat();
+      this.state.sessionId = r.session.sessionId;
+      this.state.title = r.session.title;
+      this.state.commands = r.availableCommands ?? [];
+      this.post();
+      await this.listSessions();
+      return true;
+    } catch (err) {
+      this.error(errText(err));
+      return false;
+    }
+  }
+
+  private async loadSession(sessionId: string): Promise<void> {
+    const c = this.client();
+    if (!c || sessionId === this.state.sessionId) {
+      return;
+    }
+    if (this.state.running) {
+      this.error('A turn is running: stop it first.');
+      this.postSessions();
+      return;
+    }
+    try {
+      const r = await call(c, Methods.agentSessionsLoad, { sessionId });
+      const s = emptyChat();
+      s.sessionId = r.session.sessionId;
+      s.title = r.session.title;
+      s.commands = r.availableCommands ?? [];
+      for (const u of r.updates ?? []) {
+        reduce(s, u);
+      }
+      this.state = s;
+      this.post();
+      this.syncApprovals();
+    } catch (err) {
+      this.error(errText(err));
+    }
+  }
+
+  private async listSessions(): Promise<void> {
+    const c = this.daemon.current;
+    if (!c) {
+      return;
+    }
+    try {
+      const r = await call(c, Methods.agentSessionsList, {});
+      this.sessions = r.sessions ?? [];
+    } catch {
+      this.sessions = []; // no agent: the first prompt says why
+    }
+    this.postSessions();
+  }
+
+  private async prompt(text: string): Promise<void> {
+    if (!text.trim()) {
+      return;
+    }
+    if (this.state.running) {
+      this.error('A turn is running: wait for it or stop it.');
+      return;
+    }
+    if (!this.state.sessionId && !(await this.newSession())) {
+      return;
+    }
+    const c = this.client();
+    const sessionId = this.state.sessionId;
+    if (!c || !sessionId) {
+      return;
+    }
+    this.state.entries.push({ kind: 'user', text });
+    this.state.running = true;
+    this.post();
+    try {
+      const r = await call(c, Methods.agentPrompt, { sessionId, prompt: text });
+      if (this.state.sessionId === sessionId) {
+        endTurn(this.state, r.stopReason);
+        if (r.resume && r.resume !== sessionId) {
+          await this.loadSession(r.resume);
+        }
+      }
+    } catch (err) {
+      if (this.state.sessionId === sessionId) {
+        this.state.running = false;
+        this.error(errText(err));
+      }
+    }
+    this.post();
+    void this.listSessions();
+  }
+
+  private async cancel(): Promise<void> {
+    const c = this.daemon.current;
+    const sessionId = this.state.sessionId;
+    if (!c || !sessionId) {
+      return;
+    }
+    try {
+      await call(c, Methods.agentCancel, { sessionId });
+    } catch (err) {
+      this.error(errText(err));
+    }
+  }
+
+  /** The tool calls of this session that wait for the person. */
+  private waiting(): Set<string> {
+    const author = this.state.sessionId ? `agent:${this.state.sessionId}` : undefined;
+    const ids = new Set<string>();
+    for (const p of this.approvals.waiting()) {
+      if (author && p.params.toolCall.author === author) {
+        ids.add(p.params.toolCall.toolCallId);
+      }
+    }
+    return ids;
+  }
+
+  /** syncApprovals shows a card for each waiting call of the session, also
+   * one whose tool_call update has not come yet. */
+  private syncApprovals(): void {
+    const author = this.state.sessionId ? `agent:${this.state.sessionId}` : undefined;
+    for (const p of this.approvals.waiting()) {
+      const tc = p.params.toolCall;
+      if (author && tc.author === author && !this.state.entries.some((e) => e.kind === 'tool' && e.toolCallId === tc.toolCallId)) {
+        reduce(this.state, { sessionUpdate: 'tool_call', toolCallId: tc.toolCallId, title: tc.title || tc.toolName, kind: tc.kind, status: 'pending' });
+      }
+    }
+    this.post();
+  }
+
+  /** post sends the state to the webview, at most every 50 ms. */
+  private post(): void {
+    if (this.flushTimer) {
+      return;
+    }
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      void this.webview?.postMessage({ type: 'state', state: view(this.state, this.waiting()) });
+    }, 50);
+  }
+
+  private postSessions(): void {
+    void this.webview?.postMessage({
+      type: 'sessions',
+      current: this.state.sessionId,
+      sessions: this.sessions.map((s) => ({ id: s.sessionId, title: s.title || s.sessionId, updatedAt: s.updatedAt, messages: s.messages })),
+    });
+  }
+
+  dispose(): void {
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+    }
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+}
