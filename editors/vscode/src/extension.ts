@@ -4,11 +4,15 @@
 import * as vscode from 'vscode';
 import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
+import { benchInit, benchMark } from './bench';
 import { Daemon } from './daemon';
 import { DefinitionsView, McpView } from './workspaceViews';
 import { StatusBar } from './status';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const t0 = Date.now();
+  benchInit();
+  benchMark('activate', t0);
   const daemon = new Daemon();
   const activity = new ActivityView(daemon);
   const remembered = new RememberedView(daemon);
