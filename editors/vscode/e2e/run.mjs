@@ -454,6 +454,26 @@ const scenarios = [
     },
   },
   {
+    name: 'mcp-trust',
+    about: 'nexusd asks to trust an MCP server of .vscode/mcp.json: Trust approves it; Open config opens its file',
+    xfail: fixture && 'the fixture extension does not answer nexus/requestMcpTrust',
+    files: { '.vscode/mcp.json': '{"servers": {"late": {"type": "stdio", "command": "/nonexistent/mcp-server", "args": ["--flag"]}}}\n' },
+    async run(s) {
+      await ready(s);
+      await waitTreeItem(s.page, 'MCP Servers', 'late', (d) => d.includes('pending_approval'));
+      const message = await clickNotification(s.page, 'Nexus: trust the MCP server', 'Trust');
+      if (!message.includes('"late"') || !message.includes('/nonexistent/mcp-server --flag') || !message.includes('.vscode/mcp.json')) {
+        throw new Error(`the prompt does not name the server, its command line and its file: ${message}`);
+      }
+      // Approved, it starts (and fails: its command does not exist).
+      await waitTreeItem(s.page, 'MCP Servers', 'late', (d) => !d.includes('pending_approval'));
+      await runCommand(s.page, 'Nexus: Open MCP Server Config');
+      await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'late' }).first().click();
+      await waitFor('.vscode/mcp.json in an editor', () => s.page.evaluate(() =>
+        [...document.querySelectorAll('.part.editor .tab')].some((t) => (t.getAttribute('aria-label') || '').includes('mcp.json'))));
+    },
+  },
+  {
     name: 'permission',
     about: "an app's write_file asks: Allow once lets it through, Reject denies it",
     config: `${askWrites}apps:\n  - id: planner\n    tokenFile: .nexus/planner.token\n`,
