@@ -474,6 +474,23 @@ const scenarios = [
     },
   },
   {
+    name: 'walkthrough',
+    about: 'the "Get started with Nexus" walkthrough opens with its four steps',
+    xfail: fixture && 'the fixture extension has no walkthrough',
+    async run(s) {
+      await ready(s);
+      await runCommand(s.page, 'Welcome: Open Walkthrough...');
+      await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Get started with Nexus' }).first().click();
+      const steps = ['Install nexusd', 'Open the Nexus view', 'Run a tool from the CLI', 'Chat with the agent'];
+      await waitFor('the walkthrough\'s steps', () => s.page.evaluate((steps) => {
+        const page = document.querySelector('.gettingStartedContainer');
+        return page && steps.every((t) => page.textContent.includes(t));
+      }, steps));
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('walkthrough.png');
+    },
+  },
+  {
     name: 'permission',
     about: "an app's write_file asks: Allow once lets it through, Reject denies it",
     config: `${askWrites}apps:\n  - id: planner\n    tokenFile: .nexus/planner.token\n`,

@@ -25,6 +25,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new StatusBar(daemon, activity, approvals),
     new DefinitionsView(daemon),
     new McpView(daemon),
+    // The walkthrough's first step is done once the daemon is ready.
+    daemon.onDidChangeState((s) => void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', s === 'ready')),
     vscode.commands.registerCommand('nexus.restartDaemon', () => daemon.restart()),
     vscode.commands.registerCommand('nexus.showLog', () => daemon.output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
