@@ -79,9 +79,11 @@ proto:
 check-proto:
 	bash scripts/proto.sh check
 
-# Prints each figure beside its anchor measured in the same run.
+# Prints each figure beside its anchor measured in the same run; then the
+# VS Code extension's, in a real VS Code (skipped without code-server).
 bench: mcp-servers
 	$(GO) run ./bench
+	bash scripts/vscode-e2e.sh bench
 
 clean:
 	rm -rf bin .cache editors/vscode/dist editors/vscode/node_modules editors/vscode/nexus.vsix

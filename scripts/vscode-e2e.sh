@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end tests of the VS Code extension in a real VS Code: code-server
 # (VS Code 1.100.3 from npm) in Debian's Chromium, driven by playwright-core,
-# offline. Usage: scripts/vscode-e2e.sh [install|run ARGS...] (default: both).
+# offline. Usage: scripts/vscode-e2e.sh [install|run ARGS...|bench] (default:
+# install and run). bench (make bench) builds the .vsix and prints the
+# extension's benchmarks (run.mjs --bench); without code-server, and not
+# root to install it, it prints one "skipped:" line.
 #
 # Installs only what is missing (root; idempotent):
 #   - code-server 4.100.3 into ~/.cache/nexus/code-server (native modules are
@@ -163,5 +166,14 @@ case "${1:-all}" in
 install) install_all ;;
 run) shift; run_all "$@" ;;
 all) shift || true; install_all; run_all "$@" ;;
-*) echo "usage: $0 [install|run ARGS...]" >&2; exit 2 ;;
+bench)
+	if [ "$(id -u)" != 0 ] && { [ ! -x "$code_server" ] || [ ! -x /usr/bin/chromium ]; }; then
+		echo "skipped: vscode bench: code-server or chromium is missing; run scripts/vscode-e2e.sh install once as root"
+		exit 0
+	fi
+	install_all >/dev/null
+	bash scripts/extension.sh vsix >"$dest/vsix.log" 2>&1 || { cat "$dest/vsix.log" >&2; exit 1; }
+	NEXUS_VSIX=editors/vscode/nexus.vsix run_all --bench | grep -v '^vscode-e2e: testing'
+	;;
+*) echo "usage: $0 [install|run ARGS...|bench]" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@
 //   VSCODE_E2E_CACHE       .cache/vscode-e2e (node_modules)
 //   VSCODE_E2E_SCREENSHOTS where the PNG screenshots go
 // Usage: node run.mjs [NAME...]  (scenarios whose name contains a NAME)
+//        node run.mjs --bench     (the benchmarks of make bench: see bench())
 //
 // Each scenario gets a fresh workspace (with .nexus/config.yaml), a fresh
 // user data dir (with settings.json) and its own code-server, in its own
@@ -142,8 +143,9 @@ const alive = (pid) => {
 /** A workspace with .nexus/config.yaml, a user data dir with settings.json,
  * and code-server on them in its own process group. */
 class Session {
-  constructor(name, { config = '', files = {} } = {}) {
+  constructor(name, { config = '', files = {}, env = {} } = {}) {
     this.name = name;
+    this.env = env;
     this.root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `nexus-vscode-e2e-${name}-`)));
     this.ws = path.join(this.root, 'ws');
     fs.mkdirSync(path.join(this.ws, '.nexus'), { recursive: true });
@@ -182,7 +184,7 @@ class Session {
     this.proc = spawn(codeServer, ['--config', config, '--auth', 'none', '--bind-addr', `127.0.0.1:${this.port}`,
       '--user-data-dir', this.data, '--extensions-dir', extensionsDir, '--disable-telemetry',
       '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override',
-      '--ignore-last-opened', this.ws], { detached: true, stdio: ['ignore', log, log] });
+      '--ignore-last-opened', this.ws], { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...this.env } });
     fs.closeSync(log);
     this.url = `http://127.0.0.1:${this.port}`;
     // It refuses for about a second after it says it listens: poll /healthz.
@@ -452,6 +454,43 @@ const scenarios = [
     },
   },
   {
+    name: 'mcp-trust',
+    about: 'nexusd asks to trust an MCP server of .vscode/mcp.json: Trust approves it; Open config opens its file',
+    xfail: fixture && 'the fixture extension does not answer nexus/requestMcpTrust',
+    files: { '.vscode/mcp.json': '{"servers": {"late": {"type": "stdio", "command": "/nonexistent/mcp-server", "args": ["--flag"]}}}\n' },
+    async run(s) {
+      await ready(s);
+      await waitTreeItem(s.page, 'MCP Servers', 'late', (d) => d.includes('pending_approval'));
+      const message = await clickNotification(s.page, 'Nexus: trust the MCP server', 'Trust');
+      if (!message.includes('"late"') || !message.includes('/nonexistent/mcp-server --flag') || !message.includes('.vscode/mcp.json')) {
+        throw new Error(`the prompt does not name the server, its command line and its file: ${message}`);
+      }
+      // Approved, it starts (and fails: its command does not exist).
+      await waitTreeItem(s.page, 'MCP Servers', 'late', (d) => !d.includes('pending_approval'));
+      await runCommand(s.page, 'Nexus: Open MCP Server Config');
+      await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'late' }).first().click();
+      await waitFor('.vscode/mcp.json in an editor', () => s.page.evaluate(() =>
+        [...document.querySelectorAll('.part.editor .tab')].some((t) => (t.getAttribute('aria-label') || '').includes('mcp.json'))));
+    },
+  },
+  {
+    name: 'walkthrough',
+    about: 'the "Get started with Nexus" walkthrough opens with its four steps',
+    xfail: fixture && 'the fixture extension has no walkthrough',
+    async run(s) {
+      await ready(s);
+      await runCommand(s.page, 'Welcome: Open Walkthrough...');
+      await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Get started with Nexus' }).first().click();
+      const steps = ['Install nexusd', 'Open the Nexus view', 'Run a tool from the CLI', 'Chat with the agent'];
+      await waitFor('the walkthrough\'s steps', () => s.page.evaluate((steps) => {
+        const page = document.querySelector('.gettingStartedContainer');
+        return page && steps.every((t) => page.textContent.includes(t));
+      }, steps));
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('walkthrough.png');
+    },
+  },
+  {
     name: 'permission',
     about: "an app's write_file asks: Allow once lets it through, Reject denies it",
     config: `${askWrites}apps:\n  - id: planner\n    tokenFile: .nexus/planner.token\n`,
@@ -672,9 +711,183 @@ function toolManager(address) {
   };
 }
 
+// ------------------------------------------------------------- benchmarks
+// make bench (scripts/vscode-e2e.sh bench): each figure beside an anchor
+// measured in the same run, in the Go bench's format.
+
+const BENCH_CALLS = Number(process.env.NEXUS_BENCH_CALLS || 10_000);
+const BENCH_STARTS = Number(process.env.NEXUS_BENCH_STARTS || 3);
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmtMs = (ms) => `${ms.toFixed(1)}ms`;
+
+function report(name, ours, anchorName, anchor, target) {
+  console.log(`${name.padEnd(44)} ${fmtMs(ours).padStart(10)}   vs ${anchorName.padEnd(34)} ${fmtMs(anchor).padStart(10)}   ` +
+    `ratio ${(ours / anchor).toFixed(2)}×   (target ${target})`);
+}
+
+/** directStart spawns nexusd --stdio on ws and times it until its
+ * initialize reply (as bench/editor.go startOnce), then shuts it down. */
+function directStart(ws) {
+  return new Promise((resolve, reject) => {
+    const send = (body) => proc.stdin.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    const t0 = performance.now();
+    const proc = spawn(path.join(bin, 'nexusd'), ['--stdio', '--workspace', ws, '--log-level', 'error'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let buf = Buffer.alloc(0);
+    let took;
+    proc.stdout.on('data', (chunk) => {
+      buf = Buffer.concat([buf, chunk]);
+      for (;;) {
+        const sep = buf.indexOf('\r\n\r\n');
+        if (sep < 0) {
+          return;
+        }
+        const len = Number(/Content-Length:\s*(\d+)/i.exec(buf.subarray(0, sep).toString())?.[1]);
+        if (buf.length < sep + 4 + len) {
+          return;
+        }
+        const body = buf.subarray(sep + 4, sep + 4 + len).toString();
+        buf = buf.subarray(sep + 4 + len);
+        if (took === undefined && /"id":1[,}]/.test(body)) {
+          took = performance.now() - t0;
+          send('{"jsonrpc":"2.0","method":"initialized","params":{}}');
+          send('{"jsonrpc":"2.0","id":2,"method":"shutdown"}');
+          send('{"jsonrpc":"2.0","method":"exit"}');
+        }
+      }
+    });
+    proc.on('error', reject);
+    proc.on('exit', (code) => (took === undefined ? reject(new Error(`nexusd exited ${code} before its initialize reply`)) : resolve(took)));
+    send('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"capabilities":{}}}');
+  });
+}
+
+/** benchActivation: the extension's activate() to its daemon's initialize
+ * reply, against nexusd --stdio spawned directly on the same workspace. */
+async function benchActivation(browser) {
+  const ours = [];
+  const anchors = [];
+  for (let i = 0; i < BENCH_STARTS; i++) {
+    const marks = path.join(os.tmpdir(), `nexus-bench-${process.pid}-${i}.jsonl`);
+    fs.rmSync(marks, { force: true });
+    const s = new Session('bench-start', { env: { NEXUS_BENCH_FILE: marks } });
+    try {
+      await directStart(s.ws); // the first start sets the workspace up: not counted
+      for (let j = 0; j < 3; j++) {
+        anchors.push(await directStart(s.ws));
+      }
+      await s.start(browser);
+      const ev = await waitFor('the extension\'s "ready" mark', () => {
+        const lines = fs.existsSync(marks) ? fs.readFileSync(marks, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+        const at = Object.fromEntries(lines.map((l) => [l.event, l.t]));
+        return at.activate !== undefined && at.ready !== undefined ? at : undefined;
+      });
+      ours.push(ev.ready - ev.activate);
+    } finally {
+      await s.stop();
+      fs.rmSync(marks, { force: true });
+    }
+  }
+  const a = median(anchors);
+  report('vscode: activation to daemon ready', median(ours), 'nexusd --stdio start to initialize', a, `≤ ${fmtMs(a + 300)}, +300ms`);
+}
+
+/** benchActivity: a burst of BENCH_CALLS get_current_time calls over gRPC
+ * (the admin's, then the last one as app "bench" to find its row), and how
+ * long after the last one ended its row shows completed in Tool Activity. */
+async function benchActivity(browser) {
+  const token = 'bench-e2e-token-0123456789abcdef';
+  const s = new Session('bench-activity', {
+    config: 'apps:\n  - id: bench\n    tokenFile: .nexus/bench.token\n',
+    files: { '.nexus/bench.token': `${token}\n` },
+  });
+  try {
+    await s.start(browser);
+    await ready(s);
+    const info = await waitFor('.nexus/run/daemon.json', () => s.daemonInfo());
+    const admin = fs.readFileSync(path.join(s.ws, '.nexus', 'run', 'admin.token'), 'utf8').trim();
+    const tm = toolManager(info.grpcAddress);
+    let failed = 0;
+    let t0;
+    let tEnd;
+    try {
+      const req = { tool_name: 'get_current_time', arguments_json: '{}' };
+      let next = 0;
+      const worker = async () => {
+        while (next < BENCH_CALLS - 1) {
+          next++;
+          const r = await tm.execute(req, admin);
+          if (!r.success) {
+            failed++;
+          }
+        }
+      };
+      t0 = performance.now();
+      await Promise.all(Array.from({ length: 16 }, worker));
+      const last = await tm.execute(req, token);
+      tEnd = performance.now();
+      if (!last.success || failed > 0) {
+        throw new Error(`the burst had ${failed + (last.success ? 0 : 1)} failed calls: ${JSON.stringify(last)}`);
+      }
+    } finally {
+      tm.close();
+    }
+    const tEndEpoch = Date.now() - (performance.now() - tEnd);
+    // In the page: poll every frame and 5 ms for the row, and say when it was seen.
+    const seen = await s.page.evaluate(({ labels, ceiling }) => new Promise((resolve, reject) => {
+      const end = Date.now() + ceiling;
+      const look = () => {
+        const header = [...document.querySelectorAll('.part.sidebar .pane-header')]
+          .find((h) => (h.getAttribute('aria-label') || '').startsWith('Tool Activity'));
+        const rows = header?.closest('.pane')?.querySelectorAll('.pane-body .monaco-list-row') ?? [];
+        for (const r of rows) {
+          const label = r.querySelector('.label-name')?.textContent ?? '';
+          const desc = r.querySelector('.label-description')?.textContent ?? '';
+          if (labels.some((l) => label.includes(l)) && desc.includes('completed') && desc.includes('app:bench')) {
+            return true;
+          }
+        }
+        return false;
+      };
+      const tick = () => {
+        if (look()) {
+          resolve(Date.now());
+        } else if (Date.now() > end) {
+          reject(new Error('the last call\'s row did not show'));
+        } else {
+          setTimeout(tick, 5);
+        }
+      };
+      tick();
+    }), { labels: currentTime, ceiling: HANG });
+    const burst = tEnd - t0;
+    report(`vscode: Tool Activity lag, ${BENCH_CALLS.toLocaleString('en-US')} calls`, seen - tEndEpoch,
+      `the burst itself (${Math.round((BENCH_CALLS / burst) * 1000)}/s, gRPC)`, burst, '≤ 1000ms');
+  } finally {
+    await s.stop();
+  }
+}
+
+async function bench() {
+  if (fixture) {
+    console.log('skipped: vscode bench: the fixture extension writes no timestamps (bash scripts/extension.sh vsix first)');
+    return;
+  }
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  try {
+    await benchActivation(browser);
+    await benchActivity(browser);
+  } finally {
+    await browser.close();
+  }
+}
+
 // ------------------------------------------------------------------ main
 
 async function main() {
+  if (process.argv.includes('--bench')) {
+    return bench();
+  }
   const only = process.argv.slice(2);
   const chosen = scenarios.filter((sc) => only.length === 0 || only.some((o) => sc.name.includes(o)));
   console.log(`vscode-e2e: ${chosen.length} scenarios against ${fixture ? 'the fixture extension' : 'the extension'}; screenshots in ${shots}`);

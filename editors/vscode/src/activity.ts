@@ -34,6 +34,8 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
   private readonly dirtyDocs = new Set<string>();
   private readonly view: vscode.TreeView<Node>;
   private readonly disposables: vscode.Disposable[] = [];
+  /** Whether the context key nexus.hasToolCalls (the walkthrough) is set. */
+  private hasCalls = false;
   /** A timer that keeps the running calls' durations moving. */
   private ticker: ReturnType<typeof setInterval> | undefined;
 
@@ -92,6 +94,10 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
       this.docChanged.fire(vscode.Uri.from({ scheme: CALL_SCHEME, path: `/${id}.json` }));
     }
     this.dirtyDocs.clear();
+    if (!this.hasCalls && this.model.view().some((g) => g.calls.length > 0)) {
+      this.hasCalls = true;
+      void vscode.commands.executeCommand('setContext', 'nexus.hasToolCalls', true);
+    }
     const f = this.model.getFilter();
     this.view.message = f.text || f.status ? `Filtered: ${[f.status, f.text].filter(Boolean).join(', ')}` : undefined;
   }

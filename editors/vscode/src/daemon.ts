@@ -20,6 +20,7 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { classifyStderr, type DaemonState, type Fatal, findDaemon, INSTALL_HINT, RestartBudget } from './lifecycle';
+import { benchMark } from './bench';
 import type { InitializeResult } from './protocol';
 
 /** How much of the daemon's stderr is kept to explain a failure. */
@@ -102,6 +103,7 @@ export class Daemon implements vscode.Disposable {
     this.setState('starting');
     const serverOptions: ServerOptions = async () => {
       this.output.appendLine(`[nexus] starting ${bin} ${args.join(' ')}`);
+      benchMark('spawn');
       const proc = spawn(bin, args, { cwd: folder.uri.fsPath, stdio: ['pipe', 'pipe', 'pipe'] });
       proc.stderr.on('data', (chunk: Buffer) => {
         this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
@@ -138,6 +140,7 @@ export class Daemon implements vscode.Disposable {
       return; // stopped meanwhile
     }
     this.initialized = true;
+    benchMark('ready');
     this.info = client.initializeResult as unknown as InitializeResult;
     this.setState('ready');
     this.didStart.fire(client);

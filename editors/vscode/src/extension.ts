@@ -5,11 +5,15 @@ import * as vscode from 'vscode';
 import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
 import { ChatView } from './chat';
+import { benchInit, benchMark } from './bench';
 import { Daemon } from './daemon';
 import { DefinitionsView, McpView } from './workspaceViews';
 import { StatusBar } from './status';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const t0 = Date.now();
+  benchInit();
+  benchMark('activate', t0);
   const daemon = new Daemon();
   const activity = new ActivityView(daemon);
   const remembered = new RememberedView(daemon);
@@ -24,6 +28,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new McpView(daemon),
     new ChatView(context.extensionUri, daemon, approvals),
     vscode.commands.registerCommand('nexus.focusChat', () => vscode.commands.executeCommand('nexus.chat.focus')),
+    // The walkthrough's first step is done once the daemon is ready.
+    daemon.onDidChangeState((s) => void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', s === 'ready')),
     vscode.commands.registerCommand('nexus.restartDaemon', () => daemon.restart()),
     vscode.commands.registerCommand('nexus.showLog', () => daemon.output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {

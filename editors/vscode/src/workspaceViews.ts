@@ -1,11 +1,12 @@
 // The Definitions view (files, their history, a revision as a read-only
 // nexus-def: document, a diff of two revisions) and the MCP Servers view.
 
+import path from 'node:path';
 import * as vscode from 'vscode';
-import type { LanguageClient } from 'vscode-languageclient/node';
+import type { CancellationToken, LanguageClient } from 'vscode-languageclient/node';
 import { Coalescer } from './activityModel';
-import type { Daemon } from './daemon';
-import { call, type DefEntry, type HistoryEntry, type McpServer, Methods, Notifications } from './protocol';
+import { type Daemon, workspaceFolder } from './daemon';
+import { call, type DefEntry, type HistoryEntry, type McpLaunch, type McpServer, type McpTrustRequest, Methods, Notifications, Requests } from './protocol';
 
 export const DEF_SCHEME = 'nexus-def';
 
@@ -181,6 +182,8 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
       daemon.onWillStart((c) => this.attach(c)),
       daemon.onDidStart((c) => void this.load(c)),
       vscode.commands.registerCommand('nexus.restartMcpServer', (s?: McpServer) => this.restart(s)),
+      vscode.commands.registerCommand('nexus.trustMcpServer', (s?: McpServer) => this.trust(s)),
+      vscode.commands.registerCommand('nexus.openMcpConfig', (s?: McpServer) => this.openConfig(s)),
     );
   }
 
@@ -189,6 +192,84 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
       this.servers.set(s.name, s);
       this.refresh.poke();
     });
+    client.onRequest(Requests.requestMcpTrust, (p: McpTrustRequest, token: CancellationToken) => this.askTrust(p, token));
+  }
+
+  /** askTrust answers nexus/requestMcpTrust: a notification naming the
+   * server and what it runs, "Trust" (allow) or "Not now" (reject: the
+   * server keeps waiting, and the Trust action of the view approves it). */
+  private async askTrust(p: McpTrustRequest, token: CancellationToken): Promise<'allow' | 'reject'> {
+    const s = p.server;
+    this.servers.set(s.name, s);
+    this.refresh.poke();
+    const from = s.source ? ` (${s.source})` : '';
+    const pick = await Promise.race([
+      vscode.window.showWarningMessage(
+        `Nexus: trust the MCP server "${s.name}"${from}? It runs: ${launchText(s.launch)}`,
+        { modal: false },
+        'Trust',
+        'Not now',
+      ),
+      new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined))),
+    ]);
+    return pick === 'Trust' ? 'allow' : 'reject';
+  }
+
+  private async pick(filter: (s: McpServer) => boolean, placeHolder: string): Promise<McpServer | undefined> {
+    const items = [...this.servers.values()].filter(filter).map((s) => ({ label: s.name, description: s.state, s }));
+    if (items.length === 0) {
+      void vscode.window.showInformationMessage('Nexus: no such MCP server.');
+      return undefined;
+    }
+    return (await vscode.window.showQuickPick(items, { placeHolder }))?.s;
+  }
+
+  /** trust approves a server waiting for approval, as it was shown (its pin). */
+  private async trust(s?: McpServer): Promise<void> {
+    const target = s ?? (await this.pick((x) => x.state === 'pending_approval', 'MCP server to trust'));
+    const client = this.daemon.current;
+    if (!target || !client) {
+      return;
+    }
+    const ok = await vscode.window.showWarningMessage(
+      `Nexus: trust the MCP server "${target.name}"?`,
+      { modal: true, detail: `It runs: ${launchText(target.launch)}${target.source ? `\nDeclared in ${target.source}` : ''}` },
+      'Trust',
+    );
+    if (ok !== 'Trust') {
+      return;
+    }
+    try {
+      const r = await call(client, Methods.mcpTrust, { name: target.name, pin: target.pin });
+      this.servers.set(r.server.name, r.server);
+      this.refresh.poke();
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: trusting ${target.name} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** openConfig opens the file that declares a server (its source, else
+   * .nexus/mcp.json) at the server's name. */
+  private async openConfig(s?: McpServer): Promise<void> {
+    const target = s ?? (await this.pick(() => true, 'MCP server'));
+    const folder = workspaceFolder();
+    if (!target || !folder) {
+      return;
+    }
+    const rel = target.source || path.join('.nexus', 'mcp.json');
+    const file = path.isAbsolute(rel) ? rel : path.join(folder.uri.fsPath, rel);
+    try {
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+      const text = doc.getText();
+      let at = text.indexOf(JSON.stringify(target.name));
+      if (at < 0) {
+        at = text.search(new RegExp(`(^|\\s)${target.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`, 'm'));
+      }
+      const pos = doc.positionAt(Math.max(0, at));
+      await vscode.window.showTextDocument(doc, { selection: new vscode.Range(pos, pos) });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: cannot open ${rel}: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   private async load(client: LanguageClient): Promise<void> {
@@ -222,7 +303,7 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
     const item = new vscode.TreeItem(s.name, vscode.TreeItemCollapsibleState.None);
     item.id = `mcp:${s.name}`;
     item.description = [s.state, s.transport, `${s.toolCount} tools`].filter(Boolean).join(' · ');
-    item.tooltip = [s.error, s.launch?.command ? `${s.launch.command} ${(s.launch.args ?? []).join(' ')}` : s.launch?.url, s.source]
+    item.tooltip = [s.error, s.launch ? launchText(s.launch) : '', s.source]
       .filter(Boolean)
       .join('\n');
     const icons: Record<string, string> = { running: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin' };
@@ -238,4 +319,15 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
       d.dispose();
     }
   }
+}
+
+/** launchText is what an MCP server entry runs: its command line, or its url. */
+export function launchText(l: McpLaunch): string {
+  if (l.url) {
+    return l.url;
+  }
+  const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
+  const line = [l.command ?? '', ...(l.args ?? [])].filter((a) => a !== '').map(quote).join(' ');
+  const env = Object.keys(l.env ?? {});
+  return env.length ? `${line} (env: ${env.join(', ')})` : line;
 }
