@@ -34,6 +34,8 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
       vscode.commands.registerCommand('nexus.refreshDefinitions', () => this.changed.fire(undefined)),
       vscode.commands.registerCommand('nexus.openRevision', (path: string, revision?: string) => this.open(path, revision)),
       vscode.commands.registerCommand('nexus.diffRevisions', (n?: DefNode) => this.diff(n)),
+      vscode.commands.registerCommand('nexus.diffWithWorkingFile', (n?: DefNode) => this.diffWorking(n)),
+      vscode.commands.registerCommand('nexus.restoreRevision', (n?: DefNode) => this.restore(n)),
     );
   }
 
@@ -157,6 +159,55 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
       to = b.revision;
     }
     await vscode.commands.executeCommand('vscode.diff', defUri(path, from), defUri(path, to), `${path} (${from.slice(0, 7)} ↔ ${to.slice(0, 7)})`);
+  }
+
+  /** workingFile is the file of a definition path on disk, in the
+   * definitions root the daemon named at initialize. */
+  private workingFile(path: string): vscode.Uri | undefined {
+    const root = this.daemon.info?.nexus.definitionsRoot;
+    return root ? vscode.Uri.joinPath(vscode.Uri.file(root), path) : undefined;
+  }
+
+  /** diffWorking shows a revision beside the working file, which may hold
+   * edits not yet committed. */
+  private async diffWorking(n?: DefNode): Promise<void> {
+    if (n?.kind !== 'revision') {
+      return;
+    }
+    const working = this.workingFile(n.path);
+    if (!working) {
+      void vscode.window.showErrorMessage('Nexus: the daemon did not say where its definitions root is.');
+      return;
+    }
+    await vscode.commands.executeCommand('vscode.diff', defUri(n.path, n.entry.revision), working,
+      `${n.path} (${n.entry.revision.slice(0, 7)} ↔ working file)`);
+  }
+
+  /** restore makes a revision's content the file's newest, as a new commit
+   * by the editor, after showing what changes and asking. */
+  private async restore(n?: DefNode): Promise<void> {
+    const client = this.daemon.current;
+    if (n?.kind !== 'revision' || !client) {
+      return;
+    }
+    const short = n.entry.revision.slice(0, 7);
+    await vscode.commands.executeCommand('vscode.diff', defUri(n.path), defUri(n.path, n.entry.revision),
+      `${n.path} (now ↔ ${short}, to restore)`);
+    const ok = await vscode.window.showWarningMessage(
+      `Restore ${n.path} to revision ${short}?`,
+      { modal: true, detail: `The diff shows what changes: the file becomes "${n.entry.message.split('\n')[0]}" again, as a new commit by the editor. Its history keeps every revision.` },
+      'Restore',
+    );
+    if (ok !== 'Restore') {
+      return;
+    }
+    try {
+      const r = await call(client, Methods.definitionsRestore, { path: n.path, revision: n.entry.revision });
+      void vscode.window.showInformationMessage(`Nexus: ${n.path} restored to ${short} (new revision ${r.revision.slice(0, 7)}).`);
+      this.refresh.poke();
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: restore ${n.path}: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   dispose(): void {
