@@ -7,6 +7,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 import {
   ActivityModel,
   Coalescer,
+  groupOf,
   contextValue,
   describe,
   type Group,
@@ -49,6 +50,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
       vscode.commands.registerCommand('nexus.showCallDetails', (n?: Node | string) => this.showDetails(n)),
       vscode.commands.registerCommand('nexus.cancelCall', (n?: Node | string) => this.cancel(n)),
       vscode.commands.registerCommand('nexus.filterActivity', () => this.askFilter()),
+      vscode.commands.registerCommand('nexus.showOlderCalls', (key: string) => this.showOlder(key)),
     );
     this.ticker = setInterval(() => {
       if (this.model.running() > 0) {
@@ -130,8 +132,9 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
       const item = new vscode.TreeItem('older calls…', vscode.TreeItemCollapsibleState.None);
       item.id = `older:${n.group.key}`;
       item.description = `${n.group.older} not shown`;
-      item.tooltip = `Only the latest ${n.group.calls.length} calls of this source are kept here; nexus calls list shows the rest.`;
+      item.tooltip = `Only the latest ${n.group.calls.length} calls of this source are kept here: click for the older ones the daemon still holds.`;
       item.contextValue = 'older';
+      item.command = { command: 'nexus.showOlderCalls', title: 'Show older calls', arguments: [n.group.key] };
       return item;
     }
     const c = n.call;
@@ -154,8 +157,31 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     return item;
   }
 
-  /** provideTextDocumentContent is a call as JSON, its arguments and result parsed. */
-  provideTextDocumentContent(uri: vscode.Uri): string {
+  /** showOlder opens, as one JSON document, the calls of a source that the
+   * view no longer shows and the daemon still holds (its latest 1,000). */
+  private async showOlder(key: string): Promise<void> {
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: CALL_SCHEME, path: `/older/${key}.json` }));
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
+  private async olderCalls(key: string): Promise<string> {
+    const client = this.daemon.current;
+    if (!client) {
+      return '// the Nexus daemon is not running\n';
+    }
+    const shown = new Set(this.model.view().find((g) => g.key === key)?.calls.map((c) => c.toolCallId) ?? []);
+    const r = await call(client, Methods.toolCallsList, { limit: 1000 });
+    const older = (r.toolCalls ?? []).filter((c) => groupOf(c).key === key && !shown.has(c.toolCallId));
+    return JSON.stringify(older, null, 2) + '\n';
+  }
+
+  /** provideTextDocumentContent is a call as JSON, its arguments and result
+   * parsed; or the older calls of a source (nexus-call:/older/KEY.json). */
+  provideTextDocumentContent(uri: vscode.Uri): string | Promise<string> {
+    const older = /^\/older\/(.+)\.json$/.exec(uri.path);
+    if (older) {
+      return this.olderCalls(older[1]);
+    }
     const id = uri.path.replace(/^\//, '').replace(/\.json$/, '');
     const c = this.model.get(id);
     if (!c) {
