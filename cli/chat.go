@@ -145,20 +145,39 @@ func (c *chat) oneShot(ctx context.Context) error {
 	if c.ttyIn {
 		c.lines = readLines(c.e.stdin)
 	}
-	res, err := c.turn(ctx, ctx, c.opts.prompt, nil)
+	// Ctrl-C cancels the turn, which then ends with its result
+	// (cancelled); a second one within 2 s quits at once.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	base := context.WithoutCancel(ctx)
+	res, err := c.turn(base, base, c.opts.prompt, sigs)
 	if err != nil {
 		return err
 	}
 	if c.e.json {
-		return c.e.printJSON(res)
+		if err := c.e.printJSON(res); err != nil {
+			return err
+		}
+		if res.GetStopReason() == "cancelled" {
+			return errCancelled
+		}
+		return nil
 	}
 	c.out.endLine()
 	c.status.endLine()
 	if res.GetStopReason() != "end_turn" {
 		fmt.Fprintf(c.e.stderr, "(the turn ended: %s)\n", res.GetStopReason())
 	}
+	if res.GetStopReason() == "cancelled" {
+		return errCancelled
+	}
 	return nil
 }
+
+// errCancelled ends a one-shot chat whose turn was cancelled: exit 1, after
+// the result was printed.
+var errCancelled = errors.New("cancelled")
 
 // interactive is the REPL.
 func (c *chat) interactive(ctx context.Context) error {
