@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -339,5 +340,39 @@ func TestChatInterrupt(t *testing.T) {
 	<-tm.ended
 	if err := tm.cmd.Wait(); err != nil {
 		t.Errorf("nexus chat after Ctrl-D: %v\n%s", err, tm.text())
+	}
+}
+
+// TestChatOneShotInterrupt: Ctrl-C during nexus chat -p cancels the turn;
+// the result (cancelled) is printed and the command exits 1.
+func TestChatOneShotInterrupt(t *testing.T) {
+	base := localllm.Start(t)
+	ws := newWorkspace(t, agentConfig(base, "chat", 1000, "get_current_time"))
+	startDaemon(t, ws)
+	for try := 0; ; try++ {
+		tm := startChat(t, ws, "-p", "Keep looking.", "--json")
+		s := tm.await("a tool call, or the end", func(s string) bool {
+			return strings.Contains(s, `"status":"completed"`) || strings.Contains(s, `"stopReason"`) || strings.Contains(s, "nexus: ")
+		})
+		if !strings.Contains(s, `"status":"completed"`) {
+			<-tm.ended
+			tm.cmd.Wait()
+			if try == 4 {
+				t.Fatalf("no tool call in 5 runs:\n%s", s)
+			}
+			continue // llama-server's own mid-stream error, now and then
+		}
+		tm.cmd.Process.Signal(syscall.SIGINT)
+		<-tm.ended
+		err := tm.cmd.Wait()
+		out := tm.text()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("exit: %v, want 1\n%s", err, out)
+		}
+		if !strings.Contains(out, `"stopReason":"cancelled"`) || !strings.Contains(out, "^C cancelling the turn") {
+			t.Errorf("after Ctrl-C:\n%s", out)
+		}
+		return
 	}
 }
