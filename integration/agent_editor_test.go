@@ -184,7 +184,9 @@ func TestAgentEditor(t *testing.T) {
 			default:
 				t.Errorf("stop reason %q", res.StopReason)
 			}
-			if res.Usage.Requests == 0 || res.Usage.InputTokens == 0 {
+			// llama-server's /v1/messages sometimes sends no message_start,
+			// which carries the input tokens: some usage is enough there.
+			if res.Usage.Requests == 0 || res.Usage.InputTokens+res.Usage.OutputTokens == 0 || (api != "messages" && res.Usage.InputTokens == 0) {
 				t.Errorf("usage = %+v", res.Usage)
 			}
 			for _, c := range calls {
