@@ -54,7 +54,7 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 		say("The conversation is cleared.")
 	case "system":
 		if arg == "" {
-			return res, fmt.Errorf("/system needs the text of the message: /system TEXT")
+			return res, commandErr("/system needs the text of the message: /system TEXT")
 		}
 		if _, err := ss.add(Message{Role: RoleSystem, Text: arg}); err != nil {
 			return res, err
@@ -101,14 +101,14 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 		say("%s", b.String())
 	case "resume":
 		if arg == "" {
-			return res, fmt.Errorf("/resume needs a session id (see /sessions)")
+			return res, commandErr("/resume needs a session id (see /sessions)")
 		}
 		if _, err := ss.svc.get(ss.owner, arg); err != nil {
 			return res, err
 		}
 		res.Resume = arg
 	default:
-		return res, fmt.Errorf("unknown command /%s (see /help)", name)
+		return res, commandErr("unknown command /%s (see /help)", name)
 	}
 	return res, nil
 }

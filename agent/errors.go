@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"github.com/nexuscocreate/nexus/agent/llm"
 )
 
 // The agent core's typed errors, one per component that can fail, as the
@@ -65,6 +68,66 @@ func (e *ToolExecutionError) Error() string {
 	return fmt.Sprintf("agent tool %s: %v", e.Tool, e.Err)
 }
 func (e *ToolExecutionError) Unwrap() error { return e.Err }
+
+// CommandError: a special command was misused (unknown, or without the
+// argument it needs). The message says how to write it.
+type CommandError struct{ Msg string }
+
+func (e *CommandError) Error() string { return e.Msg }
+
+func commandErr(format string, args ...any) error {
+	return &CommandError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Code is what kind of answer a door gives an error of the agent, the same
+// for every door (gRPC status codes, the editor's error codes, ACP).
+type Code string
+
+// The codes of [ErrorCode].
+const (
+	CodeNotFound           Code = "not_found"
+	CodeFailedPrecondition Code = "failed_precondition" // config, keys, a busy session: the person must act
+	CodeUnavailable        Code = "unavailable"         // the model failed, or the daemon is stopping
+	CodeAborted            Code = "aborted"             // the turn stopped on its tool calls
+	CodeInvalidArgument    Code = "invalid_argument"    // a special command misused
+	CodeCanceled           Code = "cancelled"
+	CodeInternal           Code = "internal"
+)
+
+// ErrorCode classifies an error of the Service. A model error whose cause
+// only the person can fix (a key missing or refused, a model that does not
+// exist) is failed_precondition, not unavailable.
+func ErrorCode(err error) Code {
+	var (
+		cfg     *ConfigError
+		lialIni *LIALInitError
+		dcm     *DCMInitError
+		teps    *TEPSInitError
+		lial    *LIALError
+		tool    *ToolExecutionError
+		cmd     *CommandError
+	)
+	switch {
+	case errors.Is(err, ErrNoSession):
+		return CodeNotFound
+	case errors.Is(err, ErrBusy), errors.As(err, &cfg), errors.As(err, &lialIni), errors.As(err, &dcm), errors.As(err, &teps):
+		return CodeFailedPrecondition
+	case errors.Is(err, ErrClosed):
+		return CodeUnavailable
+	case errors.As(err, &lial):
+		if errors.Is(err, llm.ErrAuth) || errors.Is(err, llm.ErrMissingKey) || errors.Is(err, llm.ErrModelNotFound) {
+			return CodeFailedPrecondition
+		}
+		return CodeUnavailable
+	case errors.As(err, &tool):
+		return CodeAborted
+	case errors.As(err, &cmd):
+		return CodeInvalidArgument
+	case errors.Is(err, context.Canceled):
+		return CodeCanceled
+	}
+	return CodeInternal
+}
 
 // Errors of sessions.
 var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -549,5 +550,34 @@ func TestMissingKeyNamesTheVariable(t *testing.T) {
 	var le *agent.LIALInitError
 	if !errors.As(err, &le) || !errors.Is(err, llm.ErrMissingKey) || !strings.Contains(err.Error(), "NEXUS_TEST_NO_SUCH_KEY") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want agent.Code
+	}{
+		{fmt.Errorf("%w: %q", agent.ErrNoSession, "x"), agent.CodeNotFound},
+		{agent.ErrBusy, agent.CodeFailedPrecondition},
+		{&agent.ConfigError{Err: errors.New("no profile")}, agent.CodeFailedPrecondition},
+		{&agent.LIALInitError{Err: &llm.Error{Kind: llm.KindMissingKey}}, agent.CodeFailedPrecondition},
+		{&agent.LIALError{Err: &llm.Error{Kind: llm.KindAuth}}, agent.CodeFailedPrecondition},
+		{&agent.LIALError{Err: &llm.Error{Kind: llm.KindRateLimit}}, agent.CodeUnavailable},
+		{agent.ErrClosed, agent.CodeUnavailable},
+		{&agent.ToolExecutionError{Err: errors.New("malformed")}, agent.CodeAborted},
+		{context.Canceled, agent.CodeCanceled},
+		{errors.New("boom"), agent.CodeInternal},
+	} {
+		if got := agent.ErrorCode(tc.err); got != tc.want {
+			t.Errorf("ErrorCode(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+	// A misused special command is the caller's mistake.
+	f := newFixture(t, nil)
+	id := f.session(t)
+	_, err := f.svc.Prompt(context.Background(), person, id, "/nope", agent.PromptOptions{})
+	if agent.ErrorCode(err) != agent.CodeInvalidArgument {
+		t.Errorf("/nope: %v is %s", err, agent.ErrorCode(err))
 	}
 }

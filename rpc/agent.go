@@ -53,7 +53,7 @@ func (s *agentService) NewSession(ctx context.Context, req *nexusv1.NewSessionRe
 	}
 	info, err := s.agent.New(ctx, agent.NewSession{Owner: c.party, Profile: req.GetProfile()})
 	if err != nil {
-		return nil, agentStatus(err, false)
+		return nil, agentStatus(err)
 	}
 	return &nexusv1.NewSessionResponse{Session: sessionInfo(info)}, nil
 }
@@ -80,7 +80,7 @@ func (s *agentService) LoadSession(ctx context.Context, req *nexusv1.LoadSession
 	}
 	info, updates, err := s.agent.Load(c.party, req.GetSessionId())
 	if err != nil {
-		return nil, agentStatus(err, false)
+		return nil, agentStatus(err)
 	}
 	resp := &nexusv1.LoadSessionResponse{Session: sessionInfo(info)}
 	for _, u := range updates {
@@ -102,7 +102,7 @@ func (s *agentService) DeleteSession(ctx context.Context, req *nexusv1.DeleteSes
 		return nil, status.Error(codes.InvalidArgument, "session_id is required")
 	}
 	if err := s.agent.Delete(c.party, req.GetSessionId()); err != nil {
-		return nil, agentStatus(err, false)
+		return nil, agentStatus(err)
 	}
 	return &nexusv1.DeleteSessionResponse{}, nil
 }
@@ -117,7 +117,7 @@ func (s *agentService) Cancel(ctx context.Context, req *nexusv1.CancelRequest) (
 	}
 	ok, err := s.agent.Cancel(c.party, req.GetSessionId())
 	if err != nil {
-		return nil, agentStatus(err, false)
+		return nil, agentStatus(err)
 	}
 	return &nexusv1.CancelResponse{Cancelled: ok}, nil
 }
@@ -159,7 +159,7 @@ func (s *agentService) Prompt(req *nexusv1.PromptRequest, stream nexusv1.Agent_P
 	}
 	res, err := s.agent.Prompt(ctx, c.party, req.GetSessionId(), req.GetText(), opts)
 	if err != nil {
-		return agentStatus(err, strings.HasPrefix(strings.TrimSpace(req.GetText()), "/"))
+		return agentStatus(err)
 	}
 	out := promptResult(res)
 	out.SessionId = req.GetSessionId()
@@ -228,45 +228,26 @@ func (s *agentService) AnswerPermission(ctx context.Context, req *nexusv1.Answer
 	return &nexusv1.AnswerPermissionResponse{}, nil
 }
 
-// agentStatus maps the agent's errors to gRPC statuses, keeping their
-// messages (a missing key's names the variable to set). command says the
-// prompt was a special command: an untyped error of one is the person's
-// mistake ("unknown command /x").
-func agentStatus(err error, command bool) error {
+// agentStatus maps the agent's errors to gRPC statuses by agent.ErrorCode,
+// the classification every door shares, keeping their messages (a missing
+// key's names the variable to set).
+func agentStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	var (
-		cfgErr  *agent.ConfigError
-		initErr *agent.LIALInitError
-		dcmErr  *agent.DCMInitError
-		tepsErr *agent.TEPSInitError
-		lialErr *agent.LIALError
-		toolErr *agent.ToolExecutionError
-		compErr *agent.ComponentInitError
-	)
-	code := codes.Internal
-	switch {
-	case errors.Is(err, agent.ErrNoSession):
-		code = codes.NotFound
-	case errors.Is(err, agent.ErrBusy):
-		code = codes.FailedPrecondition
-	case errors.Is(err, agent.ErrClosed):
-		code = codes.Unavailable
-	case errors.As(err, &cfgErr), errors.As(err, &initErr), errors.As(err, &dcmErr), errors.As(err, &tepsErr):
-		code = codes.FailedPrecondition
-	case errors.As(err, &lialErr):
-		code = codes.Unavailable
-	case errors.As(err, &toolErr):
-		code = codes.Aborted
-	case errors.As(err, &compErr):
+	if errors.Is(err, context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	code, ok := map[agent.Code]codes.Code{
+		agent.CodeNotFound:           codes.NotFound,
+		agent.CodeFailedPrecondition: codes.FailedPrecondition,
+		agent.CodeUnavailable:        codes.Unavailable,
+		agent.CodeAborted:            codes.Aborted,
+		agent.CodeInvalidArgument:    codes.InvalidArgument,
+		agent.CodeCanceled:           codes.Canceled,
+	}[agent.ErrorCode(err)]
+	if !ok {
 		code = codes.Internal
-	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
-	case command:
-		code = codes.InvalidArgument
 	}
 	return status.Error(code, err.Error())
 }

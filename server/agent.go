@@ -2,10 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
+
+	"go.lsp.dev/jsonrpc2"
 
 	"github.com/nexuscocreate/nexus/agent"
-	"github.com/nexuscocreate/nexus/agent/llm"
 )
 
 // The agent's methods: the editor is the person, and its sessions are the
@@ -138,30 +138,20 @@ func (s *Server) agentCancel(_ context.Context, p *agentSessionParams) (*agentCa
 	return &agentCancelResult{Cancelled: ok}, nil
 }
 
-// agentError gives the agent's errors their codes: a missing session is
-// not_found; a config or a key that is missing, a busy session,
-// failed_precondition; a model that failed, unavailable. The message is
-// the agent's, which says what to do.
+// agentError answers an error of the agent with the code every door uses
+// for it (agent.ErrorCode), its kind in data.code, and the agent's message,
+// which says what to do.
 func agentError(err error) error {
-	var (
-		cfg     *agent.ConfigError
-		lialIni *agent.LIALInitError
-		lial    *agent.LIALError
-		dcm     *agent.DCMInitError
-	)
-	switch {
-	case errors.Is(err, agent.ErrNoSession):
-		return coded(CodeNotFound, "not_found", err.Error())
-	case errors.Is(err, agent.ErrBusy), errors.As(err, &cfg), errors.As(err, &lialIni), errors.As(err, &dcm):
-		return coded(CodeFailedPrecondition, "failed_precondition", err.Error())
-	case errors.Is(err, agent.ErrClosed):
-		return coded(CodeUnavailable, "unavailable", err.Error())
-	case errors.As(err, &lial):
-		kind := "unavailable"
-		if errors.Is(err, llm.ErrAuth) || errors.Is(err, llm.ErrMissingKey) || errors.Is(err, llm.ErrModelNotFound) {
-			kind = "failed_precondition"
-		}
-		return coded(CodeUnavailable, kind, err.Error())
+	kind := agent.ErrorCode(err)
+	code, ok := map[agent.Code]jsonrpc2.Code{
+		agent.CodeNotFound:           CodeNotFound,
+		agent.CodeFailedPrecondition: CodeFailedPrecondition,
+		agent.CodeUnavailable:        CodeUnavailable,
+		agent.CodeAborted:            CodeInternal,
+		agent.CodeInvalidArgument:    jsonrpc2.InvalidParams,
+	}[kind]
+	if !ok {
+		return err // cancelled and internal: as any method's error
 	}
-	return err
+	return coded(code, string(kind), err.Error())
 }
