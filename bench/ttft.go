@@ -18,54 +18,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/nexuscocreate/nexus/daemon"
+	"github.com/nexuscocreate/nexus/integration/localllm"
 	"github.com/nexuscocreate/nexus/server"
 )
-
-// llamaServer starts llama.cpp's llama-server with the tiny model of
-// scripts/local-llm.sh (root only) and returns its base URL and a stop.
-func llamaServer() (string, func(), error) {
-	if os.Geteuid() != 0 {
-		return "", nil, fmt.Errorf("llama-server runs in a chroot that needs root")
-	}
-	script := filepath.Join("scripts", "local-llm.sh")
-	if out, err := exec.Command("bash", script, "install").CombinedOutput(); err != nil {
-		return "", nil, fmt.Errorf("%s install: %v\n%s", script, err, out)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("bash", script, "serve", fmt.Sprint(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stop := func() { cmd.Process.Signal(syscall.SIGTERM); <-exited }
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for {
-		select {
-		case <-exited:
-			return "", nil, fmt.Errorf("llama-server exited before it was ready")
-		case <-time.After(50 * time.Millisecond):
-		}
-		if resp, err := http.Get(base + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base, stop, nil
-			}
-		}
-	}
-}
 
 // recordingProxy forwards to target and keeps the last request body: the
 // anchor sends the very request the agent sent.
@@ -145,7 +105,7 @@ func firstText(r io.Reader, start time.Time) (time.Duration, error) {
 // through the editor's method, beside the same request sent bare to the
 // same llama-server.
 func benchTTFT() error {
-	base, stop, err := llamaServer()
+	base, stop, err := localllm.Serve()
 	if err != nil {
 		fmt.Printf("%-44s skipped: %v\n", "agent time to first token", err)
 		return nil

@@ -40,13 +40,20 @@ func Install(tb testing.TB) {
 	if os.Geteuid() != 0 {
 		tb.Skip("llama-server runs in a chroot that needs root (scripts/local-llm.sh); run the tests as root")
 	}
+	if err := install(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func install() error {
 	installOnce.Do(func() {
 		cmd := exec.Command("bash", filepath.Join(Repo(), "scripts", "local-llm.sh"), "install")
 		installLog, installErr = cmd.CombinedOutput()
 	})
 	if installErr != nil {
-		tb.Fatalf("scripts/local-llm.sh install: %v\n%s", installErr, installLog)
+		return fmt.Errorf("scripts/local-llm.sh install: %v\n%s", installErr, installLog)
 	}
+	return nil
 }
 
 // Start starts a llama-server for the test and returns its base URL
@@ -54,29 +61,45 @@ func Install(tb testing.TB) {
 func Start(tb testing.TB) string {
 	tb.Helper()
 	Install(tb)
-	port, err := freePort()
+	base, stop, err := Serve()
 	if err != nil {
 		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return base
+}
+
+// Serve installs (cached) and starts a llama-server outside a test (the
+// bench): its base URL, and a stop that waits for it to exit.
+func Serve() (base string, stop func(), err error) {
+	if os.Geteuid() != 0 {
+		return "", nil, fmt.Errorf("llama-server runs in a chroot that needs root (scripts/local-llm.sh)")
+	}
+	if err := install(); err != nil {
+		return "", nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
 	}
 	var out bytes.Buffer
 	cmd := exec.Command("bash", filepath.Join(Repo(), "scripts", "local-llm.sh"), "serve", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
+		return "", nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	tb.Cleanup(func() {
+	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	for {
 		select {
 		case err := <-exited:
-			exited <- err
-			tb.Fatalf("llama-server exited before it was ready (%v):\n%s", err, out.String())
+			return "", nil, fmt.Errorf("llama-server exited before it was ready (%v):\n%s", err, out.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -86,7 +109,7 @@ func Start(tb testing.TB) string {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return base, stop, nil
 			}
 		}
 	}
