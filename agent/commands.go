@@ -48,7 +48,6 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 	case "clear":
 		ss.mu.Lock()
 		ss.hist.Clear()
-		ss.transcript = ss.transcript[:0]
 		ss.logLocked(record{Type: "clear"})
 		ss.mu.Unlock()
 		say("The conversation is cleared.")

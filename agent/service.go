@@ -184,7 +184,11 @@ func (s *Service) Load(owner access.Party, id string) (SessionInfo, []Update, er
 	if err != nil {
 		return SessionInfo{}, nil, err
 	}
-	return ss.info(), ss.replay(), nil
+	updates, err := ss.replay()
+	if err != nil {
+		return SessionInfo{}, nil, err
+	}
+	return ss.info(), updates, nil
 }
 
 // Delete stops a session's prompt and removes it and its file.

@@ -42,9 +42,6 @@ type Session struct {
 	log      *sessionLog
 	ctx      *Context  // the DCM, re-read when its file changes
 	ctxStamp fileStamp // of the context file when ctx was read
-	// transcript is every message, also those pruned from hist, for
-	// Load to show.
-	transcript []Message
 }
 
 // newSession makes a session of owner with a profile ("" the default):
@@ -113,7 +110,7 @@ func (ss *Session) asker() policy.Approver {
 	return ss.ask
 }
 
-// add appends a message to the history, the transcript and the file.
+// add appends a message to the history and the file.
 func (ss *Session) add(m Message) (Message, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -121,7 +118,6 @@ func (ss *Session) add(m Message) (Message, error) {
 	if err != nil {
 		return kept, err
 	}
-	ss.transcript = append(ss.transcript, kept)
 	ss.updated = ss.svc.opts.Now().UTC()
 	if ss.title == "" && m.Role == RoleUser {
 		ss.title = titleOf(m.Text)
@@ -140,18 +136,24 @@ func titleOf(text string) string {
 	return line
 }
 
-// replay is the transcript as updates.
-func (ss *Session) replay() []Update {
+// replay is the conversation since the last /clear as updates: every
+// message, also those pruned from what the model sees, read from the
+// session's file rather than kept in memory.
+func (ss *Session) replay() ([]Update, error) {
+	transcript, err := ss.svc.transcript(ss.id)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", ss.id, err)
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var out []Update
 	results := map[string]*ToolResult{}
-	for _, m := range ss.transcript {
+	for _, m := range transcript {
 		if m.Result != nil {
 			results[m.Result.CallID] = m.Result
 		}
 	}
-	for _, m := range ss.transcript {
+	for _, m := range transcript {
 		switch m.Role {
 		case RoleUser:
 			out = append(out, Update{SessionUpdate: "user_message_chunk", Content: textBlock(m.Text)})
@@ -175,7 +177,7 @@ func (ss *Session) replay() []Update {
 	}
 	out = append(out, Update{SessionUpdate: "usage_update", Used: ss.hist.Tokens(), Size: ss.profile.ContextWindow, Cost: ss.costLocked(), Usage: &Use{
 		InputTokens: ss.use.InputTokens, OutputTokens: ss.use.OutputTokens, CachedTokens: ss.use.CachedTokens, Requests: ss.use.Requests}})
-	return out
+	return out, nil
 }
 
 func rawOrNull(b json.RawMessage) json.RawMessage {

@@ -137,6 +137,32 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
+// transcript reads the messages of a session's file since its last /clear
+// (a torn last line is left out).
+func (s *Service) transcript(id string) ([]Message, error) {
+	f, err := os.Open(s.sessionPath(id))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	var msgs []Message
+	for sc.Scan() {
+		var r record
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			continue
+		}
+		switch {
+		case r.Type == "message" && r.Message != nil:
+			msgs = append(msgs, *r.Message)
+		case r.Type == "clear":
+			msgs = msgs[:0]
+		}
+	}
+	return msgs, sc.Err()
+}
+
 // loadSessions reads every saved session. A file that cannot be read is
 // logged and left alone, never removed.
 func loadSessions(s *Service) ([]*Session, error) {
@@ -264,11 +290,9 @@ func (ss *Session) apply(r record) error {
 		if r.Message == nil {
 			return errors.New("message record without a message")
 		}
-		m, err := ss.hist.Add(*r.Message)
-		if err != nil {
+		if _, err := ss.hist.Add(*r.Message); err != nil {
 			return err
 		}
-		ss.transcript = append(ss.transcript, m)
 	case "usage":
 		if r.Usage != nil {
 			ss.addUsageLocked(*r.Usage)
