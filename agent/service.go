@@ -50,6 +50,8 @@ type Service struct {
 	opts   Options
 	logger *slog.Logger
 
+	schemas schemaCache
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closed   bool

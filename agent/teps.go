@@ -76,7 +76,7 @@ func (ss *Session) offer() (*offer, error) {
 		if ss.svc.opts.MayUse != nil && !ss.svc.opts.MayUse(ss.party, d) {
 			continue
 		}
-		schema, err := offeredSchema(d)
+		schema, err := ss.svc.schemas.offered(d)
 		if err != nil {
 			return nil, &TEPSInitError{Err: fmt.Errorf("tool %s: %w", displayName(d), err)}
 		}
@@ -104,6 +104,40 @@ func namePatternMatch(pattern, name string) bool {
 // icercSchema is the property added to the schema of the tools that may
 // ask the person, for the model to say why it calls them.
 var icercSchema = json.RawMessage(`{"type":"object","description":"Why you make this call, shown to the person who approves it.","properties":{"intent":{"type":"string","description":"What you want to achieve with this call."},"expected_outcome":{"type":"string","description":"What you expect the call to do."}}}`)
+
+// schemaCache keeps the offered schema of each tool, made again only when
+// the tool's own schema or risk changed: a step offers every tool.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSchema // by displayName
+}
+
+type cachedSchema struct {
+	raw     json.RawMessage
+	risk    tools.Risk
+	offered json.RawMessage
+}
+
+func (c *schemaCache) offered(d tools.Definition) (json.RawMessage, error) {
+	key := displayName(d)
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && e.risk == d.Risk && bytes.Equal(e.raw, d.InputSchema) {
+		return e.offered, nil
+	}
+	s, err := offeredSchema(d)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]cachedSchema{}
+	}
+	c.m[key] = cachedSchema{raw: d.InputSchema, risk: d.Risk, offered: s}
+	c.mu.Unlock()
+	return s, nil
+}
 
 // offeredSchema is the schema the model sees: the tool's own, with an
 // optional "icerc" property for tools above low risk (unless the tool has
