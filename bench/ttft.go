@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -44,6 +45,9 @@ func newRecordingProxy(target string) (*recordingProxy, error) {
 	p := &recordingProxy{}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // stream as it comes
+	// llama-server's own mid-stream errors end a sample, which is skipped;
+	// they are not the bench's to print.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
