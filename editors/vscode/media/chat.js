@@ -9,11 +9,12 @@
   const log = $('log');
   const prompt = /** @type {HTMLTextAreaElement} */ ($('prompt'));
   const sessions = /** @type {HTMLSelectElement} */ ($('sessions'));
+  const folder = /** @type {HTMLSelectElement} */ ($('folder'));
   const stop = $('stop');
   const send = $('send');
   const usage = $('usage');
   const completions = $('completions');
-  let state = { entries: [], commands: [], running: false, usage: '', sessionId: undefined };
+  let state = { entries: [], commands: [], running: false, usage: '', sessionId: undefined, sessionKey: undefined };
   let selected = 0;
 
   const statusIcon = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
@@ -195,6 +196,7 @@
   stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
   $('new').addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
   sessions.addEventListener('focus', () => vscode.postMessage({ type: 'listSessions' }));
+  folder.addEventListener('change', () => vscode.postMessage({ type: 'folder', id: folder.value }));
   sessions.addEventListener('change', () => {
     if (sessions.value) {
       vscode.postMessage({ type: 'loadSession', sessionId: sessions.value });
@@ -228,18 +230,31 @@
   }
   let sessionList = [];
 
+  /** renderFolders fills the folder picker; hidden with one folder. */
+  function renderFolders(list, current) {
+    folder.hidden = list.length === 0;
+    folder.replaceChildren();
+    for (const f of list) {
+      const o = el('option', '', f.name);
+      o.value = f.id;
+      o.selected = f.id === current;
+      folder.append(o);
+    }
+  }
+
   window.addEventListener('message', (ev) => {
     const m = ev.data;
     if (m.type === 'state') {
-      const changedSession = m.state.sessionId !== state.sessionId;
+      const changedSession = m.state.sessionKey !== state.sessionKey;
       state = m.state;
       render();
       if (changedSession) {
-        renderSessions(state.sessionId, sessionList);
+        renderSessions(state.sessionKey, sessionList);
       }
     } else if (m.type === 'sessions') {
       sessionList = m.sessions;
-      renderSessions(state.sessionId ?? m.current, sessionList);
+      renderSessions(state.sessionKey ?? m.current, sessionList);
+      renderFolders(m.folders || [], m.folder);
     }
   });
   render();

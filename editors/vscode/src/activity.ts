@@ -1,6 +1,7 @@
 // The Tool Activity view: the calls of activityModel.ts as a tree, one
-// parent per source, refreshed at most once a tick; cancel inline, details
-// as a read-only JSON document (nexus-call:), a filter.
+// parent per source (under a node per workspace folder when several are
+// served), refreshed at most once a tick; cancel inline, details as a
+// read-only JSON document (nexus-call:), a filter.
 
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
@@ -10,20 +11,35 @@ import {
   groupOf,
   contextValue,
   describe,
+  type Filter,
   type Group,
   icon,
   isFinal,
   label,
+  normalizeFilter,
 } from './activityModel';
-import type { Daemon } from './daemon';
-import { call, Methods, Notifications, type ToolCall, type ToolsExecuteResult } from './protocol';
+import type { Daemon, Daemons } from './daemon';
+import { folderItem, type FolderNode, roots } from './folders';
+import { call, Methods, Notifications, type ToolCall } from './protocol';
 
-type Node = { kind: 'group'; group: Group } | { kind: 'call'; call: ToolCall } | { kind: 'older'; group: Group };
+type Node =
+  | FolderNode
+  | { kind: 'group'; daemon: Daemon; group: Group }
+  | { kind: 'call'; daemon: Daemon; call: ToolCall }
+  | { kind: 'older'; daemon: Daemon; group: Group };
 
 export const CALL_SCHEME = 'nexus-call';
 
+/** callUri is the read-only JSON document of a call (the authority names
+ * the daemon); /older/KEY.json is the older calls of a source. */
+function callUri(d: Daemon, name: string): vscode.Uri {
+  return vscode.Uri.from({ scheme: CALL_SCHEME, authority: d.id, path: `/${name}.json` });
+}
+
 export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContentProvider, vscode.Disposable {
-  readonly model = new ActivityModel();
+  /** The calls of each daemon, by daemon id. */
+  private readonly models = new Map<string, ActivityModel>();
+  private filter: Filter = {};
   private readonly changed = new vscode.EventEmitter<Node | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly docChanged = new vscode.EventEmitter<vscode.Uri>();
@@ -32,7 +48,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
   /** The number of running calls changed (for the status bar). */
   readonly onDidChangeRunning = this.countChanged.event;
   private readonly refresh = new Coalescer(() => this.flush());
-  private readonly dirtyDocs = new Set<string>();
+  private readonly dirtyDocs = new Map<string, vscode.Uri>();
   private readonly view: vscode.TreeView<Node>;
   private readonly disposables: vscode.Disposable[] = [];
   /** Whether the context key nexus.hasToolCalls (the walkthrough) is set. */
@@ -40,78 +56,106 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
   /** A timer that keeps the running calls' durations moving. */
   private ticker: ReturnType<typeof setInterval> | undefined;
 
-  constructor(private readonly daemon: Daemon) {
+  constructor(private readonly daemons: Daemons) {
     this.view = vscode.window.createTreeView('nexus.activity', { treeDataProvider: this, showCollapseAll: true });
     this.disposables.push(
       this.view,
       vscode.workspace.registerTextDocumentContentProvider(CALL_SCHEME, this),
-      daemon.onWillStart((c) => this.attach(c)),
-      daemon.onDidStart((c) => void this.load(c)),
+      daemons.onWillStart(({ daemon, client }) => this.attach(daemon, client)),
+      daemons.onDidStart(({ daemon, client }) => void this.load(daemon, client)),
+      daemons.onDidChangeState(() => this.refresh.poke()),
+      daemons.onDidChangeDaemons(() => {
+        const live = new Set(daemons.list().map((d) => d.id));
+        for (const id of this.models.keys()) {
+          if (!live.has(id)) {
+            this.models.delete(id);
+          }
+        }
+        this.refresh.poke();
+      }),
       vscode.commands.registerCommand('nexus.showCallDetails', (n?: Node | string) => this.showDetails(n)),
       vscode.commands.registerCommand('nexus.cancelCall', (n?: Node | string) => this.cancel(n)),
       vscode.commands.registerCommand('nexus.filterActivity', () => this.askFilter()),
-      vscode.commands.registerCommand('nexus.showOlderCalls', (key: string) => this.showOlder(key)),
+      vscode.commands.registerCommand('nexus.showOlderCalls', (key: string, id?: string) => this.showOlder(key, id)),
     );
     this.ticker = setInterval(() => {
-      if (this.model.running() > 0) {
+      if (this.running() > 0) {
         this.refresh.poke();
       }
     }, 1000);
   }
 
-  private attach(client: LanguageClient): void {
-    client.onNotification(Notifications.toolCall, (c: ToolCall) => this.update(c));
+  /** model is the calls of a daemon. */
+  private model(d: Daemon): ActivityModel {
+    let m = this.models.get(d.id);
+    if (!m) {
+      m = new ActivityModel();
+      m.setFilter(this.filter);
+      this.models.set(d.id, m);
+    }
+    return m;
   }
 
-  private async load(client: LanguageClient): Promise<void> {
+  /** running is how many calls run, in every folder. */
+  running(): number {
+    let n = 0;
+    for (const m of this.models.values()) {
+      n += m.running();
+    }
+    return n;
+  }
+
+  private attach(d: Daemon, client: LanguageClient): void {
+    client.onNotification(Notifications.toolCall, (c: ToolCall) => {
+      if (this.model(d).update(c)) {
+        this.dirtyDocs.set(c.toolCallId, callUri(d, c.toolCallId));
+        this.refresh.poke();
+      }
+    });
+  }
+
+  private async load(d: Daemon, client: LanguageClient): Promise<void> {
     try {
       const r = await call(client, Methods.toolCallsList, { limit: 500 });
-      this.model.reset(r.toolCalls ?? []);
+      this.model(d).reset(r.toolCalls ?? []);
       this.refresh.poke();
     } catch (err) {
-      this.daemon.output.appendLine(`[nexus] nexus/toolCalls/list: ${String(err)}`);
-    }
-  }
-
-  /** update records a call's latest state. */
-  update(c: ToolCall): void {
-    if (this.model.update(c)) {
-      this.dirtyDocs.add(c.toolCallId);
-      this.refresh.poke();
-    }
-  }
-
-  /** reply records a nexus/tools/execute reply (its final notification may come later). */
-  reply(r: ToolsExecuteResult): void {
-    if (this.model.reply(r)) {
-      this.dirtyDocs.add(r.toolCallId);
-      this.refresh.poke();
+      d.output.appendLine(`[nexus] nexus/toolCalls/list: ${String(err)}`);
     }
   }
 
   private flush(): void {
     this.changed.fire(undefined);
-    this.countChanged.fire(this.model.running());
-    for (const id of this.dirtyDocs) {
-      this.docChanged.fire(vscode.Uri.from({ scheme: CALL_SCHEME, path: `/${id}.json` }));
+    this.countChanged.fire(this.running());
+    for (const uri of this.dirtyDocs.values()) {
+      this.docChanged.fire(uri);
     }
     this.dirtyDocs.clear();
-    if (!this.hasCalls && this.model.view().some((g) => g.calls.length > 0)) {
+    if (!this.hasCalls && [...this.models.values()].some((m) => m.view().some((g) => g.calls.length > 0))) {
       this.hasCalls = true;
       void vscode.commands.executeCommand('setContext', 'nexus.hasToolCalls', true);
     }
-    const f = this.model.getFilter();
+    const f = this.filter;
     this.view.message = f.text || f.status ? `Filtered: ${[f.status, f.text].filter(Boolean).join(', ')}` : undefined;
+  }
+
+  private groups(d: Daemon): Node[] {
+    return this.model(d)
+      .view()
+      .map((group) => ({ kind: 'group', daemon: d, group }));
   }
 
   getChildren(n?: Node): Node[] {
     if (!n) {
-      return this.model.view().map((group) => ({ kind: 'group', group }));
+      return roots(this.daemons, (d) => this.groups(d)) as Node[];
+    }
+    if (n.kind === 'folder') {
+      return this.groups(n.daemon);
     }
     if (n.kind === 'group') {
-      const nodes: Node[] = n.group.calls.map((c) => ({ kind: 'call', call: c }));
+      const nodes: Node[] = n.group.calls.map((c) => ({ kind: 'call', daemon: n.daemon, call: c }));
       if (n.group.older > 0) {
-        nodes.push({ kind: 'older', group: n.group });
+        nodes.push({ kind: 'older', daemon: n.daemon, group: n.group });
       }
       return nodes;
     }
@@ -119,9 +163,13 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
   }
 
   getTreeItem(n: Node): vscode.TreeItem {
+    if (n.kind === 'folder') {
+      const running = this.model(n.daemon).running();
+      return folderItem('activity', n, running ? `${running} running` : undefined);
+    }
     if (n.kind === 'group') {
       const item = new vscode.TreeItem(n.group.label, vscode.TreeItemCollapsibleState.Expanded);
-      item.id = `group:${n.group.key}`;
+      item.id = `group:${n.daemon.id}:${n.group.key}`;
       const running = n.group.calls.filter((c) => !isFinal(c.status)).length;
       item.description = running ? `${running} running` : `${n.group.calls.length}`;
       item.contextValue = 'group';
@@ -130,11 +178,11 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     }
     if (n.kind === 'older') {
       const item = new vscode.TreeItem('older calls…', vscode.TreeItemCollapsibleState.None);
-      item.id = `older:${n.group.key}`;
+      item.id = `older:${n.daemon.id}:${n.group.key}`;
       item.description = `${n.group.older} not shown`;
       item.tooltip = `Only the latest ${n.group.calls.length} calls of this source are kept here: click for the older ones the daemon still holds.`;
       item.contextValue = 'older';
-      item.command = { command: 'nexus.showOlderCalls', title: 'Show older calls', arguments: [n.group.key] };
+      item.command = { command: 'nexus.showOlderCalls', title: 'Show older calls', arguments: [n.group.key, n.daemon.id] };
       return item;
     }
     const c = n.call;
@@ -153,37 +201,56 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     }
     tip.appendMarkdown(`\`${c.toolCallId}\``);
     item.tooltip = tip;
+    if (this.daemons.multi) {
+      tip.appendMarkdown(` in ${n.daemon.name}`);
+    }
     item.command = { command: 'nexus.showCallDetails', title: 'Show details', arguments: [c.toolCallId] };
     return item;
   }
 
   /** showOlder opens, as one JSON document, the calls of a source that the
    * view no longer shows and the daemon still holds (its latest 1,000). */
-  private async showOlder(key: string): Promise<void> {
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: CALL_SCHEME, path: `/older/${key}.json` }));
+  private async showOlder(key: string, id?: string): Promise<void> {
+    const d = id ? this.daemons.get(id) : this.daemons.only;
+    if (!d) {
+      return;
+    }
+    const doc = await vscode.workspace.openTextDocument(callUri(d, `older/${key}`));
     await vscode.window.showTextDocument(doc, { preview: true });
   }
 
-  private async olderCalls(key: string): Promise<string> {
-    const client = this.daemon.current;
+  private async olderCalls(d: Daemon, key: string): Promise<string> {
+    const client = d.current;
     if (!client) {
-      return '// the Nexus daemon is not running\n';
+      return `// the Nexus daemon of ${d.name} is not running\n`;
     }
-    const shown = new Set(this.model.view().find((g) => g.key === key)?.calls.map((c) => c.toolCallId) ?? []);
+    const shown = new Set(this.model(d).view().find((g) => g.key === key)?.calls.map((c) => c.toolCallId) ?? []);
     const r = await call(client, Methods.toolCallsList, { limit: 1000 });
     const older = (r.toolCalls ?? []).filter((c) => groupOf(c).key === key && !shown.has(c.toolCallId));
     return JSON.stringify(older, null, 2) + '\n';
   }
 
+  /** find is a call and the daemon whose view holds it. */
+  private find(id: string): { daemon: Daemon; call: ToolCall } | undefined {
+    for (const d of this.daemons.list()) {
+      const c = this.models.get(d.id)?.get(id);
+      if (c) {
+        return { daemon: d, call: c };
+      }
+    }
+    return undefined;
+  }
+
   /** provideTextDocumentContent is a call as JSON, its arguments and result
-   * parsed; or the older calls of a source (nexus-call:/older/KEY.json). */
+   * parsed; or the older calls of a source (nexus-call://D/older/KEY.json). */
   provideTextDocumentContent(uri: vscode.Uri): string | Promise<string> {
+    const d = this.daemons.get(uri.authority) ?? this.daemons.only;
     const older = /^\/older\/(.+)\.json$/.exec(uri.path);
     if (older) {
-      return this.olderCalls(older[1]);
+      return d ? this.olderCalls(d, older[1]) : '// no Nexus daemon serves this folder any more\n';
     }
     const id = uri.path.replace(/^\//, '').replace(/\.json$/, '');
-    const c = this.model.get(id);
+    const c = (d && this.models.get(d.id)?.get(id)) ?? this.find(id)?.call;
     if (!c) {
       return `// tool call ${id} is no longer in the Tool Activity view\n`;
     }
@@ -216,18 +283,24 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     if (!id) {
       return;
     }
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: CALL_SCHEME, path: `/${id}.json` }));
+    const found = this.find(id);
+    const d = found?.daemon ?? this.daemons.only;
+    if (!d) {
+      return;
+    }
+    const doc = await vscode.workspace.openTextDocument(callUri(d, id));
     await vscode.languages.setTextDocumentLanguage(doc, 'json');
     await vscode.window.showTextDocument(doc, { preview: true });
   }
 
   private async cancel(n?: Node | string): Promise<void> {
     const id = this.idOf(n) ?? (await this.pickCall(true));
-    const client = this.daemon.current;
+    const found = id ? this.find(id) : undefined;
+    const client = found?.daemon.current;
     if (!id || !client) {
       return;
     }
-    const c = this.model.get(id);
+    const c = found.call;
     try {
       const r = await call(client, Methods.toolCallsCancel, { toolCallId: id, appId: c?.appId });
       if (!r.cancelled) {
@@ -239,11 +312,13 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
   }
 
   private async pickCall(runningOnly: boolean): Promise<string | undefined> {
-    const items = this.model
-      .view()
-      .flatMap((g) => g.calls)
-      .filter((c) => !runningOnly || !isFinal(c.status))
-      .map((c) => ({ label: label(c), description: describe(c), id: c.toolCallId }));
+    const items = this.daemons.list().flatMap((d) =>
+      this.model(d)
+        .view()
+        .flatMap((g) => g.calls)
+        .filter((c) => !runningOnly || !isFinal(c.status))
+        .map((c) => ({ label: label(c), description: describe(c), detail: this.daemons.multi ? d.name : undefined, id: c.toolCallId })),
+    );
     if (items.length === 0) {
       void vscode.window.showInformationMessage(runningOnly ? 'Nexus: no call is running.' : 'Nexus: no tool calls yet.');
       return undefined;
@@ -252,7 +327,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
   }
 
   private async askFilter(): Promise<void> {
-    const f = this.model.getFilter();
+    const f = this.filter;
     const value = await vscode.window.showInputBox({
       prompt: 'Filter the tool calls: text (tool, title, author, intent), and status:NAME for a status. Empty: show all.',
       value: [f.status ? `status:${f.status}` : '', f.text ?? ''].filter(Boolean).join(' '),
@@ -267,7 +342,10 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
         return '';
       })
       .trim();
-    this.model.setFilter({ text, status });
+    this.filter = normalizeFilter({ text, status });
+    for (const m of this.models.values()) {
+      m.setFilter(this.filter);
+    }
     this.refresh.poke();
   }
 

@@ -31,6 +31,11 @@ export interface Filter {
   status?: string;
 }
 
+/** normalizeFilter trims and lower-cases a filter; empty parts are dropped. */
+export function normalizeFilter(f: Filter): Filter {
+  return { text: f.text?.trim().toLowerCase() || undefined, status: f.status?.trim().toLowerCase() || undefined };
+}
+
 /** groupOf is the group key and label of a call, from its author (and appId
  * for daemons that do not send the author). */
 export function groupOf(c: ToolCall): { key: string; label: string } {
@@ -200,7 +205,7 @@ export class ActivityModel {
   }
 
   setFilter(f: Filter): void {
-    this.filter = { text: f.text?.trim().toLowerCase() || undefined, status: f.status?.trim().toLowerCase() || undefined };
+    this.filter = normalizeFilter(f);
   }
 
   getFilter(): Filter {

@@ -14,7 +14,8 @@ import {
   rememberedDescription,
   rememberedLabel,
 } from './approvalsModel';
-import type { Daemon } from './daemon';
+import type { Daemon, Daemons } from './daemon';
+import { folderItem, type FolderNode, inFolder, roots } from './folders';
 import { type Approval, call, isMethodNotFound, Methods, type PermissionAnswer, type PermissionParams, Requests } from './protocol';
 
 export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.Disposable {
@@ -28,7 +29,7 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
-    daemon: Daemon,
+    private readonly daemons: Daemons,
     private readonly remembered: RememberedView,
   ) {
     this.view = vscode.window.createTreeView('nexus.approvals', { treeDataProvider: this });
@@ -40,27 +41,34 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
         const n = this.pending.size;
         this.view.badge = n > 0 ? { value: n, tooltip: `${n} tool ${n === 1 ? 'call waits' : 'calls wait'} for your approval` } : undefined;
       }),
-      daemon.onWillStart((c) => this.attach(c)),
-      daemon.onDidChangeState((s) => {
-        if (s !== 'ready') {
-          this.pending.clear(); // the daemon that asked is gone
+      daemons.onWillStart(({ daemon, client }) => this.attach(daemon, client)),
+      daemons.onDidChangeState((d) => {
+        if (d.state !== 'ready') {
+          this.pending.clear(d.id); // the daemon that asked is gone
         }
       }),
       vscode.commands.registerCommand('nexus.answerApproval', (p?: Pending) => this.answer(p)),
     );
   }
 
-  private attach(client: LanguageClient): void {
-    client.onRequest(Requests.requestPermission, (params: PermissionParams, token: CancellationToken) => this.ask(params, token));
+  private attach(d: Daemon, client: LanguageClient): void {
+    client.onRequest(Requests.requestPermission, (params: PermissionParams, token: CancellationToken) => this.ask(d, params, token));
+  }
+
+  /** message is a request's prompt line, naming the folder when several are served. */
+  private message(p: Pending): string {
+    const d = p.source ? this.daemons.get(p.source) : undefined;
+    const text = promptMessage(p.params);
+    return d ? inFolder(this.daemons, d, text) : text;
   }
 
   /** ask shows the prompt and lists the request until it is answered, here
    * or from the view, or the daemon cancels it. */
-  private async ask(params: PermissionParams, token: CancellationToken): Promise<PermissionAnswer> {
-    const { pending, answer } = this.pending.add(params);
+  private async ask(d: Daemon, params: PermissionParams, token: CancellationToken): Promise<PermissionAnswer> {
+    const { pending, answer } = this.pending.add(params, new Date(), d.id);
     const sub = token.onCancellationRequested(() => this.pending.cancel(pending.id));
     void vscode.window
-      .showWarningMessage(promptMessage(params), { modal: false, detail: promptDetail(params) }, ...AnswerLabels.map((a) => a.label))
+      .showWarningMessage(this.message(pending), { modal: false, detail: promptDetail(params) }, ...AnswerLabels.map((a) => a.label))
       .then((pick) => {
         const a = answerOf(pick);
         if (a) {
@@ -71,7 +79,7 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
     sub.dispose();
     if (a === 'allow_always' || a === 'reject_always') {
       // The daemon remembers it: show it once the call goes on.
-      setTimeout(() => void this.remembered.reload(), 500);
+      setTimeout(() => void this.remembered.reload(d), 500);
     }
     // Cancelled: the daemon no longer reads the answer.
     return a ?? 'reject_once';
@@ -80,7 +88,12 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
   private async answer(p?: Pending): Promise<void> {
     let target: Pending | undefined = p ?? this.view.selection[0];
     if (!target) {
-      const items = this.pending.list().map((x) => ({ label: x.params.toolCall.toolName, description: x.params.icerc.intent, x }));
+      const items = this.pending.list().map((x) => ({
+        label: x.params.toolCall.toolName,
+        description: x.params.icerc.intent,
+        detail: this.daemons.multi ? this.daemons.get(x.source ?? '')?.name : undefined,
+        x,
+      }));
       if (items.length === 0) {
         void vscode.window.showInformationMessage('Nexus: no approval is waiting.');
         return;
@@ -96,7 +109,7 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
     }
     const pick = await vscode.window.showQuickPick(
       AnswerLabels.map((a) => a.label),
-      { placeHolder: promptMessage(target.params) },
+      { placeHolder: this.message(target) },
     );
     const a = answerOf(pick);
     if (a && !this.pending.answer(target.id, a)) {
@@ -122,8 +135,10 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
   getTreeItem(p: Pending): vscode.TreeItem {
     const item = new vscode.TreeItem(p.params.toolCall.toolName, vscode.TreeItemCollapsibleState.None);
     item.id = `approval:${p.id}`;
-    item.description = p.params.icerc.intent || p.params.toolCall.icerc?.intent || '';
-    item.tooltip = `${promptMessage(p.params)}\n\n${promptDetail(p.params)}`;
+    const intent = p.params.icerc.intent || p.params.toolCall.icerc?.intent || '';
+    const folder = this.daemons.multi ? this.daemons.get(p.source ?? '')?.name : undefined;
+    item.description = folder ? `${folder} · ${intent}` : intent;
+    item.tooltip = `${this.message(p)}\n\n${promptDetail(p.params)}`;
     item.iconPath = new vscode.ThemeIcon('bell');
     item.contextValue = 'approval';
     item.command = { command: 'nexus.answerApproval', title: 'Answer', arguments: [p] };
@@ -140,52 +155,81 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
   }
 }
 
-/** RememberedView lists the daemon's remembered "always" answers. */
-export class RememberedView implements vscode.TreeDataProvider<Approval>, vscode.Disposable {
-  private approvals: Approval[] = [];
-  private readonly changed = new vscode.EventEmitter<Approval | undefined>();
+type RememberedNode = FolderNode | { kind: 'approval'; daemon: Daemon; approval: Approval };
+
+/** RememberedView lists the daemons' remembered "always" answers. */
+export class RememberedView implements vscode.TreeDataProvider<RememberedNode>, vscode.Disposable {
+  /** The answers of each daemon, by daemon id; a string is why there are none. */
+  private readonly approvals = new Map<string, Approval[] | string>();
+  private readonly changed = new vscode.EventEmitter<RememberedNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
-  private readonly view: vscode.TreeView<Approval>;
+  private readonly view: vscode.TreeView<RememberedNode>;
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(private readonly daemon: Daemon) {
+  constructor(private readonly daemons: Daemons) {
     this.view = vscode.window.createTreeView('nexus.remembered', { treeDataProvider: this });
     this.disposables.push(
       this.view,
-      daemon.onDidStart(() => void this.reload()),
-      vscode.commands.registerCommand('nexus.revokeApproval', (a?: Approval) => this.revoke(a)),
-      vscode.commands.registerCommand('nexus.refreshRemembered', () => this.reload()),
+      daemons.onDidStart(({ daemon }) => void this.reload(daemon)),
+      daemons.onDidChangeDaemons(() => this.render()),
+      vscode.commands.registerCommand('nexus.revokeApproval', (n?: RememberedNode) => this.revoke(n)),
+      vscode.commands.registerCommand('nexus.refreshRemembered', () => Promise.all(this.daemons.list().map((d) => this.reload(d)))),
     );
   }
 
-  async reload(): Promise<void> {
-    const client = this.daemon.current;
+  /** reload asks a daemon for its remembered answers. */
+  async reload(d: Daemon): Promise<void> {
+    const client = d.current;
     if (!client) {
       return;
     }
     try {
       const r = await call(client, Methods.approvalsList, {});
-      this.approvals = r.approvals ?? [];
-      this.view.message = this.approvals.length === 0 ? 'No remembered answers.' : undefined;
+      this.approvals.set(d.id, r.approvals ?? []);
     } catch (err) {
-      this.approvals = [];
-      this.view.message = isMethodNotFound(err)
-        ? 'This nexusd cannot list remembered answers (nexus/approvals/list); use `nexus perm ls` in a terminal.'
-        : `Could not list remembered answers: ${err instanceof Error ? err.message : String(err)}`;
+      this.approvals.set(
+        d.id,
+        isMethodNotFound(err)
+          ? 'This nexusd cannot list remembered answers (nexus/approvals/list); use `nexus perm ls` in a terminal.'
+          : `Could not list remembered answers: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
+    this.render();
+  }
+
+  private render(): void {
+    const live = this.daemons.list();
+    for (const id of this.approvals.keys()) {
+      if (!live.some((d) => d.id === id)) {
+        this.approvals.delete(id);
+      }
+    }
+    const lists = live.map((d) => this.approvals.get(d.id));
+    const why = lists.find((l) => typeof l === 'string');
+    const none = lists.every((l) => Array.isArray(l) && l.length === 0);
+    this.view.message = typeof why === 'string' && !this.daemons.multi ? why : none && lists.length > 0 ? 'No remembered answers.' : undefined;
     this.changed.fire(undefined);
   }
 
-  private async revoke(a?: Approval): Promise<void> {
-    const target = a ?? this.view.selection[0];
-    const client = this.daemon.current;
-    if (!target || !client) {
+  private of(d: Daemon): RememberedNode[] {
+    const l = this.approvals.get(d.id);
+    return Array.isArray(l) ? l.map((approval) => ({ kind: 'approval', daemon: d, approval })) : [];
+  }
+
+  private async revoke(n?: RememberedNode): Promise<void> {
+    const target = n ?? this.view.selection[0];
+    if (target?.kind !== 'approval') {
       return;
     }
+    const client = target.daemon.current;
+    if (!client) {
+      return;
+    }
+    const a = target.approval;
     try {
-      const r = await call(client, Methods.approvalsRevoke, { appId: target.appId, toolName: target.toolName, serverName: target.serverName });
+      const r = await call(client, Methods.approvalsRevoke, { appId: a.appId, toolName: a.toolName, serverName: a.serverName });
       if (!r.revoked) {
-        void vscode.window.showInformationMessage(`Nexus: ${rememberedLabel(target)} was not remembered any more.`);
+        void vscode.window.showInformationMessage(`Nexus: ${rememberedLabel(a)} was not remembered any more.`);
       }
     } catch (err) {
       void vscode.window.showErrorMessage(
@@ -194,14 +238,22 @@ export class RememberedView implements vscode.TreeDataProvider<Approval>, vscode
           : `Nexus: revoke failed: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
-    await this.reload();
+    await this.reload(target.daemon);
   }
 
-  getChildren(a?: Approval): Approval[] {
-    return a ? [] : this.approvals;
+  getChildren(n?: RememberedNode): RememberedNode[] {
+    if (!n) {
+      return roots(this.daemons, (d) => this.of(d)) as RememberedNode[];
+    }
+    return n.kind === 'folder' ? this.of(n.daemon) : [];
   }
 
-  getTreeItem(a: Approval): vscode.TreeItem {
+  getTreeItem(n: RememberedNode): vscode.TreeItem {
+    if (n.kind === 'folder') {
+      const l = this.approvals.get(n.daemon.id);
+      return folderItem('remembered', n, typeof l === 'string' ? l : `${l?.length ?? 0}`);
+    }
+    const a = n.approval;
     const item = new vscode.TreeItem(rememberedLabel(a), vscode.TreeItemCollapsibleState.None);
     item.description = rememberedDescription(a);
     item.tooltip = `${a.decision} since ${a.time}${a.definitionHash ? `\ndefinition ${a.definitionHash}` : ''}`;

@@ -50,6 +50,8 @@ export interface Pending {
   id: number;
   params: PermissionParams;
   received: Date;
+  /** Who asked: the id of the daemon (a workspace folder's), if given. */
+  source?: string;
 }
 
 /** PendingApprovals holds the permission requests not yet answered; each
@@ -61,8 +63,8 @@ export class PendingApprovals {
 
   /** add records a request; the promise is its answer, or undefined when
    * it was cancelled first. */
-  add(params: PermissionParams, now: Date = new Date()): { pending: Pending; answer: Promise<PermissionAnswer | undefined> } {
-    const pending: Pending = { id: this.next++, params, received: now };
+  add(params: PermissionParams, now: Date = new Date(), source?: string): { pending: Pending; answer: Promise<PermissionAnswer | undefined> } {
+    const pending: Pending = { id: this.next++, params, received: now, source };
     const answer = new Promise<PermissionAnswer | undefined>((resolve) => {
       this.waiting.set(pending.id, { pending, resolve });
     });
@@ -80,10 +82,13 @@ export class PendingApprovals {
     return this.end(id, undefined);
   }
 
-  /** clear cancels every request (the daemon went away). */
-  clear(): void {
-    for (const id of [...this.waiting.keys()]) {
-      this.end(id, undefined);
+  /** clear cancels every request of a source (its daemon went away), or
+   * every request when no source is given. */
+  clear(source?: string): void {
+    for (const [id, w] of [...this.waiting]) {
+      if (source === undefined || w.pending.source === source) {
+        this.end(id, undefined);
+      }
     }
   }
 

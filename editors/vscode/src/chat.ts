@@ -1,14 +1,16 @@
 // The Agent Chat view (nexus.chat): a webview (media/chat.js, chat.css) on
-// the daemon's agent — nexus/agent/sessions/*, nexus/agent/prompt and
+// the daemons' agents — nexus/agent/sessions/*, nexus/agent/prompt and
 // cancel, the nexus/agent/update stream — with the permission requests of
-// the session's own tool calls answered inline on their cards.
+// the session's own tool calls answered inline on their cards. A session
+// belongs to one workspace folder's daemon; with several folders, the
+// session list names them and a folder picker says where "New" starts one.
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import type { ApprovalsView } from './approvals';
 import { type ChatState, emptyChat, endTurn, reduce, view } from './chatModel';
-import type { Daemon } from './daemon';
+import type { Daemon, Daemons } from './daemon';
 import {
   type AgentSessionInfo,
   type AgentUpdateParams,
@@ -28,6 +30,7 @@ type FromView =
   | { type: 'newSession' }
   | { type: 'listSessions' }
   | { type: 'loadSession'; sessionId: string }
+  | { type: 'folder'; id: string }
   | { type: 'answer'; toolCallId: string; answer: string }
   | { type: 'details'; toolCallId: string };
 
@@ -38,36 +41,66 @@ function errText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** sessionKey names a session in the webview: its daemon and its id. */
+function sessionKey(d: Daemon, sessionId: string): string {
+  return `${d.id}/${sessionId}`;
+}
+
 export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   private webview: vscode.Webview | undefined;
   private state: ChatState = emptyChat();
-  private sessions: AgentSessionInfo[] = [];
+  /** The daemon of the session shown (and where "New" starts one). */
+  private daemon: Daemon | undefined;
+  /** The sessions of each daemon, by daemon id. */
+  private readonly sessions = new Map<string, AgentSessionInfo[]>();
+  /** The folder the person picked for the next "New" (several folders). */
+  private nextFolder: string | undefined;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
     private readonly extensionUri: vscode.Uri,
-    private readonly daemon: Daemon,
+    private readonly daemons: Daemons,
     private readonly approvals: ApprovalsView,
   ) {
     this.disposables.push(
       vscode.window.registerWebviewViewProvider('nexus.chat', this, { webviewOptions: { retainContextWhenHidden: true } }),
-      daemon.onWillStart((c) => this.attach(c)),
-      daemon.onDidStart(() => {
+      daemons.onWillStart(({ daemon, client }) => this.attach(daemon, client)),
+      daemons.onDidStart(({ daemon }) => {
         // A new daemon: the turn that ran is gone; keep the session to resume.
-        if (this.state.running) {
+        if (daemon === this.target() && this.state.running) {
           endTurn(this.state, 'daemon restarted');
         }
-        void this.listSessions();
+        void this.listSessions(daemon);
         this.post();
+      }),
+      daemons.onDidChangeDaemons(() => {
+        const live = new Set(daemons.list().map((d) => d.id));
+        for (const id of this.sessions.keys()) {
+          if (!live.has(id)) {
+            this.sessions.delete(id);
+          }
+        }
+        if (this.daemon && !live.has(this.daemon.id)) {
+          // Its folder left the workspace.
+          this.daemon = undefined;
+          this.state = emptyChat();
+          this.post();
+        }
+        this.postSessions();
       }),
       approvals.onDidChangePending(() => this.syncApprovals()),
     );
   }
 
-  private attach(client: LanguageClient): void {
+  /** target is the daemon of the session shown, else the first one. */
+  private target(): Daemon | undefined {
+    return this.daemon ?? this.daemons.list()[0];
+  }
+
+  private attach(d: Daemon, client: LanguageClient): void {
     client.onNotification(Notifications.agentUpdate, (p: AgentUpdateParams) => {
-      if (p.sessionId && p.sessionId === this.state.sessionId) {
+      if (d === this.target() && p.sessionId && p.sessionId === this.state.sessionId) {
         reduce(this.state, p.update);
         this.post();
       }
@@ -91,6 +124,7 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
 </head>
 <body>
 <div id="bar">
+  <select id="folder" title="Workspace folder of a new session" hidden></select>
   <select id="sessions" title="Sessions: pick one to resume it"></select>
   <button id="new" title="New session">New</button>
 </div>
@@ -119,6 +153,12 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         this.postSessions();
         await this.listSessions();
         break;
+      case 'folder':
+        // Where "New" starts a session; the one shown stays until then.
+        if (this.daemons.get(m.id)) {
+          this.nextFolder = m.id;
+        }
+        break;
       case 'prompt':
         await this.prompt(m.text);
         break;
@@ -131,9 +171,14 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       case 'listSessions':
         await this.listSessions();
         break;
-      case 'loadSession':
-        await this.loadSession(m.sessionId);
+      case 'loadSession': {
+        const [id, sessionId] = m.sessionId.split('/', 2);
+        const d = this.daemons.get(id);
+        if (d && sessionId) {
+          await this.loadSession(d, sessionId);
+        }
         break;
+      }
       case 'answer':
         if ((PermissionAnswers as readonly string[]).includes(m.answer)) {
           if (!this.approvals.answerToolCall(m.toolCallId, m.answer as PermissionAnswer)) {
@@ -147,10 +192,10 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
   }
 
-  private client(): LanguageClient | undefined {
-    const c = this.daemon.current;
+  private client(d: Daemon | undefined = this.target()): LanguageClient | undefined {
+    const c = d?.current;
     if (!c) {
-      this.error('The Nexus daemon is not running.');
+      this.error(d ? `The Nexus daemon of ${d.name} is not running.` : 'No Nexus daemon is running.');
     }
     return c;
   }
@@ -161,8 +206,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   }
 
   private async newSession(): Promise<boolean> {
-    const c = this.client();
-    if (!c) {
+    const d = (this.nextFolder ? this.daemons.get(this.nextFolder) : undefined) ?? this.target();
+    const c = this.client(d);
+    if (!c || !d) {
       return false;
     }
     if (this.state.running) {
@@ -171,12 +217,14 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
     try {
       const r = await call(c, Methods.agentSessionsNew, {});
+      this.daemon = d;
+      this.nextFolder = undefined;
       this.state = emptyChat();
       this.state.sessionId = r.session.sessionId;
       this.state.title = r.session.title;
       this.state.commands = r.availableCommands ?? [];
       this.post();
-      await this.listSessions();
+      await this.listSessions(d);
       return true;
     } catch (err) {
       this.error(errText(err));
@@ -184,9 +232,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
   }
 
-  private async loadSession(sessionId: string): Promise<void> {
-    const c = this.client();
-    if (!c || sessionId === this.state.sessionId) {
+  private async loadSession(d: Daemon, sessionId: string): Promise<void> {
+    const c = this.client(d);
+    if (!c || (d === this.target() && sessionId === this.state.sessionId)) {
       return;
     }
     if (this.state.running) {
@@ -203,6 +251,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       for (const u of r.updates ?? []) {
         reduce(s, u);
       }
+      this.daemon = d;
+      this.nextFolder = undefined;
       this.state = s;
       this.post();
       this.syncApprovals();
@@ -211,17 +261,22 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
   }
 
-  private async listSessions(): Promise<void> {
-    const c = this.daemon.current;
-    if (!c) {
-      return;
-    }
-    try {
-      const r = await call(c, Methods.agentSessionsList, {});
-      this.sessions = r.sessions ?? [];
-    } catch {
-      this.sessions = []; // no agent: the first prompt says why
-    }
+  /** listSessions asks a daemon (or each) for its sessions. */
+  private async listSessions(only?: Daemon): Promise<void> {
+    await Promise.all(
+      (only ? [only] : this.daemons.list()).map(async (d) => {
+        const c = d.current;
+        if (!c) {
+          return;
+        }
+        try {
+          const r = await call(c, Methods.agentSessionsList, {});
+          this.sessions.set(d.id, r.sessions ?? []);
+        } catch {
+          this.sessions.set(d.id, []); // no agent: the first prompt says why
+        }
+      }),
+    );
     this.postSessions();
   }
 
@@ -236,9 +291,10 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     if (!this.state.sessionId && !(await this.newSession())) {
       return;
     }
-    const c = this.client();
+    const d = this.target();
+    const c = this.client(d);
     const sessionId = this.state.sessionId;
-    if (!c || !sessionId) {
+    if (!c || !d || !sessionId) {
       return;
     }
     this.state.entries.push({ kind: 'user', text });
@@ -249,7 +305,7 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       if (this.state.sessionId === sessionId) {
         endTurn(this.state, r.stopReason);
         if (r.resume && r.resume !== sessionId) {
-          await this.loadSession(r.resume);
+          await this.loadSession(d, r.resume);
         }
       }
     } catch (err) {
@@ -259,11 +315,11 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       }
     }
     this.post();
-    void this.listSessions();
+    void this.listSessions(d);
   }
 
   private async cancel(): Promise<void> {
-    const c = this.daemon.current;
+    const c = this.target()?.current;
     const sessionId = this.state.sessionId;
     if (!c || !sessionId) {
       return;
@@ -307,15 +363,29 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
-      void this.webview?.postMessage({ type: 'state', state: view(this.state, this.waiting()) });
+      const d = this.target();
+      const key = d && this.state.sessionId ? sessionKey(d, this.state.sessionId) : undefined;
+      void this.webview?.postMessage({ type: 'state', state: { ...view(this.state, this.waiting()), sessionKey: key } });
     }, 50);
   }
 
   private postSessions(): void {
+    const target = this.target();
+    const multi = this.daemons.multi;
     void this.webview?.postMessage({
       type: 'sessions',
-      current: this.state.sessionId,
-      sessions: this.sessions.map((s) => ({ id: s.sessionId, title: s.title || s.sessionId, updatedAt: s.updatedAt, messages: s.messages })),
+      current: target && this.state.sessionId ? sessionKey(target, this.state.sessionId) : undefined,
+      sessions: this.daemons.list().flatMap((d) =>
+        (this.sessions.get(d.id) ?? []).map((s) => ({
+          id: sessionKey(d, s.sessionId),
+          title: `${multi ? `${d.name} · ` : ''}${s.title || s.sessionId}`,
+          updatedAt: s.updatedAt,
+          messages: s.messages,
+        })),
+      ),
+      // The folder picker shows only with several folders.
+      folders: multi ? this.daemons.list().map((d) => ({ id: d.id, name: d.name })) : [],
+      folder: (this.nextFolder ? this.daemons.get(this.nextFolder) : undefined)?.id ?? target?.id,
     });
   }
 

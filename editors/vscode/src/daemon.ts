@@ -1,11 +1,12 @@
-// The daemon's lifecycle in VS Code: find nexusd, start it on the
-// workspace with vscode-languageclient (output channel, trace, restarts),
-// and stop it. Each start makes a new LanguageClient; the views hear of it
-// through onWillStart (to register their handlers) and onDidStart (to fill
-// themselves).
+// The daemons' lifecycle in VS Code: one nexusd per workspace folder that
+// has a .nexus directory (else the first folder), each started with
+// vscode-languageclient (output channel, trace, restarts) and stopped when
+// its folder leaves the workspace. Each start makes a new LanguageClient;
+// the views hear of it through Daemons.onWillStart (to register their
+// handlers) and onDidStart (to fill themselves), with the daemon it is for.
 
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
+import crypto from 'node:crypto';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import {
@@ -19,23 +20,24 @@ import {
   RevealOutputChannelOn,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { classifyStderr, type DaemonState, type Fatal, findDaemon, INSTALL_HINT, RestartBudget } from './lifecycle';
+import { classifyStderr, type DaemonState, type Fatal, findDaemon, INSTALL_HINT, RestartBudget, servedFolders } from './lifecycle';
 import { benchMark } from './bench';
 import type { InitializeResult } from './protocol';
 
 /** How much of the daemon's stderr is kept to explain a failure. */
 const STDERR_TAIL = 16 * 1024;
 
-/** workspaceFolder is the folder the daemon serves: the first one with a
- * .nexus directory, else the first one. */
-export function workspaceFolder(): vscode.WorkspaceFolder | undefined {
-  const folders = vscode.workspace.workspaceFolders ?? [];
-  return folders.find((f) => f.uri.scheme === 'file' && fs.existsSync(path.join(f.uri.fsPath, '.nexus'))) ?? folders[0];
+/** daemonId names a folder's daemon in URIs and tree ids: stable for the
+ * folder, safe in a URI authority. */
+export function daemonId(folder: vscode.WorkspaceFolder): string {
+  return crypto.createHash('sha256').update(folder.uri.toString()).digest('hex').slice(0, 12);
 }
 
+/** One nexusd, serving one workspace folder. */
 export class Daemon implements vscode.Disposable {
-  readonly output = vscode.window.createOutputChannel('Nexus');
-  readonly traceOutput = vscode.window.createOutputChannel('Nexus (trace)');
+  readonly id: string;
+  readonly output: vscode.OutputChannel;
+  readonly traceOutput: vscode.OutputChannel;
 
   private readonly willStart = new vscode.EventEmitter<LanguageClient>();
   private readonly didStart = new vscode.EventEmitter<LanguageClient>();
@@ -56,6 +58,22 @@ export class Daemon implements vscode.Disposable {
   private stateValue: DaemonState = 'stopped';
   info: InitializeResult | undefined;
 
+  /** first: the daemon's channels are "Nexus" and "Nexus (trace)"; others
+   * name their folder. */
+  constructor(
+    readonly folder: vscode.WorkspaceFolder,
+    first: boolean,
+  ) {
+    this.id = daemonId(folder);
+    this.output = vscode.window.createOutputChannel(first ? 'Nexus' : `Nexus (${folder.name})`);
+    this.traceOutput = vscode.window.createOutputChannel(first ? 'Nexus (trace)' : `Nexus (trace, ${folder.name})`);
+  }
+
+  /** name is the folder's name, as views and messages show it. */
+  get name(): string {
+    return this.folder.name;
+  }
+
   get state(): DaemonState {
     return this.stateValue;
   }
@@ -75,12 +93,7 @@ export class Daemon implements vscode.Disposable {
     if (this.client) {
       return;
     }
-    const folder = workspaceFolder();
-    if (!folder) {
-      this.lastError = 'Nexus needs a workspace folder.';
-      this.setState('stopped');
-      return;
-    }
+    const folder = this.folder;
     const cfg = vscode.workspace.getConfiguration('nexus', folder);
     const bin = findDaemon(cfg.get<string>('daemonPath') || undefined);
     if (!bin) {
@@ -123,7 +136,7 @@ export class Daemon implements vscode.Disposable {
       initializationFailedHandler: () => false,
       connectionOptions: { maxRestartCount: 0 },
     };
-    const client = new LanguageClient('nexus', 'Nexus', serverOptions, clientOptions);
+    const client = new LanguageClient('nexus', `Nexus (${folder.name})`, serverOptions, clientOptions);
     this.client = client;
     this.willStart.fire(client);
     try {
@@ -180,7 +193,7 @@ export class Daemon implements vscode.Disposable {
     const delay = opts.retry ? this.budget.next() : undefined;
     if (delay === undefined) {
       this.setState('stopped');
-      const pick = await vscode.window.showErrorMessage(`Nexus: the daemon stopped: ${this.lastError}`, 'Show log', 'Restart');
+      const pick = await vscode.window.showErrorMessage(`Nexus: the daemon of ${this.folder.name} stopped: ${this.lastError}`, 'Show log', 'Restart');
       if (pick === 'Show log') {
         this.output.show(true);
       } else if (pick === 'Restart') {
@@ -199,7 +212,7 @@ export class Daemon implements vscode.Disposable {
   private async explain(f: Fatal): Promise<void> {
     if (f.kind === 'locked') {
       const pick = await vscode.window.showErrorMessage(
-        `Nexus: another nexusd (pid ${f.pid}) already serves this workspace; stop it, then restart.`,
+        `Nexus: another nexusd (pid ${f.pid}) already serves ${this.folder.name}; stop it, then restart.`,
         'Show log',
         'Restart',
       );
@@ -210,12 +223,11 @@ export class Daemon implements vscode.Disposable {
       }
       return;
     }
-    const pick = await vscode.window.showErrorMessage(`Nexus: .nexus/config.yaml is invalid: ${f.message}`, 'Open config.yaml', 'Show log');
+    const pick = await vscode.window.showErrorMessage(`Nexus: ${this.folder.name}/.nexus/config.yaml is invalid: ${f.message}`, 'Open config.yaml', 'Show log');
     if (pick === 'Show log') {
       this.output.show(true);
     } else if (pick === 'Open config.yaml') {
-      const folder = workspaceFolder();
-      const file = f.file && path.isAbsolute(f.file) ? f.file : folder ? path.join(folder.uri.fsPath, '.nexus', 'config.yaml') : f.file;
+      const file = f.file && path.isAbsolute(f.file) ? f.file : path.join(this.folder.uri.fsPath, '.nexus', 'config.yaml');
       const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
       const pos = new vscode.Position(Math.max(0, f.line - 1), Math.max(0, f.column - 1));
       await vscode.window.showTextDocument(doc, { selection: new vscode.Range(pos, pos) });
@@ -260,5 +272,164 @@ export class Daemon implements vscode.Disposable {
     this.willStart.dispose();
     this.didStart.dispose();
     this.didChangeState.dispose();
+  }
+}
+
+/** A daemon and its new client. */
+export interface Started {
+  daemon: Daemon;
+  client: LanguageClient;
+}
+
+/** Daemons are the daemons of the workspace, one per served folder, in the
+ * folders' order. Views listen here, not on a Daemon: the events name the
+ * daemon they are for. */
+export class Daemons implements vscode.Disposable {
+  private readonly byId = new Map<string, { daemon: Daemon; subs: vscode.Disposable[] }>();
+  private readonly willStart = new vscode.EventEmitter<Started>();
+  private readonly didStart = new vscode.EventEmitter<Started>();
+  private readonly didChangeState = new vscode.EventEmitter<Daemon>();
+  private readonly didChange = new vscode.EventEmitter<void>();
+  private readonly disposables: vscode.Disposable[] = [];
+  readonly onWillStart = this.willStart.event;
+  readonly onDidStart = this.didStart.event;
+  /** A daemon's state changed. */
+  readonly onDidChangeState = this.didChangeState.event;
+  /** A daemon was added or removed (a folder came or went). */
+  readonly onDidChangeDaemons = this.didChange.event;
+
+  constructor() {
+    this.disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(() => void this.sync()));
+  }
+
+  /** list is the daemons in the order of their folders. */
+  list(): Daemon[] {
+    const order = (vscode.workspace.workspaceFolders ?? []).map((f) => daemonId(f));
+    return [...this.byId.values()].map((e) => e.daemon).sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+  }
+
+  /** multi tells whether more than one folder is served: the views then
+   * show a node per folder. */
+  get multi(): boolean {
+    return this.byId.size > 1;
+  }
+
+  get(id: string): Daemon | undefined {
+    return this.byId.get(id)?.daemon;
+  }
+
+  /** only is the daemon when there is exactly one. */
+  get only(): Daemon | undefined {
+    return this.byId.size === 1 ? this.list()[0] : undefined;
+  }
+
+  /** sync starts a daemon for each served folder without one and stops
+   * those whose folder left the workspace or is no longer served. */
+  async sync(): Promise<void> {
+    const want = servedFolders(vscode.workspace.workspaceFolders ?? []);
+    const wantIds = new Set(want.map((f) => daemonId(f)));
+    const stopping: Promise<void>[] = [];
+    for (const [id, e] of this.byId) {
+      if (!wantIds.has(id)) {
+        this.byId.delete(id);
+        stopping.push(this.remove(e));
+      }
+    }
+    const added: Daemon[] = [];
+    for (const f of want) {
+      if (!this.byId.has(daemonId(f))) {
+        added.push(this.add(f));
+      }
+    }
+    if (added.length > 0 || stopping.length > 0) {
+      this.didChange.fire();
+    }
+    await Promise.all([...stopping, ...added.map((d) => d.start())]);
+  }
+
+  /** serve starts a daemon for a folder that has none (nexusd makes its
+   * .nexus directory). */
+  async serve(folder: vscode.WorkspaceFolder): Promise<Daemon> {
+    const known = this.get(daemonId(folder));
+    if (known) {
+      return known;
+    }
+    const d = this.add(folder);
+    this.didChange.fire();
+    await d.start();
+    return d;
+  }
+
+  private add(folder: vscode.WorkspaceFolder): Daemon {
+    const d = new Daemon(folder, this.byId.size === 0);
+    const subs = [
+      d.onWillStart((client) => this.willStart.fire({ daemon: d, client })),
+      d.onDidStart((client) => this.didStart.fire({ daemon: d, client })),
+      d.onDidChangeState(() => this.didChangeState.fire(d)),
+    ];
+    this.byId.set(d.id, { daemon: d, subs });
+    return d;
+  }
+
+  private async remove(e: { daemon: Daemon; subs: vscode.Disposable[] }): Promise<void> {
+    await e.daemon.stop();
+    for (const s of e.subs) {
+      s.dispose();
+    }
+    e.daemon.dispose();
+  }
+
+  /** pick is the daemon a command acts on: the only one, or the one the
+   * person picks among the folders. */
+  async pick(placeHolder = 'Which workspace folder?'): Promise<Daemon | undefined> {
+    const all = this.list();
+    if (all.length <= 1) {
+      return all[0];
+    }
+    const pick = await vscode.window.showQuickPick(
+      all.map((d) => ({ label: d.name, description: d.state, detail: d.folder.uri.fsPath, d })),
+      { placeHolder },
+    );
+    return pick?.d;
+  }
+
+  /** restart restarts one daemon (picked when there are several), or all
+   * of them. */
+  async restart(d?: Daemon): Promise<void> {
+    if (d) {
+      return d.restart();
+    }
+    const all = this.list();
+    if (all.length === 0) {
+      return this.sync();
+    }
+    if (all.length === 1) {
+      return all[0].restart();
+    }
+    const pick = await vscode.window.showQuickPick(
+      [{ label: 'All folders', d: undefined as Daemon | undefined }, ...all.map((x) => ({ label: x.name, description: x.state, d: x as Daemon | undefined }))],
+      { placeHolder: 'Restart the daemon of which folder?' },
+    );
+    if (!pick) {
+      return;
+    }
+    await Promise.all((pick.d ? [pick.d] : all).map((x) => x.restart()));
+  }
+
+  dispose(): void {
+    for (const e of this.byId.values()) {
+      for (const s of e.subs) {
+        s.dispose();
+      }
+      e.daemon.dispose();
+    }
+    this.byId.clear();
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+    this.willStart.dispose();
+    this.didStart.dispose();
+    this.didChangeState.dispose();
+    this.didChange.dispose();
   }
 }

@@ -1,4 +1,4 @@
-// Activation and wiring only: the daemon, the views, the status bar and the
+// Activation and wiring only: the daemons, the views, the status bar and the
 // commands that are not a view's own.
 
 import * as vscode from 'vscode';
@@ -6,7 +6,7 @@ import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
 import { ChatView } from './chat';
 import { benchInit, benchMark } from './bench';
-import { Daemon } from './daemon';
+import { daemonId, Daemons } from './daemon';
 import { DefinitionsView, McpView } from './workspaceViews';
 import { StatusBar } from './status';
 
@@ -14,37 +14,61 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const t0 = Date.now();
   benchInit();
   benchMark('activate', t0);
-  const daemon = new Daemon();
-  const activity = new ActivityView(daemon);
-  const remembered = new RememberedView(daemon);
-  const approvals = new ApprovalsView(daemon, remembered);
+  const daemons = new Daemons();
+  const activity = new ActivityView(daemons);
+  const remembered = new RememberedView(daemons);
+  const approvals = new ApprovalsView(daemons, remembered);
   context.subscriptions.push(
-    daemon,
+    daemons,
     activity,
     remembered,
     approvals,
-    new StatusBar(daemon, activity, approvals),
-    new DefinitionsView(daemon),
-    new McpView(daemon),
-    new ChatView(context.extensionUri, daemon, approvals),
+    new StatusBar(daemons, activity, approvals),
+    new DefinitionsView(daemons),
+    new McpView(daemons),
+    new ChatView(context.extensionUri, daemons, approvals),
     vscode.commands.registerCommand('nexus.focusChat', () => vscode.commands.executeCommand('nexus.chat.focus')),
-    // The walkthrough's first step is done once the daemon is ready.
-    daemon.onDidChangeState((s) => void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', s === 'ready')),
-    vscode.commands.registerCommand('nexus.restartDaemon', () => daemon.restart()),
-    vscode.commands.registerCommand('nexus.showLog', () => daemon.output.show(true)),
+    // The walkthrough's first step is done once a daemon is ready.
+    daemons.onDidChangeState(() =>
+      void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', daemons.list().some((d) => d.state === 'ready')),
+    ),
+    vscode.commands.registerCommand('nexus.restartDaemon', () => daemons.restart()),
+    vscode.commands.registerCommand('nexus.showLog', async () => (await daemons.pick('Show the log of which folder?'))?.output.show(true)),
+    vscode.commands.registerCommand('nexus.serveFolder', () => serveFolder(daemons)),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('nexus.daemonPath') || e.affectsConfiguration('nexus.args') || e.affectsConfiguration('nexus.logLevel')) {
+      const changed = daemons
+        .list()
+        .filter((d) => ['nexus.daemonPath', 'nexus.args', 'nexus.logLevel'].some((k) => e.affectsConfiguration(k, d.folder)));
+      if (changed.length > 0) {
         void vscode.window.showInformationMessage('Nexus: the daemon settings changed.', 'Restart Daemon').then((pick) => {
           if (pick) {
-            void daemon.restart();
+            void Promise.all(changed.map((d) => d.restart()));
           }
         });
       }
     }),
   );
-  await daemon.start();
+  await daemons.sync();
+}
+
+/** serveFolder starts Nexus in a workspace folder that has no daemon yet
+ * (nexusd makes its .nexus directory). */
+async function serveFolder(daemons: Daemons): Promise<void> {
+  const served = new Set(daemons.list().map((d) => d.id));
+  const free = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file' && !served.has(daemonId(f)));
+  if (free.length === 0) {
+    void vscode.window.showInformationMessage('Nexus: every workspace folder has its daemon already.');
+    return;
+  }
+  const pick = await vscode.window.showQuickPick(
+    free.map((f) => ({ label: f.name, detail: f.uri.fsPath, f })),
+    { placeHolder: 'Start Nexus in which folder? (its .nexus directory is made)' },
+  );
+  if (pick) {
+    await daemons.serve(pick.f);
+  }
 }
 
 export function deactivate(): void {
-  // The daemon is stopped by disposing context.subscriptions.
+  // The daemons are stopped by disposing context.subscriptions.
 }

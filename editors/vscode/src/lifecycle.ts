@@ -35,6 +35,15 @@ export function findDaemon(configured: string | undefined, envPath: string | und
   return undefined;
 }
 
+/** servedFolders are the workspace folders that get a daemon: each local
+ * folder with a .nexus directory; when none has one, the first local folder
+ * (nexusd makes its .nexus). */
+export function servedFolders<F extends { uri: { scheme: string; fsPath: string } }>(folders: readonly F[]): F[] {
+  const local = folders.filter((f) => f.uri.scheme === 'file');
+  const withNexus = local.filter((f) => fs.existsSync(path.join(f.uri.fsPath, '.nexus')));
+  return withNexus.length > 0 ? withNexus : local.slice(0, 1);
+}
+
 /** Fatal is a start failure that a restart would not mend. */
 export type Fatal =
   | { kind: 'locked'; pid: string; message: string }
@@ -92,13 +101,26 @@ export class RestartBudget {
 /** The daemon's state as the status bar shows it. */
 export type DaemonState = 'starting' | 'ready' | 'stopped';
 
-/** statusText is the status bar text. */
-export function statusText(state: DaemonState, running: number, approvals: number): string {
+/** overallState is the state of several daemons as one: stopped when all
+ * are (or there are none), starting while any starts, else ready. */
+export function overallState(states: DaemonState[]): DaemonState {
+  if (states.every((s) => s === 'stopped')) {
+    return 'stopped';
+  }
+  return states.some((s) => s === 'starting') ? 'starting' : 'ready';
+}
+
+/** statusText is the status bar text; stopped counts the folders whose
+ * daemon stopped while others run. */
+export function statusText(state: DaemonState, running: number, approvals: number, stopped = 0): string {
   if (state === 'stopped') {
     return '$(error) Nexus: stopped';
   }
   if (approvals > 0) {
     return `$(bell) Nexus: ${approvals} approval${approvals === 1 ? '' : 's'}`;
+  }
+  if (stopped > 0) {
+    return `$(warning) Nexus: ${stopped} stopped`;
   }
   if (running > 0) {
     return `$(sync~spin) Nexus: ${running} running`;

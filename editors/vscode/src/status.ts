@@ -4,8 +4,8 @@
 import * as vscode from 'vscode';
 import type { ActivityView } from './activity';
 import type { ApprovalsView } from './approvals';
-import type { Daemon } from './daemon';
-import { statusText } from './lifecycle';
+import type { Daemons } from './daemon';
+import { overallState, statusText } from './lifecycle';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('nexus.status', vscode.StatusBarAlignment.Left, 10);
@@ -13,7 +13,7 @@ export class StatusBar implements vscode.Disposable {
   private running = 0;
 
   constructor(
-    private readonly daemon: Daemon,
+    private readonly daemons: Daemons,
     activity: ActivityView,
     private readonly approvals: ApprovalsView,
   ) {
@@ -21,7 +21,8 @@ export class StatusBar implements vscode.Disposable {
     this.item.command = 'nexus.quickPick';
     this.disposables.push(
       this.item,
-      daemon.onDidChangeState(() => this.render()),
+      daemons.onDidChangeState(() => this.render()),
+      daemons.onDidChangeDaemons(() => this.render()),
       activity.onDidChangeRunning((n) => {
         this.running = n;
         this.render();
@@ -34,20 +35,30 @@ export class StatusBar implements vscode.Disposable {
   }
 
   private render(): void {
-    const state = this.daemon.state;
+    const all = this.daemons.list();
+    const state = overallState(all.map((d) => d.state));
+    const stopped = all.filter((d) => d.state === 'stopped').length;
     const waiting = this.approvals.pending.size;
-    this.item.text = statusText(state, this.running, waiting);
+    this.item.text = statusText(state, this.running, waiting, stopped);
     this.item.backgroundColor =
       state === 'stopped'
         ? new vscode.ThemeColor('statusBarItem.errorBackground')
-        : waiting > 0
+        : waiting > 0 || stopped > 0
           ? new vscode.ThemeColor('statusBarItem.warningBackground')
           : undefined;
-    const info = this.daemon.info?.nexus;
+    const line = (d: (typeof all)[number]) => {
+      if (d.state === 'stopped') {
+        return `Nexus daemon stopped${d.lastFailure ? `: ${d.lastFailure}` : ''}`;
+      }
+      const info = d.info?.nexus;
+      return d.state === 'starting' ? `nexusd starting on ${d.folder.uri.fsPath}` : `nexusd ${info?.version ?? ''} on ${info?.workspace ?? ''}`.trim();
+    };
     this.item.tooltip =
-      state === 'stopped'
-        ? `Nexus daemon stopped${this.daemon.lastFailure ? `: ${this.daemon.lastFailure}` : ''}`
-        : `nexusd ${info?.version ?? ''} on ${info?.workspace ?? ''}`.trim();
+      all.length === 0
+        ? 'Nexus: no workspace folder is served'
+        : all.length === 1
+          ? line(all[0])
+          : all.map((d) => `${d.name}: ${line(d)}`).join('\n');
   }
 
   private async quickPick(): Promise<void> {
@@ -64,6 +75,10 @@ export class StatusBar implements vscode.Disposable {
       { label: '$(output) Show log', command: 'nexus.showLog' },
       { label: '$(debug-restart) Restart daemon', command: 'nexus.restartDaemon' },
     );
+    const local = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file');
+    if (local.length > this.daemons.list().length) {
+      items.push({ label: '$(root-folder) Start Nexus in another folder', command: 'nexus.serveFolder' });
+    }
     const pick = await vscode.window.showQuickPick(items, { placeHolder: 'Nexus' });
     if (pick?.command) {
       await vscode.commands.executeCommand(pick.command);

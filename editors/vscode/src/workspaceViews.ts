@@ -1,21 +1,27 @@
 // The Definitions view (files, their history, a revision as a read-only
-// nexus-def: document, a diff of two revisions) and the MCP Servers view.
+// nexus-def: document, a diff of two revisions) and the MCP Servers view;
+// each with a node per workspace folder when several are served.
 
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { CancellationToken, LanguageClient } from 'vscode-languageclient/node';
 import { Coalescer } from './activityModel';
-import { type Daemon, workspaceFolder } from './daemon';
+import type { Daemon, Daemons } from './daemon';
+import { folderItem, type FolderNode, inFolder, roots } from './folders';
 import { call, type DefEntry, type HistoryEntry, type McpLaunch, type McpServer, type McpTrustRequest, Methods, Notifications, Requests } from './protocol';
 
 export const DEF_SCHEME = 'nexus-def';
 
-/** defUri is a revision of a definition file; no revision: the latest. */
-export function defUri(path: string, revision?: string): vscode.Uri {
-  return vscode.Uri.from({ scheme: DEF_SCHEME, path: `/${path}`, query: revision ?? '' });
+/** defUri is a revision of a definition file of a daemon (the authority);
+ * no revision: the latest. */
+export function defUri(d: Daemon, path: string, revision?: string): vscode.Uri {
+  return vscode.Uri.from({ scheme: DEF_SCHEME, authority: d.id, path: `/${path}`, query: revision ?? '' });
 }
 
-type DefNode = { kind: 'entry'; entry: DefEntry } | { kind: 'revision'; path: string; entry: HistoryEntry; previous?: string };
+type DefNode =
+  | FolderNode
+  | { kind: 'entry'; daemon: Daemon; entry: DefEntry }
+  | { kind: 'revision'; daemon: Daemon; path: string; entry: HistoryEntry; previous?: string };
 
 export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<DefNode | undefined>();
@@ -25,55 +31,78 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
   private readonly refresh = new Coalescer(() => this.changed.fire(undefined), 300);
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(private readonly daemon: Daemon) {
+  constructor(private readonly daemons: Daemons) {
     this.disposables.push(
       vscode.window.createTreeView('nexus.definitions', { treeDataProvider: this, showCollapseAll: true }),
       vscode.workspace.registerTextDocumentContentProvider(DEF_SCHEME, this),
-      daemon.onWillStart((c) => this.attach(c)),
-      daemon.onDidStart(() => this.refresh.poke()),
+      daemons.onWillStart(({ daemon, client }) => this.attach(daemon, client)),
+      daemons.onDidStart(() => this.refresh.poke()),
+      daemons.onDidChangeDaemons(() => this.refresh.poke()),
+      daemons.onDidChangeState(() => this.refresh.poke()),
       vscode.commands.registerCommand('nexus.refreshDefinitions', () => this.changed.fire(undefined)),
-      vscode.commands.registerCommand('nexus.openRevision', (path: string, revision?: string) => this.open(path, revision)),
+      vscode.commands.registerCommand('nexus.openRevision', (path: string, revision?: string, id?: string) => this.open(path, revision, id)),
       vscode.commands.registerCommand('nexus.diffRevisions', (n?: DefNode) => this.diff(n)),
       vscode.commands.registerCommand('nexus.diffWithWorkingFile', (n?: DefNode) => this.diffWorking(n)),
       vscode.commands.registerCommand('nexus.restoreRevision', (n?: DefNode) => this.restore(n)),
     );
   }
 
-  private attach(client: LanguageClient): void {
+  private attach(d: Daemon, client: LanguageClient): void {
     client.onNotification(Notifications.definitionChanged, (p: { path: string }) => {
-      this.docChanged.fire(defUri(p.path));
+      this.docChanged.fire(defUri(d, p.path));
       this.refresh.poke();
     });
   }
 
   async getChildren(n?: DefNode): Promise<DefNode[]> {
-    const client = this.daemon.current;
+    if (!n) {
+      return roots(this.daemons, (d) => this.list(d, ''));
+    }
+    if (n.kind === 'folder') {
+      return this.list(n.daemon, '');
+    }
+    if (n.kind === 'entry' && n.entry.type === 'DIRECTORY') {
+      return this.list(n.daemon, n.entry.path);
+    }
+    const client = n.daemon.current;
+    if (n.kind !== 'entry' || !client) {
+      return [];
+    }
+    try {
+      const r = await call(client, Methods.definitionsHistory, { path: n.entry.path, limit: 50 });
+      const entries = r.entries ?? [];
+      return entries.map((entry, i) => ({ kind: 'revision', daemon: n.daemon, path: n.entry.path, entry, previous: entries[i + 1]?.revision }));
+    } catch (err) {
+      n.daemon.output.appendLine(`[nexus] definitions: ${String(err)}`);
+      return [];
+    }
+  }
+
+  /** list is a directory of a daemon's definitions root, directories first. */
+  private async list(d: Daemon, dir: string): Promise<DefNode[]> {
+    const client = d.current;
     if (!client) {
       return [];
     }
     try {
-      if (!n || (n.kind === 'entry' && n.entry.type === 'DIRECTORY')) {
-        const r = await call(client, Methods.definitionsList, { path: n?.kind === 'entry' ? n.entry.path : '' });
-        return (r.entries ?? [])
-          .sort((a, b) => (a.type === b.type ? a.name.localeCompare(b.name) : a.type === 'DIRECTORY' ? -1 : 1))
-          .map((entry) => ({ kind: 'entry', entry }));
-      }
-      if (n.kind === 'entry') {
-        const r = await call(client, Methods.definitionsHistory, { path: n.entry.path, limit: 50 });
-        const entries = r.entries ?? [];
-        return entries.map((entry, i) => ({ kind: 'revision', path: n.entry.path, entry, previous: entries[i + 1]?.revision }));
-      }
+      const r = await call(client, Methods.definitionsList, { path: dir });
+      return (r.entries ?? [])
+        .sort((a, b) => (a.type === b.type ? a.name.localeCompare(b.name) : a.type === 'DIRECTORY' ? -1 : 1))
+        .map((entry) => ({ kind: 'entry', daemon: d, entry }));
     } catch (err) {
-      this.daemon.output.appendLine(`[nexus] definitions: ${String(err)}`);
+      d.output.appendLine(`[nexus] definitions: ${String(err)}`);
+      return [];
     }
-    return [];
   }
 
   getTreeItem(n: DefNode): vscode.TreeItem {
+    if (n.kind === 'folder') {
+      return folderItem('definitions', n);
+    }
     if (n.kind === 'entry') {
       const dir = n.entry.type === 'DIRECTORY';
       const item = new vscode.TreeItem(n.entry.name, vscode.TreeItemCollapsibleState.Collapsed);
-      item.id = `def:${n.entry.path}`;
+      item.id = `def:${n.daemon.id}:${n.entry.path}`;
       item.iconPath = dir ? vscode.ThemeIcon.Folder : vscode.ThemeIcon.File;
       item.resourceUri = vscode.Uri.file(`/${n.entry.path}`);
       item.contextValue = dir ? 'definition.dir' : 'definition.file';
@@ -84,21 +113,22 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
     }
     const e = n.entry;
     const item = new vscode.TreeItem(e.message.split('\n')[0] || e.revision.slice(0, 12), vscode.TreeItemCollapsibleState.None);
-    item.id = `rev:${n.path}@${e.revision}`;
+    item.id = `rev:${n.daemon.id}:${n.path}@${e.revision}`;
     item.description = `${e.change.toLowerCase()} · ${e.author} · ${new Date(e.timestamp).toLocaleString()}`;
     item.tooltip = `${e.revision}\n${e.message}`;
     item.iconPath = new vscode.ThemeIcon('git-commit');
     item.contextValue = 'definition.revision';
     item.command = n.previous
       ? { command: 'nexus.diffRevisions', title: 'Diff with previous', arguments: [n] }
-      : { command: 'nexus.openRevision', title: 'Open revision', arguments: [n.path, e.revision] };
+      : { command: 'nexus.openRevision', title: 'Open revision', arguments: [n.path, e.revision, n.daemon.id] };
     return item;
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-    const client = this.daemon.current;
+    const d = this.daemons.get(uri.authority) ?? (uri.authority ? undefined : this.daemons.only);
+    const client = d?.current;
     if (!client) {
-      throw new Error('the Nexus daemon is not running');
+      throw new Error(d ? `the Nexus daemon of ${d.name} is not running` : 'no Nexus daemon serves this folder');
     }
     const path = uri.path.replace(/^\//, '');
     try {
@@ -110,16 +140,21 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
     }
   }
 
-  private async open(path: string, revision?: string): Promise<void> {
-    const doc = await vscode.workspace.openTextDocument(defUri(path, revision));
+  private async open(path: string, revision?: string, id?: string): Promise<void> {
+    const d = id ? this.daemons.get(id) : await this.daemons.pick();
+    if (!d) {
+      return;
+    }
+    const doc = await vscode.workspace.openTextDocument(defUri(d, path, revision));
     await vscode.window.showTextDocument(doc, { preview: true });
   }
 
   /** diff shows two revisions of a file side by side: a revision and its
    * previous one, or two picked from the file's history. */
   private async diff(n?: DefNode): Promise<void> {
-    const client = this.daemon.current;
-    if (!client) {
+    const d = n && n.kind !== 'folder' ? n.daemon : await this.daemons.pick();
+    const client = d?.current;
+    if (!d || !client) {
       return;
     }
     let path: string | undefined;
@@ -158,13 +193,13 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
       from = a.revision;
       to = b.revision;
     }
-    await vscode.commands.executeCommand('vscode.diff', defUri(path, from), defUri(path, to), `${path} (${from.slice(0, 7)} ↔ ${to.slice(0, 7)})`);
+    await vscode.commands.executeCommand('vscode.diff', defUri(d, path, from), defUri(d, path, to), `${path} (${from.slice(0, 7)} ↔ ${to.slice(0, 7)})`);
   }
 
   /** workingFile is the file of a definition path on disk, in the
    * definitions root the daemon named at initialize. */
-  private workingFile(path: string): vscode.Uri | undefined {
-    const root = this.daemon.info?.nexus.definitionsRoot;
+  private workingFile(d: Daemon, path: string): vscode.Uri | undefined {
+    const root = d.info?.nexus.definitionsRoot;
     return root ? vscode.Uri.joinPath(vscode.Uri.file(root), path) : undefined;
   }
 
@@ -174,24 +209,24 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
     if (n?.kind !== 'revision') {
       return;
     }
-    const working = this.workingFile(n.path);
+    const working = this.workingFile(n.daemon, n.path);
     if (!working) {
       void vscode.window.showErrorMessage('Nexus: the daemon did not say where its definitions root is.');
       return;
     }
-    await vscode.commands.executeCommand('vscode.diff', defUri(n.path, n.entry.revision), working,
+    await vscode.commands.executeCommand('vscode.diff', defUri(n.daemon, n.path, n.entry.revision), working,
       `${n.path} (${n.entry.revision.slice(0, 7)} ↔ working file)`);
   }
 
   /** restore makes a revision's content the file's newest, as a new commit
    * by the editor, after showing what changes and asking. */
   private async restore(n?: DefNode): Promise<void> {
-    const client = this.daemon.current;
+    const client = n?.kind === 'revision' ? n.daemon.current : undefined;
     if (n?.kind !== 'revision' || !client) {
       return;
     }
     const short = n.entry.revision.slice(0, 7);
-    await vscode.commands.executeCommand('vscode.diff', defUri(n.path), defUri(n.path, n.entry.revision),
+    await vscode.commands.executeCommand('vscode.diff', defUri(n.daemon, n.path), defUri(n.daemon, n.path, n.entry.revision),
       `${n.path} (now ↔ ${short}, to restore)`);
     const ok = await vscode.window.showWarningMessage(
       `Restore ${n.path} to revision ${short}?`,
@@ -220,43 +255,65 @@ export class DefinitionsView implements vscode.TreeDataProvider<DefNode>, vscode
   }
 }
 
-export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Disposable {
-  private servers = new Map<string, McpServer>();
-  private readonly changed = new vscode.EventEmitter<McpServer | undefined>();
+type McpNode = FolderNode | { kind: 'server'; daemon: Daemon; server: McpServer };
+
+export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposable {
+  /** The servers of each daemon, by daemon id, then by name. */
+  private readonly servers = new Map<string, Map<string, McpServer>>();
+  private readonly changed = new vscode.EventEmitter<McpNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly refresh = new Coalescer(() => this.changed.fire(undefined));
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(private readonly daemon: Daemon) {
+  constructor(private readonly daemons: Daemons) {
     this.disposables.push(
       vscode.window.createTreeView('nexus.mcp', { treeDataProvider: this }),
-      daemon.onWillStart((c) => this.attach(c)),
-      daemon.onDidStart((c) => void this.load(c)),
-      vscode.commands.registerCommand('nexus.restartMcpServer', (s?: McpServer) => this.restart(s)),
-      vscode.commands.registerCommand('nexus.trustMcpServer', (s?: McpServer) => this.trust(s)),
-      vscode.commands.registerCommand('nexus.openMcpConfig', (s?: McpServer) => this.openConfig(s)),
+      daemons.onWillStart(({ daemon, client }) => this.attach(daemon, client)),
+      daemons.onDidStart(({ daemon, client }) => void this.load(daemon, client)),
+      daemons.onDidChangeState(() => this.refresh.poke()),
+      daemons.onDidChangeDaemons(() => {
+        const live = new Set(daemons.list().map((d) => d.id));
+        for (const id of this.servers.keys()) {
+          if (!live.has(id)) {
+            this.servers.delete(id);
+          }
+        }
+        this.refresh.poke();
+      }),
+      vscode.commands.registerCommand('nexus.restartMcpServer', (n?: McpNode) => this.restart(n)),
+      vscode.commands.registerCommand('nexus.trustMcpServer', (n?: McpNode) => this.trust(n)),
+      vscode.commands.registerCommand('nexus.openMcpConfig', (n?: McpNode) => this.openConfig(n)),
     );
   }
 
-  private attach(client: LanguageClient): void {
+  private of(d: Daemon): Map<string, McpServer> {
+    let m = this.servers.get(d.id);
+    if (!m) {
+      m = new Map();
+      this.servers.set(d.id, m);
+    }
+    return m;
+  }
+
+  private attach(d: Daemon, client: LanguageClient): void {
     client.onNotification(Notifications.mcpServerStatus, (s: McpServer) => {
-      this.servers.set(s.name, s);
+      this.of(d).set(s.name, s);
       this.refresh.poke();
     });
-    client.onRequest(Requests.requestMcpTrust, (p: McpTrustRequest, token: CancellationToken) => this.askTrust(p, token));
+    client.onRequest(Requests.requestMcpTrust, (p: McpTrustRequest, token: CancellationToken) => this.askTrust(d, p, token));
   }
 
   /** askTrust answers nexus/requestMcpTrust: a notification naming the
    * server and what it runs, "Trust" (allow) or "Not now" (reject: the
    * server keeps waiting, and the Trust action of the view approves it). */
-  private async askTrust(p: McpTrustRequest, token: CancellationToken): Promise<'allow' | 'reject'> {
+  private async askTrust(d: Daemon, p: McpTrustRequest, token: CancellationToken): Promise<'allow' | 'reject'> {
     const s = p.server;
-    this.servers.set(s.name, s);
+    this.of(d).set(s.name, s);
     this.refresh.poke();
     const from = s.source ? ` (${s.source})` : '';
     const pick = await Promise.race([
       vscode.window.showWarningMessage(
-        `Nexus: trust the MCP server "${s.name}"${from}? It runs: ${launchText(s.launch)}`,
+        inFolder(this.daemons, d, `Nexus: trust the MCP server "${s.name}"${from}? It runs: ${launchText(s.launch)}`),
         { modal: false },
         'Trust',
         'Not now',
@@ -266,24 +323,36 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
     return pick === 'Trust' ? 'allow' : 'reject';
   }
 
-  private async pick(filter: (s: McpServer) => boolean, placeHolder: string): Promise<McpServer | undefined> {
-    const items = [...this.servers.values()].filter(filter).map((s) => ({ label: s.name, description: s.state, s }));
+  /** target is the server a command acts on: the node it was given, or
+   * one the person picks. */
+  private async target(n: McpNode | undefined, filter: (s: McpServer) => boolean, placeHolder: string): Promise<{ daemon: Daemon; server: McpServer } | undefined> {
+    if (n?.kind === 'server') {
+      return n;
+    }
+    const items = this.daemons.list().flatMap((daemon) =>
+      [...this.of(daemon).values()].filter(filter).map((server) => ({
+        label: server.name,
+        description: [server.state, this.daemons.multi ? daemon.name : ''].filter(Boolean).join(' · '),
+        t: { daemon, server },
+      })),
+    );
     if (items.length === 0) {
       void vscode.window.showInformationMessage('Nexus: no such MCP server.');
       return undefined;
     }
-    return (await vscode.window.showQuickPick(items, { placeHolder }))?.s;
+    return (await vscode.window.showQuickPick(items, { placeHolder }))?.t;
   }
 
   /** trust approves a server waiting for approval, as it was shown (its pin). */
-  private async trust(s?: McpServer): Promise<void> {
-    const target = s ?? (await this.pick((x) => x.state === 'pending_approval', 'MCP server to trust'));
-    const client = this.daemon.current;
-    if (!target || !client) {
+  private async trust(n?: McpNode): Promise<void> {
+    const t = await this.target(n, (x) => x.state === 'pending_approval', 'MCP server to trust');
+    const client = t?.daemon.current;
+    if (!t || !client) {
       return;
     }
+    const target = t.server;
     const ok = await vscode.window.showWarningMessage(
-      `Nexus: trust the MCP server "${target.name}"?`,
+      `Nexus: trust the MCP server "${target.name}"${this.daemons.multi ? ` of ${t.daemon.name}` : ''}?`,
       { modal: true, detail: `It runs: ${launchText(target.launch)}${target.source ? `\nDeclared in ${target.source}` : ''}` },
       'Trust',
     );
@@ -292,7 +361,7 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
     }
     try {
       const r = await call(client, Methods.mcpTrust, { name: target.name, pin: target.pin });
-      this.servers.set(r.server.name, r.server);
+      this.of(t.daemon).set(r.server.name, r.server);
       this.refresh.poke();
     } catch (err) {
       void vscode.window.showErrorMessage(`Nexus: trusting ${target.name} failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -300,15 +369,15 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
   }
 
   /** openConfig opens the file that declares a server (its source, else
-   * .nexus/mcp.json) at the server's name. */
-  private async openConfig(s?: McpServer): Promise<void> {
-    const target = s ?? (await this.pick(() => true, 'MCP server'));
-    const folder = workspaceFolder();
-    if (!target || !folder) {
+   * .nexus/mcp.json of its folder) at the server's name. */
+  private async openConfig(n?: McpNode): Promise<void> {
+    const t = await this.target(n, () => true, 'MCP server');
+    if (!t) {
       return;
     }
+    const target = t.server;
     const rel = target.source || path.join('.nexus', 'mcp.json');
-    const file = path.isAbsolute(rel) ? rel : path.join(folder.uri.fsPath, rel);
+    const file = path.isAbsolute(rel) ? rel : path.join(t.daemon.folder.uri.fsPath, rel);
     try {
       const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
       const text = doc.getText();
@@ -323,22 +392,23 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
     }
   }
 
-  private async load(client: LanguageClient): Promise<void> {
+  private async load(d: Daemon, client: LanguageClient): Promise<void> {
     try {
       const r = await call(client, Methods.mcpServers, {});
-      this.servers = new Map((r.servers ?? []).map((s) => [s.name, s]));
+      this.servers.set(d.id, new Map((r.servers ?? []).map((s) => [s.name, s])));
     } catch (err) {
-      this.daemon.output.appendLine(`[nexus] nexus/mcp/servers: ${String(err)}`);
+      d.output.appendLine(`[nexus] nexus/mcp/servers: ${String(err)}`);
     }
     this.refresh.poke();
   }
 
-  private async restart(s?: McpServer): Promise<void> {
-    const client = this.daemon.current;
-    const name = s?.name ?? (await vscode.window.showQuickPick([...this.servers.keys()], { placeHolder: 'MCP server' }));
-    if (!client || !name) {
+  private async restart(n?: McpNode): Promise<void> {
+    const t = await this.target(n, () => true, 'MCP server');
+    const client = t?.daemon.current;
+    if (!t || !client) {
       return;
     }
+    const name = t.server.name;
     try {
       await call(client, Methods.mcpRestart, { name });
     } catch (err) {
@@ -346,13 +416,25 @@ export class McpView implements vscode.TreeDataProvider<McpServer>, vscode.Dispo
     }
   }
 
-  getChildren(s?: McpServer): McpServer[] {
-    return s ? [] : [...this.servers.values()].sort((a, b) => a.name.localeCompare(b.name));
+  private list(d: Daemon): McpNode[] {
+    return [...this.of(d).values()].sort((a, b) => a.name.localeCompare(b.name)).map((server) => ({ kind: 'server', daemon: d, server }));
   }
 
-  getTreeItem(s: McpServer): vscode.TreeItem {
+  getChildren(n?: McpNode): McpNode[] {
+    if (!n) {
+      return roots(this.daemons, (d) => this.list(d)) as McpNode[];
+    }
+    return n.kind === 'folder' ? this.list(n.daemon) : [];
+  }
+
+  getTreeItem(n: McpNode): vscode.TreeItem {
+    if (n.kind === 'folder') {
+      const count = this.of(n.daemon).size;
+      return folderItem('mcp', n, `${count} server${count === 1 ? '' : 's'}`);
+    }
+    const s = n.server;
     const item = new vscode.TreeItem(s.name, vscode.TreeItemCollapsibleState.None);
-    item.id = `mcp:${s.name}`;
+    item.id = `mcp:${n.daemon.id}:${s.name}`;
     item.description = [s.state, s.transport, `${s.toolCount} tools`].filter(Boolean).join(' · ');
     item.tooltip = [s.error, s.launch ? launchText(s.launch) : '', s.source]
       .filter(Boolean)

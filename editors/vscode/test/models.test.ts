@@ -1,11 +1,14 @@
 // The protocol module and the view models against the real nexusd --stdio.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import type { CancellationToken } from 'vscode-jsonrpc/node.js';
 import { ActivityModel, Coalescer, describe, groupOf, icon } from '../src/activityModel';
 import { answerOf, PendingApprovals, promptMessage } from '../src/approvalsModel';
-import { classifyStderr, RestartBudget, statusText } from '../src/lifecycle';
+import { classifyStderr, overallState, RestartBudget, servedFolders, statusText } from '../src/lifecycle';
 import {
   call,
   isMethodNotFound,
@@ -196,4 +199,55 @@ test('lifecycle: restart budget and status text', () => {
   assert.equal(statusText('ready', 2, 0), '$(sync~spin) Nexus: 2 running');
   assert.equal(statusText('ready', 2, 3), '$(bell) Nexus: 3 approvals');
   assert.equal(statusText('stopped', 2, 3), '$(error) Nexus: stopped');
+});
+
+test('multi-root: the served folders, one state for several daemons, and each daemon\'s requests apart', { timeout }, async () => {
+  const a = makeWorkspace(askWrites);
+  const b = makeWorkspace(askWrites);
+  const plain = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'nexus-ext-plain-')));
+  const folder = (p: string, scheme = 'file') => ({ name: path.basename(p), uri: { scheme, fsPath: p } });
+  // Each local folder with a .nexus; none: the first local folder.
+  assert.deepEqual(servedFolders([folder(plain), folder(a), folder('/remote', 'vscode-remote'), folder(b)]).map((f) => f.uri.fsPath), [a, b]);
+  assert.deepEqual(servedFolders([folder('/remote', 'vscode-remote'), folder(plain)]).map((f) => f.uri.fsPath), [plain]);
+  assert.deepEqual(servedFolders([]), []);
+
+  assert.equal(overallState([]), 'stopped');
+  assert.equal(overallState(['stopped', 'stopped']), 'stopped');
+  assert.equal(overallState(['ready', 'starting']), 'starting');
+  assert.equal(overallState(['ready', 'stopped']), 'ready');
+  assert.equal(statusText(overallState(['ready', 'stopped']), 0, 0, 1), '$(warning) Nexus: 1 stopped');
+  assert.equal(statusText('ready', 0, 2, 1), '$(bell) Nexus: 2 approvals');
+
+  // Two real daemons ask at once; the one that goes away takes only its
+  // own request with it.
+  const da = new Daemon(a);
+  const db = new Daemon(b);
+  const pending = new PendingApprovals();
+  for (const [d, source] of [
+    [da, 'A'],
+    [db, 'B'],
+  ] as const) {
+    d.conn.onRequest(Requests.requestPermission, async (params: PermissionParams, token: CancellationToken) => {
+      const { pending: p, answer } = pending.add(params, new Date(), source);
+      token.onCancellationRequested(() => pending.cancel(p.id));
+      return (await answer) ?? 'reject_once';
+    });
+  }
+  try {
+    await Promise.all([da.initialize(), db.initialize()]);
+    const wa = call(da.conn, Methods.toolsExecute, { toolName: 'write_file', arguments: { path: 'a.txt', content: 'a' } });
+    const wb = call(db.conn, Methods.toolsExecute, { toolName: 'write_file', arguments: { path: 'b.txt', content: 'b' } });
+    await waitFor('both prompts', () => pending.size === 2);
+    assert.deepEqual(pending.list().map((p) => p.source).sort(), ['A', 'B']);
+    pending.clear('A'); // A's daemon stopped: its request is dropped unanswered
+    assert.deepEqual(pending.list().map((p) => p.source), ['B']);
+    assert.equal((await wa).success, false);
+    assert.equal(pending.answer(pending.list()[0].id, 'allow_once'), true);
+    const rb = await wb;
+    assert.equal(rb.success, true, JSON.stringify(rb));
+    assert.equal(fs.readFileSync(path.join(b, 'b.txt'), 'utf8'), 'b');
+    assert.equal(fs.existsSync(path.join(a, 'a.txt')), false);
+  } finally {
+    await Promise.all([da.close(), db.close()]);
+  }
 });
