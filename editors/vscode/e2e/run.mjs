@@ -143,7 +143,10 @@ const alive = (pid) => {
 /** A workspace with .nexus/config.yaml, a user data dir with settings.json,
  * and code-server on them in its own process group. */
 class Session {
-  constructor(name, { config = '', files = {}, env = {} } = {}) {
+  /** folders: more workspace folders, by name, each with its own
+   * {config, files} as the first folder's; with any, code-server opens a .code-workspace of
+   * ws and them (a multi-root workspace). */
+  constructor(name, { config = '', files = {}, env = {}, folders = {} } = {}) {
     this.name = name;
     this.env = env;
     this.root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `nexus-vscode-e2e-${name}-`)));
@@ -153,6 +156,20 @@ class Session {
     for (const [p, content] of Object.entries(files)) {
       fs.mkdirSync(path.dirname(path.join(this.ws, p)), { recursive: true });
       fs.writeFileSync(path.join(this.ws, p), content);
+    }
+    this.folders = {};
+    for (const [f, spec] of Object.entries(folders)) {
+      const dir = (this.folders[f] = path.join(this.root, f));
+      fs.mkdirSync(path.join(dir, '.nexus'), { recursive: true });
+      fs.writeFileSync(path.join(dir, '.nexus', 'config.yaml'), spec.config ?? '');
+      for (const [p, content] of Object.entries(spec.files ?? {})) {
+        fs.mkdirSync(path.dirname(path.join(dir, p)), { recursive: true });
+        fs.writeFileSync(path.join(dir, p), content);
+      }
+    }
+    if (Object.keys(folders).length > 0) {
+      this.workspaceFile = path.join(this.root, 'multi.code-workspace');
+      fs.writeFileSync(this.workspaceFile, JSON.stringify({ folders: [{ path: this.ws }, ...Object.values(this.folders).map((p) => ({ path: p }))] }));
     }
     this.data = path.join(this.root, 'data');
     fs.mkdirSync(path.join(this.data, 'User'), { recursive: true });
@@ -184,7 +201,7 @@ class Session {
     this.proc = spawn(codeServer, ['--config', config, '--auth', 'none', '--bind-addr', `127.0.0.1:${this.port}`,
       '--user-data-dir', this.data, '--extensions-dir', extensionsDir, '--disable-telemetry',
       '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override',
-      '--ignore-last-opened', this.ws], { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...this.env } });
+      '--ignore-last-opened', this.workspaceFile ?? this.ws], { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...this.env } });
     fs.closeSync(log);
     this.url = `http://127.0.0.1:${this.port}`;
     // It refuses for about a second after it says it listens: poll /healthz.
@@ -197,7 +214,9 @@ class Session {
     });
     this.context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     this.page = await this.context.newPage();
-    await this.page.goto(`${this.url}/?folder=${encodeURIComponent(this.ws)}`);
+    await this.page.goto(this.workspaceFile
+      ? `${this.url}/?workspace=${encodeURIComponent(this.workspaceFile)}`
+      : `${this.url}/?folder=${encodeURIComponent(this.ws)}`);
     await this.page.waitForSelector('.monaco-workbench .part.activitybar', { timeout: HANG });
     return this.page;
   }
@@ -280,9 +299,10 @@ class Session {
     return run(path.join(bin, 'nexus'), ['--workspace', this.ws, ...args]);
   }
 
-  daemonInfo() {
+  /** daemonInfo is the daemon.json of the first folder, or of another. */
+  daemonInfo(dir = this.ws) {
     try {
-      return JSON.parse(fs.readFileSync(path.join(this.ws, '.nexus', 'run', 'daemon.json'), 'utf8'));
+      return JSON.parse(fs.readFileSync(path.join(dir, '.nexus', 'run', 'daemon.json'), 'utf8'));
     } catch {
       return undefined;
     }
@@ -319,7 +339,7 @@ async function runCommand(page, title) {
   await row.click();
 }
 
-/** treeItems reads the rows of a view: label and description. */
+/** treeItems reads the rows of a view: label, description and depth. */
 function treeItems(page, viewName) {
   return page.evaluate((viewName) => {
     const header = [...document.querySelectorAll('.part.sidebar .pane-header')]
@@ -332,6 +352,7 @@ function treeItems(page, viewName) {
       label: r.querySelector('.label-name')?.textContent ?? '',
       description: r.querySelector('.label-description')?.textContent ?? '',
       aria: r.getAttribute('aria-label') ?? '',
+      level: Number(r.getAttribute('aria-level') ?? 0),
     }));
   }, viewName);
 }
@@ -684,7 +705,75 @@ const scenarios = [
       await s.screenshot('chat.png');
     },
   },
+  {
+    name: 'multi-root',
+    about: 'a workspace of two folders with .nexus: a nexusd for each, a node per folder in the views, a call shown under its folder',
+    xfail: fixture && 'the fixture extension serves one folder',
+    folders: {
+      second: { config: `${askWrites}apps:\n  - id: planner\n    tokenFile: .nexus/planner.token\n`, files: { '.nexus/planner.token': `${plannerToken}\n` } },
+    },
+    async run(s) {
+      await ready(s);
+      const ds = await waitFor('two nexusd under code-server', () => {
+        const d = s.daemons();
+        return d.length === 2 && d;
+      });
+      const served = ds.map((d) => {
+        const argv = fs.readFileSync(`/proc/${d.pid}/cmdline`, 'utf8').split('\0');
+        return argv[argv.indexOf('--workspace') + 1];
+      }).sort();
+      if (served.join() !== [s.ws, s.folders.second].sort().join()) {
+        throw new Error(`the daemons serve ${served.join(', ')}, not ws and second`);
+      }
+      // The top level is the folders; the second's call is under it.
+      await waitTreeItem(s.page, 'Tool Activity', 'second');
+      const cli = spawnNexus(s.folders.second, 'tools', 'run', 'get_current_time');
+      if ((await cli).code !== 0) {
+        throw new Error(`nexus tools run in second: ${(await cli).stderr}`);
+      }
+      await waitTreeItem(s.page, 'Tool Activity', currentTime, (d) => d.includes('completed'));
+      const rows = await treeItems(s.page, 'Tool Activity');
+      const at = (label) => rows.findIndex((r) => r.label === label);
+      const call = rows.findIndex((r) => currentTime.includes(r.label));
+      if (rows[at('ws')]?.level !== 1 || rows[at('second')]?.level !== 1 || !(at('second') < call) || rows[call].level !== 3) {
+        throw new Error(`the call is not under the second folder: ${JSON.stringify(rows)}`);
+      }
+      // An app's write in second asks; the prompt names the folder.
+      const info = await waitFor('second/.nexus/run/daemon.json', () => s.daemonInfo(s.folders.second));
+      const tm = toolManager(info.grpcAddress);
+      try {
+        const write = tm.execute({
+          tool_name: 'write_file',
+          arguments_json: JSON.stringify({ path: '.nexus/definitions/planner/x.md', content: 'x\n' }),
+          intent: 'write x',
+        }, plannerToken);
+        const message = await clickNotification(s.page, '[second] Nexus:', 'Allow once');
+        if (!message.includes('write_file')) {
+          throw new Error(`the prompt: ${message}`);
+        }
+        const ok = await write;
+        if (!ok.success || !fs.existsSync(path.join(s.folders.second, '.nexus/definitions/planner/x.md'))) {
+          throw new Error(`the allowed write in second: ${JSON.stringify(ok)}`);
+        }
+      } finally {
+        tm.close();
+      }
+      // The write shows in second's definitions (its folder node, then planner).
+      await waitTreeItem(s.page, 'Definitions', 'planner');
+      const defs = await treeItems(s.page, 'Definitions');
+      if (defs.findIndex((r) => r.label === 'second') > defs.findIndex((r) => r.label === 'planner')) {
+        throw new Error(`planner is not under second: ${JSON.stringify(defs)}`);
+      }
+      await waitFor('the status bar to read "$(check) Nexus"', async () => (await statusBarText(s.page)) === '$(check) Nexus');
+      await s.screenshot('multi-root.png');
+    },
+  },
 ];
+
+/** spawnNexus runs the CLI against the daemon of a workspace folder. */
+function spawnNexus(dir, ...args) {
+  return run(path.join(bin, 'nexus'), ['--workspace', dir, ...args]);
+}
 
 /** The prompt of the permission scenario is screenshot before it is answered. */
 async function clickNotificationAfterShot(s, prefix, button) {
@@ -932,7 +1021,7 @@ async function main() {
         failures.push(sc.name);
         continue;
       }
-      const s = new Session(sc.name, { config: setup?.config ?? sc.config, files: sc.files });
+      const s = new Session(sc.name, { config: setup?.config ?? sc.config, files: sc.files, folders: sc.folders });
       let err;
       try {
         await s.start(browser);

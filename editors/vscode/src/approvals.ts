@@ -207,7 +207,8 @@ export class RememberedView implements vscode.TreeDataProvider<RememberedNode>, 
     const lists = live.map((d) => this.approvals.get(d.id));
     const why = lists.find((l) => typeof l === 'string');
     const none = lists.every((l) => Array.isArray(l) && l.length === 0);
-    this.view.message = typeof why === 'string' && !this.daemons.multi ? why : none && lists.length > 0 ? 'No remembered answers.' : undefined;
+    // With several folders, each folder's node says it instead.
+    this.view.message = this.daemons.multi ? undefined : typeof why === 'string' ? why : none && lists.length > 0 ? 'No remembered answers.' : undefined;
     this.changed.fire(undefined);
   }
 
