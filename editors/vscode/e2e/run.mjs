@@ -707,7 +707,7 @@ const scenarios = [
   },
   {
     name: 'multi-root',
-    about: 'a workspace of two folders with .nexus: a nexusd for each, a node per folder in the views, a call shown under its folder',
+    about: 'two folders with .nexus: a nexusd for each, a node per folder in the views, a call and a prompt of the second; removed, its nexusd stops',
     xfail: fixture && 'the fixture extension serves one folder',
     folders: {
       second: { config: `${askWrites}apps:\n  - id: planner\n    tokenFile: .nexus/planner.token\n`, files: { '.nexus/planner.token': `${plannerToken}\n` } },
@@ -766,6 +766,22 @@ const scenarios = [
       }
       await waitFor('the status bar to read "$(check) Nexus"', async () => (await statusBarText(s.page)) === '$(check) Nexus');
       await s.screenshot('multi-root.png');
+
+      // second leaves the workspace: its nexusd stops, the views lose the
+      // folder level (one folder is served).
+      const secondPid = ds.find((d) => fs.readFileSync(`/proc/${d.pid}/cmdline`, 'utf8').includes(s.folders.second)).pid;
+      await runCommand(s.page, 'Remove Folder from Workspace');
+      const row = s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'second' }).first();
+      await row.waitFor({ timeout: HANG });
+      await row.click();
+      await waitFor(`nexusd ${secondPid} (second) to exit`, () => !alive(secondPid));
+      await waitFor('the folder level to go', async () => {
+        const r = await treeItems(s.page, 'Tool Activity');
+        return !r.some((x) => x.label === 'second' || x.label === 'ws');
+      });
+      if (s.daemons().length !== 1) {
+        throw new Error(`nexusd processes after the removal: ${s.daemons().length}`);
+      }
     },
   },
 ];
