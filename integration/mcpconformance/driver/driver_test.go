@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nexuscocreate/nexus/tools/mcp"
+)
+
+// suiteScenarios are the client scenarios of "conformance list --client" in
+// @modelcontextprotocol/conformance 0.1.16, the version
+// integration/mcpconformance/package.json pins.
+var suiteScenarios = []string{
+	"initialize",
+	"tools_call",
+	"elicitation-sep1034-client-defaults",
+	"sse-retry",
+	"auth/metadata-default",
+	"auth/metadata-var1",
+	"auth/metadata-var2",
+	"auth/metadata-var3",
+	"auth/basic-cimd",
+	"auth/scope-from-www-authenticate",
+	"auth/scope-from-scopes-supported",
+	"auth/scope-omitted-when-undefined",
+	"auth/scope-step-up",
+	"auth/scope-retry-limit",
+	"auth/token-endpoint-auth-basic",
+	"auth/token-endpoint-auth-post",
+	"auth/token-endpoint-auth-none",
+	"auth/pre-registration",
+	"auth/2025-03-26-oauth-metadata-backcompat",
+	"auth/2025-03-26-oauth-endpoint-fallback",
+	"auth/resource-mismatch",
+	"auth/offline-access-scope",
+	"auth/offline-access-not-supported",
+	"auth/client-credentials-jwt",
+	"auth/client-credentials-basic",
+	"auth/cross-app-access-complete-flow",
+}
+
+func TestPlansCoverTheSuite(t *testing.T) {
+	if got, want := slices.Sorted(maps.Keys(plans)), slices.Sorted(slices.Values(suiteScenarios)); !slices.Equal(got, want) {
+		t.Errorf("plans are for %q\nthe suite's client scenarios are %q", got, want)
+	}
+	for name, p := range plans {
+		if p.Args != "" && !json.Valid([]byte(p.Args)) {
+			t.Errorf("%s: Args %q is not JSON", name, p.Args)
+		}
+		if p.Args != "" && p.Tool == "" {
+			t.Errorf("%s: Args without a Tool", name)
+		}
+		if auth := strings.HasPrefix(name, "auth/"); auth != (p.Grant != "") {
+			t.Errorf("%s: Grant %q: every auth/ scenario and only those sign in", name, p.Grant)
+		}
+	}
+}
+
+func TestWorkspaceConfig(t *testing.T) {
+	const url = "http://localhost:4321/mcp"
+	tests := []struct {
+		scenario, context string
+		want              serverEntry
+		wantEnv           map[string]string
+	}{{
+		scenario: "tools_call",
+		want:     serverEntry{Type: "http", URL: url},
+	}, {
+		scenario: "auth/metadata-default",
+		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+			Grant: authorizationCode, ClientMetadataURL: clientMetadataURL}},
+	}, {
+		scenario: "auth/pre-registration",
+		context:  `{"name":"auth/pre-registration","client_id":"pre-registered-client","client_secret":"pre-registered-secret"}`,
+		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+			Grant: authorizationCode, ClientID: "pre-registered-client", ClientSecretEnv: secretEnv, ClientMetadataURL: clientMetadataURL}},
+		wantEnv: map[string]string{secretEnv: "pre-registered-secret"},
+	}, {
+		scenario: "auth/client-credentials-basic",
+		context:  `{"name":"auth/client-credentials-basic","client_id":"conformance-test-client","client_secret":"conformance-test-secret"}`,
+		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+			Grant: clientCredentials, ClientID: "conformance-test-client", ClientSecretEnv: secretEnv}},
+		wantEnv: map[string]string{secretEnv: "conformance-test-secret"},
+	}, {
+		scenario: "auth/client-credentials-jwt",
+		context:  `{"name":"auth/client-credentials-jwt","client_id":"conformance-test-client","private_key_pem":"-----BEGIN PRIVATE KEY-----\nMIG\n-----END PRIVATE KEY-----\n","signing_algorithm":"ES256"}`,
+		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+			Grant: clientCredentials, ClientID: "conformance-test-client", PrivateKeyEnv: privateKeyEnv, SigningAlgorithm: "ES256"}},
+		wantEnv: map[string]string{privateKeyEnv: "-----BEGIN PRIVATE KEY-----\nMIG\n-----END PRIVATE KEY-----\n"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			sc, err := parseContext(tt.context)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, env := workspaceConfig(plans[tt.scenario], url, sc)
+			got, _ := json.Marshal(cfg)
+			want, _ := json.Marshal(mcpConfig{Servers: map[string]serverEntry{serverName: tt.want}})
+			if string(got) != string(want) {
+				t.Errorf("config\n got %s\nwant %s", got, want)
+			}
+			if !maps.Equal(env, tt.wantEnv) {
+				t.Errorf("env %q, want %q", env, tt.wantEnv)
+			}
+			if strings.Contains(string(got), "secret\"") || strings.Contains(string(got), "PRIVATE KEY") {
+				t.Errorf("the config holds a secret, not the name of its variable: %s", got)
+			}
+
+			// The daemon's own loader reads the file the driver writes.
+			ws := t.TempDir()
+			if err := writeWorkspace(ws, cfg); err != nil {
+				t.Fatal(err)
+			}
+			servers, _, err := mcp.LoadConfig(ws, func(string) (string, bool) { return "", false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, ok := servers[serverName]
+			if !ok || s.Err != nil || s.Transport != "http" || s.URL != url || s.Source != ".nexus/mcp.json" {
+				t.Errorf("LoadConfig read %+v", servers)
+			}
+		})
+	}
+}
+
+func TestParseContextRejectsNonObjects(t *testing.T) {
+	if _, err := parseContext(`["a"]`); err == nil {
+		t.Error("parseContext accepted an array")
+	}
+	if c, err := parseContext(""); err != nil || c != (scenarioContext{}) {
+		t.Errorf("parseContext(\"\") = %+v, %v", c, err)
+	}
+}
+
+func TestBrowserScriptRunsTheDriver(t *testing.T) {
+	d := &daemon{ws: t.TempDir(), bins: bins{self: "/opt/it's here/driver"}}
+	path, err := d.browser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "#!/bin/sh\nexec '/opt/it'\\''s here/driver' browse \"$@\"\n"; string(data) != want {
+		t.Errorf("browser.sh is %q, want %q", data, want)
+	}
+	if fi, _ := os.Stat(path); fi.Mode()&0o100 == 0 || filepath.Dir(path) != d.ws {
+		t.Errorf("browser.sh: mode %v in %s", fi.Mode(), filepath.Dir(path))
+	}
+}
