@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,34 +66,34 @@ func TestPlansCoverTheSuite(t *testing.T) {
 }
 
 func TestWorkspaceConfig(t *testing.T) {
-	const url = "http://localhost:4321/mcp"
+	const serverURL = "http://localhost:4321/mcp"
 	tests := []struct {
 		scenario, context string
 		want              serverEntry
 		wantEnv           map[string]string
 	}{{
 		scenario: "tools_call",
-		want:     serverEntry{Type: "http", URL: url},
+		want:     serverEntry{Type: "http", URL: serverURL},
 	}, {
 		scenario: "auth/metadata-default",
-		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+		want: serverEntry{Type: "http", URL: serverURL, OAuth: &oauthConfig{
 			Grant: authorizationCode, ClientMetadataURL: clientMetadataURL}},
 	}, {
 		scenario: "auth/pre-registration",
 		context:  `{"name":"auth/pre-registration","client_id":"pre-registered-client","client_secret":"pre-registered-secret"}`,
-		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+		want: serverEntry{Type: "http", URL: serverURL, OAuth: &oauthConfig{
 			Grant: authorizationCode, ClientID: "pre-registered-client", ClientSecretEnv: secretEnv, ClientMetadataURL: clientMetadataURL}},
 		wantEnv: map[string]string{secretEnv: "pre-registered-secret"},
 	}, {
 		scenario: "auth/client-credentials-basic",
 		context:  `{"name":"auth/client-credentials-basic","client_id":"conformance-test-client","client_secret":"conformance-test-secret"}`,
-		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+		want: serverEntry{Type: "http", URL: serverURL, OAuth: &oauthConfig{
 			Grant: clientCredentials, ClientID: "conformance-test-client", ClientSecretEnv: secretEnv}},
 		wantEnv: map[string]string{secretEnv: "conformance-test-secret"},
 	}, {
 		scenario: "auth/client-credentials-jwt",
 		context:  `{"name":"auth/client-credentials-jwt","client_id":"conformance-test-client","private_key_pem":"-----BEGIN PRIVATE KEY-----\nMIG\n-----END PRIVATE KEY-----\n","signing_algorithm":"ES256"}`,
-		want: serverEntry{Type: "http", URL: url, OAuth: &oauthConfig{
+		want: serverEntry{Type: "http", URL: serverURL, OAuth: &oauthConfig{
 			Grant: clientCredentials, ClientID: "conformance-test-client", PrivateKeyEnv: privateKeyEnv, SigningAlgorithm: "ES256"}},
 		wantEnv: map[string]string{privateKeyEnv: "-----BEGIN PRIVATE KEY-----\nMIG\n-----END PRIVATE KEY-----\n"},
 	}}
@@ -99,7 +103,7 @@ func TestWorkspaceConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, env := workspaceConfig(plans[tt.scenario], url, sc)
+			cfg, env := workspaceConfig(plans[tt.scenario], serverURL, sc)
 			got, _ := json.Marshal(cfg)
 			want, _ := json.Marshal(mcpConfig{Servers: map[string]serverEntry{serverName: tt.want}})
 			if string(got) != string(want) {
@@ -122,7 +126,7 @@ func TestWorkspaceConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, ok := servers[serverName]
-			if !ok || s.Err != nil || s.Transport != "http" || s.URL != url || s.Source != ".nexus/mcp.json" {
+			if !ok || s.Err != nil || s.Transport != "http" || s.URL != serverURL || s.Source != ".nexus/mcp.json" {
 				t.Errorf("LoadConfig read %+v", servers)
 			}
 		})
@@ -153,5 +157,34 @@ func TestBrowserScriptRunsTheDriver(t *testing.T) {
 	}
 	if fi, _ := os.Stat(path); fi.Mode()&0o100 == 0 || filepath.Dir(path) != d.ws {
 		t.Errorf("browser.sh: mode %v in %s", fi.Mode(), filepath.Dir(path))
+	}
+}
+
+// TestBrowseFollowsTheRedirect plays the suite's authorization server, which
+// redirects at once to the client's loopback redirect URI with the code.
+func TestBrowseFollowsTheRedirect(t *testing.T) {
+	var got string
+	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.Query().Get("code")
+		if r.URL.Query().Get("state") != "s1" {
+			http.Error(w, "state mismatch", http.StatusBadRequest)
+			return
+		}
+		io.WriteString(w, "signed in")
+	}))
+	defer callback.Close()
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirect := r.URL.Query().Get("redirect_uri") + "?code=test-auth-code&state=" + r.URL.Query().Get("state")
+		http.Redirect(w, r, redirect, http.StatusFound)
+	}))
+	defer as.Close()
+
+	authorize := as.URL + "/authorize?" + url.Values{"redirect_uri": {callback.URL + "/callback"}, "state": {"s1"}}.Encode()
+	if err := browse(authorize); err != nil || got != "test-auth-code" {
+		t.Errorf("browse: %v; the callback got code %q", err, got)
+	}
+	bad := as.URL + "/authorize?" + url.Values{"redirect_uri": {callback.URL + "/callback"}, "state": {"other"}}.Encode()
+	if err := browse(bad); err == nil || !strings.Contains(err.Error(), "state mismatch") {
+		t.Errorf("browse of a callback that answers 400: %v", err)
 	}
 }

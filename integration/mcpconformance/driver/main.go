@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -100,24 +101,23 @@ func play(ctx context.Context, d *daemon, p plan) error {
 		return err
 	}
 	logins := 0
-	login := func() error {
-		if p.Grant != authorizationCode || logins == maxLogins {
-			return nil
+	// signIn runs "nexus mcp login" while the server needs it and the plan
+	// allows, and returns the state it settles in.
+	signIn := func() (serverStatus, error) {
+		for {
+			st, err := d.settled(ctx)
+			if err != nil || st.State != stateNeedsAuth || p.Grant != authorizationCode || logins == maxLogins {
+				return st, err
+			}
+			logins++
+			if err := d.login(ctx); err != nil {
+				return st, err
+			}
 		}
-		logins++
-		return d.login(ctx)
 	}
-	st, err := d.settled(ctx)
+	st, err := signIn()
 	if err != nil {
 		return err
-	}
-	if st.State == stateNeedsAuth {
-		if err := login(); err != nil {
-			return err
-		}
-		if st, err = d.settled(ctx); err != nil {
-			return err
-		}
 	}
 	if st.State != stateReady {
 		return fmt.Errorf("server %s is %s, not ready%s", serverName, st.State, suffix(st.Error))
@@ -128,26 +128,36 @@ func play(ctx context.Context, d *daemon, p plan) error {
 	if p.Tool == "" {
 		return nil
 	}
+	args := []string{"tools", "run", p.Tool, "--server", serverName}
+	if p.Args != "" {
+		args = append(args, "--args", p.Args)
+	}
 	for {
-		args := []string{"tools", "run", p.Tool, "--server", serverName}
-		if p.Args != "" {
-			args = append(args, "--args", p.Args)
-		}
 		_, callErr := d.nexus(ctx, nil, args...)
 		if callErr == nil {
 			return nil
 		}
-		// Step-up authorization: the call needs more scopes, and the
-		// server asks to sign in again.
-		st, err := d.status(ctx)
-		if err != nil || st.State != stateNeedsAuth || p.Grant != authorizationCode || logins == maxLogins {
+		// Step-up authorization: the call needs more scopes than the
+		// token has, and the server waits for another sign-in.
+		if p.Grant != authorizationCode || logins == maxLogins {
 			return callErr
 		}
-		if err := login(); err != nil {
+		st, err := d.status(ctx)
+		if err != nil {
+			return errors.Join(callErr, err)
+		}
+		if st.State != stateNeedsAuth && !strings.Contains(callErr.Error(), "nexus mcp login") {
+			return callErr
+		}
+		logins++
+		if err := d.login(ctx); err != nil {
 			return err
 		}
-		if _, err := d.settled(ctx); err != nil {
+		if st, err = signIn(); err != nil {
 			return err
+		}
+		if st.State != stateReady {
+			return fmt.Errorf("server %s is %s after signing in again, not ready%s", serverName, st.State, suffix(st.Error))
 		}
 	}
 }
