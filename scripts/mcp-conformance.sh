@@ -208,7 +208,11 @@ for s in "${scenarios[@]}"; do
 	else
 		echo "FAIL  $s: fails and is not in $expected"
 		sed 's/^/      /' <<<"$why"
-		echo "      the suite's log: $out/suite.log; the client's output: stderr.txt beside checks.json"
+		if [ "$mode" = client ]; then
+			echo "      the suite's log: $out/suite.log; the driver's: stderr.txt beside checks.json"
+		else
+			echo "      the suite's log: $out/suite.log"
+		fi
 		unexpected=$((unexpected + 1))
 	fi
 done
