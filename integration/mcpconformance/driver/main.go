@@ -101,16 +101,22 @@ func play(ctx context.Context, d *daemon, p plan) error {
 		return err
 	}
 	logins := 0
+	var signedIn time.Time
+	login := func() error {
+		logins++
+		err := d.login(ctx)
+		signedIn = time.Now()
+		return err
+	}
 	// signIn runs "nexus mcp login" while the server needs it and the plan
 	// allows, and returns the state it settles in.
 	signIn := func() (serverStatus, error) {
 		for {
-			st, err := d.settled(ctx)
+			st, err := d.settledAfter(ctx, signedIn)
 			if err != nil || st.State != stateNeedsAuth || p.Grant != authorizationCode || logins == maxLogins {
 				return st, err
 			}
-			logins++
-			if err := d.login(ctx); err != nil {
+			if err := login(); err != nil {
 				return st, err
 			}
 		}
@@ -149,8 +155,7 @@ func play(ctx context.Context, d *daemon, p plan) error {
 		if st.State != stateNeedsAuth && !strings.Contains(callErr.Error(), "nexus mcp login") {
 			return callErr
 		}
-		logins++
-		if err := d.login(ctx); err != nil {
+		if err := login(); err != nil {
 			return err
 		}
 		if st, err = signIn(); err != nil {

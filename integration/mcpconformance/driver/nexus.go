@@ -30,6 +30,10 @@ const (
 // poll is how often the driver asks nexus for the server's state.
 const poll = 50 * time.Millisecond
 
+// authGrace is how long after "nexus mcp login" the driver waits for the
+// server to leave needs_auth before it takes it as asking again.
+const authGrace = 3 * time.Second
+
 // writeWorkspace writes cfg to ws/.nexus/mcp.json.
 func writeWorkspace(ws string, cfg mcpConfig) error {
 	data, err := json.MarshalIndent(cfg, "", "  ")
@@ -159,16 +163,19 @@ func (d *daemon) status(ctx context.Context) (serverStatus, error) {
 	return serverStatus{}, fmt.Errorf("nexus mcp ls does not show server %s: %s", serverName, out)
 }
 
-// settled waits until the server has done connecting: ready, needs_auth,
-// failed, or starting again after an attempt that failed (the hub retries
-// with a backoff; one failure is enough to know). It logs the state.
-func (d *daemon) settled(ctx context.Context) (serverStatus, error) {
+// settledAfter waits until the server has done connecting: ready,
+// needs_auth, failed, or starting again after an attempt that failed (the
+// hub retries with a backoff; one failure is enough to know). It logs the
+// state. Until signedIn+authGrace (the last sign-in), needs_auth is taken
+// for the state the hub has not left yet, not for a new request to sign in.
+func (d *daemon) settledAfter(ctx context.Context, signedIn time.Time) (serverStatus, error) {
 	for {
 		st, err := d.status(ctx)
 		if err != nil {
 			return st, err
 		}
-		if st.State != statePending && (st.State != stateStarting || st.Error != "") {
+		stale := st.State == stateNeedsAuth && time.Since(signedIn) < authGrace
+		if !stale && st.State != statePending && (st.State != stateStarting || st.Error != "") {
 			log.Printf("server %s is %s%s", serverName, st.State, suffix(st.Error))
 			return st, nil
 		}
