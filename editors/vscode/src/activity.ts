@@ -16,6 +16,7 @@ import {
   label,
 } from './activityModel';
 import type { Daemon } from './daemon';
+import { completeStep } from './walkthrough';
 import { call, Methods, Notifications, type ToolCall, type ToolsExecuteResult } from './protocol';
 
 type Node = { kind: 'group'; group: Group } | { kind: 'call'; call: ToolCall } | { kind: 'older'; group: Group };
@@ -51,6 +52,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
       vscode.commands.registerCommand('nexus.cancelCall', (n?: Node | string) => this.cancel(n)),
       vscode.commands.registerCommand('nexus.filterActivity', () => this.askFilter()),
       vscode.commands.registerCommand('nexus.showOlderCalls', (key: string) => this.showOlder(key)),
+      this.view.onDidChangeVisibility((e) => e.visible && completeStep('views')),
     );
     this.ticker = setInterval(() => {
       if (this.model.running() > 0) {
@@ -99,6 +101,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     if (!this.hasCalls && this.model.view().some((g) => g.calls.length > 0)) {
       this.hasCalls = true;
       void vscode.commands.executeCommand('setContext', 'nexus.hasToolCalls', true);
+      completeStep('activity');
     }
     const f = this.model.getFilter();
     this.view.message = f.text || f.status ? `Filtered: ${[f.status, f.text].filter(Boolean).join(', ')}` : undefined;

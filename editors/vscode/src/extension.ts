@@ -9,6 +9,7 @@ import { benchInit, benchMark } from './bench';
 import { Daemon } from './daemon';
 import { DefinitionsView, McpView } from './workspaceViews';
 import { StatusBar } from './status';
+import { completeStep } from './walkthrough';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const t0 = Date.now();
@@ -29,7 +30,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new ChatView(context.extensionUri, daemon, approvals),
     vscode.commands.registerCommand('nexus.focusChat', () => vscode.commands.executeCommand('nexus.chat.focus')),
     // The walkthrough's first step is done once the daemon is ready.
-    daemon.onDidChangeState((s) => void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', s === 'ready')),
+    daemon.onDidChangeState((s) => {
+      void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', s === 'ready');
+      if (s === 'ready') {
+        completeStep('install');
+      }
+    }),
     vscode.commands.registerCommand('nexus.restartDaemon', () => daemon.restart()),
     vscode.commands.registerCommand('nexus.showLog', () => daemon.output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
