@@ -408,6 +408,82 @@ async function waitSteps(page, want) {
   });
 }
 
+/** localLlm starts a real llama-server with a tiny random model
+ * (scripts/local-llm.sh serve): the setup of the scenarios that chat. The
+ * model only makes tool calls whose arguments are enums, so the tools it is
+ * offered are replaced through extraBody by a write_file of notes.txt /
+ * hello, which the agent's policy asks the person about. */
+async function localLlm() {
+  const port = await freePort();
+  const llm = spawn('bash', [path.join(repo, 'scripts/local-llm.sh'), 'serve', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  llm.stdout.on('data', (d) => { out = (out + d).slice(-4000); });
+  llm.stderr.on('data', (d) => { out = (out + d).slice(-4000); });
+  const stop = async () => {
+    if (llm.exitCode === null) {
+      llm.kill('SIGTERM');
+      await waitFor('llama-server to exit', () => llm.exitCode !== null || llm.signalCode !== null, 20_000).catch(() => llm.kill('SIGKILL'));
+    }
+  };
+  try {
+    await waitFor('llama-server /health', async () => {
+      if (llm.exitCode !== null) {
+        throw new Error(`local-llm.sh serve exited ${llm.exitCode}: ${out}`);
+      }
+      return (await fetch(`http://127.0.0.1:${port}/health`)).ok;
+    }, 120_000);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const tools = [{ type: 'function', function: { name: 'write_file', description: 'write_file', parameters: {
+    type: 'object',
+    properties: { path: { type: 'string', enum: ['notes.txt'] }, content: { type: 'string', enum: ['hello'] } },
+    required: ['path', 'content'], additionalProperties: false,
+  } } }];
+  const extraBody = { tool_choice: 'required', logit_bias: { 5: 50, 4: 100 }, tools };
+  return {
+    config: llmConfig(`http://127.0.0.1:${port}/v1`, `  extraBody: ${JSON.stringify(extraBody)}\n`),
+    teardown: stop,
+  };
+}
+
+/** llmConfig is a .nexus/config.yaml whose agent uses the model at baseURL
+ * and may only write files (one step a turn). */
+function llmConfig(baseURL, extra = '') {
+  return `llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: ${baseURL}\n  model: tiny\n` +
+    `  maxOutputTokens: 256\n${extra}agent:\n  maxSteps: 1\n  tools: [write_file]\n`;
+}
+
+/** openChat opens the Agent Chat view and returns its webview's frame. */
+async function openChat(s) {
+  await runCommand(s.page, 'Nexus: Open Agent Chat');
+  const chat = s.page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+  await chat.locator('#prompt').waitFor({ timeout: HANG });
+  return chat;
+}
+
+/** roomForChat makes the chat tall for a screenshot: the views below it
+ * collapsed but Tool Activity and Pending Approvals, the sash above Tool
+ * Activity dragged down, and the notifications cleared. */
+async function roomForChat(s) {
+  for (const name of ['Remembered Answers', 'Definitions', 'MCP Servers']) {
+    const header = s.page.locator(`.part.sidebar .pane-header[aria-label^="${name}"]`).first();
+    if ((await header.getAttribute('aria-expanded')) === 'true') {
+      await header.click();
+    }
+  }
+  await runCommand(s.page, 'Notifications: Clear All Notifications');
+  const below = await s.page.locator('.part.sidebar .pane-header[aria-label^="Tool Activity"]').first().boundingBox();
+  if (below) {
+    await s.page.mouse.move(below.x + below.width / 2, below.y - 1);
+    await s.page.mouse.down();
+    await s.page.mouse.move(below.x + below.width / 2, below.y + 150, { steps: 5 });
+    await s.page.mouse.move(below.x + below.width / 2, below.y + 300, { steps: 5 });
+    await s.page.mouse.up();
+  }
+}
+
 // -------------------------------------------------------------- scenarios
 
 const askWrites = 'tools:\n  policy:\n    write_file: ask\n';
@@ -624,50 +700,12 @@ const scenarios = [
     name: 'agent-chat',
     about: 'a chat with the workspace agent: its write_file asks on its card, Allow once there writes, the turn ends',
     xfail: fixture && 'the fixture extension has no Agent Chat',
-    // A real llama-server with a tiny random model: it only makes tool
-    // calls whose arguments are enums, so the tools it is offered are
-    // replaced through extraBody by a write_file of notes.txt / hello.
-    async setup() {
-      const port = await freePort();
-      const llm = spawn('bash', [path.join(repo, 'scripts/local-llm.sh'), 'serve', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      llm.stdout.on('data', (d) => { out = (out + d).slice(-4000); });
-      llm.stderr.on('data', (d) => { out = (out + d).slice(-4000); });
-      const stop = async () => {
-        if (llm.exitCode === null) {
-          llm.kill('SIGTERM');
-          await waitFor('llama-server to exit', () => llm.exitCode !== null || llm.signalCode !== null, 20_000).catch(() => llm.kill('SIGKILL'));
-        }
-      };
-      try {
-        await waitFor('llama-server /health', async () => {
-          if (llm.exitCode !== null) {
-            throw new Error(`local-llm.sh serve exited ${llm.exitCode}: ${out}`);
-          }
-          return (await fetch(`http://127.0.0.1:${port}/health`)).ok;
-        }, 120_000);
-      } catch (err) {
-        await stop();
-        throw err;
-      }
-      const tools = [{ type: 'function', function: { name: 'write_file', description: 'write_file', parameters: {
-        type: 'object',
-        properties: { path: { type: 'string', enum: ['notes.txt'] }, content: { type: 'string', enum: ['hello'] } },
-        required: ['path', 'content'], additionalProperties: false,
-      } } }];
-      const extraBody = { tool_choice: 'required', logit_bias: { 5: 50, 4: 100 }, tools };
-      return {
-        config: `llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: http://127.0.0.1:${port}/v1\n  model: tiny\n` +
-          `  maxOutputTokens: 256\n  extraBody: ${JSON.stringify(extraBody)}\nagent:\n  maxSteps: 1\n  tools: [write_file]\n`,
-        teardown: stop,
-      };
-    },
+    // A real llama-server with a tiny random model (localLlm).
+    setup: () => localLlm(),
     async run(s) {
       await ready(s);
-      await runCommand(s.page, 'Nexus: Open Agent Chat');
-      const chat = s.page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+      const chat = await openChat(s);
       const prompt = chat.locator('#prompt');
-      await prompt.waitFor({ timeout: HANG });
       await prompt.click();
       await prompt.fill('Write hello into notes.txt, please.');
       await prompt.press('Enter');
@@ -709,26 +747,137 @@ const scenarios = [
       await waitTreeItem(s.page, 'Tool Activity', writeFile, (d) => d.includes('completed'));
       // Room for the chat in the screenshot; the prompt's toast stays (VS Code
       // cannot take a notification back): clear it.
-      for (const name of ['Remembered Answers', 'Definitions', 'MCP Servers']) {
-        const header = s.page.locator(`.part.sidebar .pane-header[aria-label^="${name}"]`).first();
-        if ((await header.getAttribute('aria-expanded')) === 'true') {
-          await header.click();
-        }
-      }
-      await runCommand(s.page, 'Notifications: Clear All Notifications');
-      // Drag the sash above Tool Activity down: a taller chat.
-      const below = await s.page.locator('.part.sidebar .pane-header[aria-label^="Tool Activity"]').first().boundingBox();
-      if (below) {
-        await s.page.mouse.move(below.x + below.width / 2, below.y - 1);
-        await s.page.mouse.down();
-        await s.page.mouse.move(below.x + below.width / 2, below.y + 150, { steps: 5 });
-        await s.page.mouse.move(below.x + below.width / 2, below.y + 300, { steps: 5 });
-        await s.page.mouse.up();
-      }
+      await roomForChat(s);
       await chat.locator('.entry.stop').scrollIntoViewIfNeeded();
       await s.page.mouse.move(700, 700);
       await sleep(500);
       await s.screenshot('chat.png');
+    },
+  },
+  {
+    name: 'chat-stop',
+    about: 'Stop while the agent\'s write_file waits for approval: the turn ends (cancelled), the request is withdrawn everywhere, Send is back and works',
+    xfail: fixture && 'the fixture extension has no Agent Chat',
+    setup: () => localLlm(),
+    async run(s) {
+      await ready(s);
+      const chat = await openChat(s);
+      const prompt = chat.locator('#prompt');
+      const texts = ['Write hello into notes.txt, please.', 'Try once more.'];
+      for (const [i, text] of texts.entries()) {
+        await prompt.click();
+        await prompt.fill(text);
+        await prompt.press('Enter');
+        await chat.locator('.entry.user', { hasText: text }).waitFor({ timeout: HANG });
+        // The turn waits on the person, as long as it takes: its write_file's
+        // card asks, and so does Pending Approvals.
+        await chat.locator('.entry.tool.waiting', { hasText: /write_file|Write file/ }).first().waitFor({ timeout: 2 * HANG });
+        await waitTreeItem(s.page, 'Pending Approvals', 'write_file');
+        await chat.locator('#stop').waitFor({ timeout: HANG });
+        if (await chat.locator('#send').isVisible()) {
+          throw new Error('Send shows while the turn runs');
+        }
+        await chat.locator('#stop').click();
+        await waitFor(`the turn ${i + 1} to end as (cancelled)`, async () =>
+          (await chat.locator('.entry.stop', { hasText: '(cancelled)' }).count()) === i + 1);
+        await chat.locator('#stop').waitFor({ state: 'hidden', timeout: HANG });
+        await chat.locator('#send').waitFor({ state: 'visible', timeout: HANG });
+        if ((await chat.locator('.entry.working').count()) > 0) {
+          throw new Error('"working…" shows after the turn ended');
+        }
+        // The request is withdrawn: no card waits (no answers to click), the
+        // view and the status bar no longer count it.
+        await waitFor('no card to wait', async () => (await chat.locator('.entry.tool.waiting').count()) === 0);
+        if ((await chat.locator('.tool-answers button').count()) > 0) {
+          throw new Error('a tool-call card still offers answers');
+        }
+        await waitFor('Pending Approvals to empty', async () => (await treeItems(s.page, 'Pending Approvals')).length === 0);
+        await waitFor('the status bar to read "$(check) Nexus"', async () => (await statusBarText(s.page)) === '$(check) Nexus');
+        // Tool Activity: every call of the agent ended (the calls cancelled
+        // while they waited end as errors), none left running.
+        await waitFor('every write_file call in Tool Activity to end', async () => {
+          const rows = (await treeItems(s.page, 'Tool Activity')).filter((r) => writeFile.some((l) => r.label.includes(l)));
+          return rows.length > 0 && rows.every((r) => /^(error|cancelled)\b/.test(r.description));
+        });
+        await waitFor('every tool-call card to show failed', async () => (await chat.locator('.entry.tool:not(.status-failed)').count()) === 0);
+      }
+      if (fs.existsSync(path.join(s.ws, 'notes.txt'))) {
+        throw new Error('a cancelled write wrote notes.txt');
+      }
+      await roomForChat(s);
+      await chat.locator('.entry.stop').last().scrollIntoViewIfNeeded();
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('chat-stop.png');
+    },
+  },
+  {
+    name: 'chat-commands',
+    about: '"/" in the chat prompt lists the special commands; arrows and Enter pick /help, a click picks /tools; each runs',
+    xfail: fixture && 'the fixture extension has no Agent Chat',
+    // No model is asked: the special commands run in the daemon. Nothing
+    // listens on port 9 (discard).
+    config: llmConfig('http://127.0.0.1:9/v1'),
+    async run(s) {
+      await ready(s);
+      const chat = await openChat(s);
+      const prompt = chat.locator('#prompt');
+      const rows = chat.locator('#completions .completion');
+      const names = () => rows.evaluateAll((rs) => rs.map((r) => r.querySelector('.name')?.textContent ?? ''));
+      const selected = () => chat.locator('#completions .completion.selected .name').textContent();
+      // A fresh chat, no session yet: "/" lists the daemon's commands.
+      await prompt.click();
+      await prompt.press('/');
+      await chat.locator('#completions').waitFor({ timeout: HANG });
+      const all = await waitFor('the commands in the dropdown', async () => {
+        const n = await names();
+        return n.length > 0 && n;
+      });
+      for (const c of ['/help', '/clear', '/tools', '/cost', '/sessions']) {
+        if (!all.includes(c)) {
+          throw new Error(`the dropdown lacks ${c}: ${all.join(' ')}`);
+        }
+      }
+      if ((await selected()) !== all[0]) {
+        throw new Error(`the first command is not selected: ${await selected()}`);
+      }
+      await roomForChat(s);
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('chat-commands.png');
+      // Arrows move the selection (and wrap); Enter picks, Enter sends.
+      await prompt.press('ArrowDown');
+      await waitFor(`${all[1]} selected`, async () => (await selected()) === all[1]);
+      await prompt.press('ArrowUp');
+      await prompt.press('ArrowUp');
+      await waitFor(`${all[all.length - 1]} selected (wrapped)`, async () => (await selected()) === all[all.length - 1]);
+      await prompt.press('ArrowDown');
+      await prompt.press('h'); // "/h": /help only
+      await waitFor('"/h" to list /help only', async () => JSON.stringify(await names()) === '["/help"]');
+      await prompt.press('Enter');
+      await waitFor('the prompt to read "/help"', async () => (await prompt.inputValue()) === '/help');
+      await chat.locator('#completions').waitFor({ state: 'hidden', timeout: HANG });
+      await prompt.press('Enter');
+      const help = chat.locator('.entry.output', { hasText: 'List the special commands' });
+      await help.waitFor({ timeout: HANG });
+      if (!/\/tools\s/.test(await help.textContent())) {
+        throw new Error(`/help does not list /tools: ${await help.textContent()}`);
+      }
+      if ((await prompt.inputValue()) !== '') {
+        throw new Error('the prompt is not cleared after sending');
+      }
+      // A click picks too.
+      await prompt.pressSequentially('/to');
+      await chat.locator('#completions .completion', { hasText: '/tools' }).click();
+      await waitFor('the prompt to read "/tools"', async () => (await prompt.inputValue()) === '/tools');
+      await prompt.press('Enter');
+      await chat.locator('.entry.output', { hasText: /\d+ tools:/ }).waitFor({ timeout: HANG });
+      if (!(await chat.locator('.entry.output', { hasText: /\d+ tools:/ }).textContent()).includes('write_file')) {
+        throw new Error('/tools does not list write_file');
+      }
+      // A command with an argument: picked, it leaves room for it.
+      await prompt.pressSequentially('/sys');
+      await chat.locator('#completions .completion', { hasText: 'text of the system message' }).waitFor({ timeout: HANG });
+      await prompt.press('Tab');
+      await waitFor('the prompt to read "/system "', async () => (await prompt.inputValue()) === '/system ');
     },
   },
 ];

@@ -163,8 +163,15 @@
     vscode.postMessage({ type: 'prompt', text });
   }
 
+  // The commands come with a session: "/" before there is one starts it (as
+  // New does), and the list shows once it is there.
+  let askedCommands = false;
   prompt.addEventListener('input', () => {
     selected = 0;
+    if (prompt.value.startsWith('/') && !state.sessionId && !askedCommands) {
+      askedCommands = true;
+      vscode.postMessage({ type: 'newSession' });
+    }
     showCompletions();
   });
   prompt.addEventListener('keydown', (ev) => {
@@ -234,6 +241,9 @@
       const changedSession = m.state.sessionId !== state.sessionId;
       state = m.state;
       render();
+      if (changedSession && document.activeElement === prompt) {
+        showCompletions();
+      }
       if (changedSession) {
         renderSessions(state.sessionId, sessionList);
       }
