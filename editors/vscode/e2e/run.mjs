@@ -171,6 +171,8 @@ class Session {
       'chat.commandCenter.enabled': false,
     }, null, 2));
     this.nexusds = new Set();
+    /** What stop() undoes besides code-server (a scenario's own processes). */
+    this.cleanups = [];
   }
 
   async start(browser) {
@@ -232,6 +234,9 @@ class Session {
   async stop() {
     if (this.context) {
       await this.context.close().catch(() => {});
+    }
+    for (const fn of this.cleanups.splice(0)) {
+      await fn();
     }
     if (!this.proc) {
       return;
@@ -507,6 +512,69 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
 });
 `;
 
+/** countSpawns makes the extension start nexusd through a wrapper that
+ * notes each start; it returns a function that counts them. Call it
+ * before code-server starts (a scenario's beforeStart). */
+function countSpawns(s) {
+  const log = path.join(s.root, 'spawns.log');
+  const wrapper = path.join(s.root, 'nexusd-counted.sh');
+  fs.writeFileSync(wrapper, `#!/bin/sh\necho "$$" >>'${log}'\nexec '${path.join(bin, 'nexusd')}' "$@"\n`, { mode: 0o755 });
+  const settings = path.join(s.data, 'User', 'settings.json');
+  fs.writeFileSync(settings, JSON.stringify({ ...JSON.parse(fs.readFileSync(settings, 'utf8')), 'nexus.daemonPath': wrapper }, null, 2));
+  return () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0);
+}
+
+/** statusBarItem is the text of the status bar item matching re, or undefined. */
+function statusBarItem(page, re) {
+  return page.evaluate((src) => {
+    const re = new RegExp(src);
+    for (const item of document.querySelectorAll('.part.statusbar .statusbar-item')) {
+      const t = (item.textContent ?? '').trim();
+      if (re.test(t)) {
+        return t;
+      }
+    }
+    return undefined;
+  }, re.source);
+}
+
+/** outputText is the text of the output panel's editor, line by line
+ * (Monaco renders spaces as no-break spaces: they are spaces here). */
+function outputText(page) {
+  return page.evaluate(() => {
+    const lines = document.querySelector('.part.panel .monaco-editor .view-lines');
+    return lines ? [...lines.querySelectorAll('.view-line')]
+      .map((l) => ({ top: parseFloat(l.style.top) || 0, text: l.textContent.replace(/\u00a0/g, ' ') }))
+      .sort((a, b) => a.top - b.top).map((l) => l.text).join('\n') : '';
+  });
+}
+
+/** nexusLog is the text of the Nexus output channel (Nexus: Show Log). */
+async function nexusLog(page) {
+  await runCommand(page, 'Nexus: Show Log');
+  return waitFor('the Nexus output channel', async () => {
+    const text = await outputText(page);
+    return text.includes('[nexus]') && text;
+  });
+}
+
+/** stillToast waits for the toast whose message starts with prefix to
+ * stand still (it slides in), and returns its message. */
+async function stillToast(page, prefix) {
+  const toast = page.locator('.notifications-toasts .notification-toast', {
+    has: page.locator('.notification-list-item-message', { hasText: prefix }),
+  }).first();
+  await toast.waitFor({ timeout: HANG });
+  let last;
+  await waitFor('the toast to stop moving', async () => {
+    const box = JSON.stringify(await toast.boundingBox());
+    const still = box === last;
+    last = box;
+    return still;
+  });
+  return toast.locator('.notification-list-item-message').first().textContent();
+}
+
 // -------------------------------------------------------------- scenarios
 
 const askWrites = 'tools:\n  policy:\n    write_file: ask\n';
@@ -636,6 +704,97 @@ const scenarios = [
       const r = await s.nexus('tools', 'run', 'echo', '--server', 'echo', '--args', '{"text":"trusted"}');
       if (r.code !== 0 || !r.stdout.includes('trusted')) {
         throw new Error(`nexus tools run echo --server echo: ${r.code} ${r.stdout} ${r.stderr}`);
+      }
+    },
+  },
+  {
+    name: 'daemon-locked',
+    about: 'another nexusd already serves the workspace: the error names its pid, the status bar says stopped, no restart loop; once it is gone, Restart starts the daemon',
+    xfail: fixture && 'the fixture extension does not explain why nexusd stopped',
+    async beforeStart(s) {
+      s.spawns = countSpawns(s);
+      const other = spawn(path.join(bin, 'nexusd'), ['--workspace', s.ws, '--log-level', 'error'], { stdio: 'ignore' });
+      s.other = other;
+      s.stopOther = async () => {
+        if (other.exitCode === null && other.signalCode === null) {
+          other.kill('SIGTERM');
+          await waitFor('the other nexusd to exit', () => other.exitCode !== null || other.signalCode !== null, 20_000);
+        }
+      };
+      s.cleanups.push(s.stopOther);
+      await waitFor('the other nexusd to serve the workspace', () => s.daemonInfo()?.pid === other.pid);
+    },
+    async run(s) {
+      await openNexus(s.page);
+      const prefix = `Nexus: another nexusd (pid ${s.other.pid}) already serves this workspace`;
+      await stillToast(s.page, prefix);
+      await waitFor('the status bar to read "$(error) Nexus: stopped"', async () => (await statusBarText(s.page)) === '$(error) Nexus: stopped');
+      await s.page.mouse.move(700, 500);
+      await s.screenshot('daemon-locked.png');
+      // One start, and no restart planned: the log says why, and no "restarting in".
+      await clickNotification(s.page, prefix, 'Show log');
+      const log = await waitFor('the log to say why', async () => {
+        const text = await outputText(s.page);
+        return text.includes(`another nexusd (pid ${s.other.pid})`) && text;
+      });
+      if (log.includes('restarting in')) {
+        throw new Error(`the extension plans a restart: ${log}`);
+      }
+      if (s.spawns() !== 1) {
+        throw new Error(`nexusd was started ${s.spawns()} times, not once`);
+      }
+      // Restart Daemon tries once more, and fails the same way, once.
+      await runCommand(s.page, 'Nexus: Restart Daemon');
+      await stillToast(s.page, prefix);
+      if (s.spawns() !== 2) {
+        throw new Error(`after Restart Daemon nexusd was started ${s.spawns()} times, not twice`);
+      }
+      // The other daemon gone, the error's Restart starts ours.
+      await s.stopOther();
+      await clickNotification(s.page, prefix, 'Restart');
+      await waitFor('the status bar to read "$(check) Nexus"', async () => (await statusBarText(s.page)) === '$(check) Nexus');
+      await waitFor('our nexusd to serve the workspace', () => s.daemons().some((d) => d.pid === s.daemonInfo()?.pid));
+      if (s.spawns() !== 3) {
+        throw new Error(`nexusd was started ${s.spawns()} times in all, not 3`);
+      }
+    },
+  },
+  {
+    name: 'config-invalid',
+    about: 'an invalid .nexus/config.yaml: the error says where, "Open config.yaml" puts the cursor on that line and column, no restart loop; fixed, Restart Daemon starts',
+    xfail: fixture && 'the fixture extension does not explain why nexusd stopped',
+    config: '# Nexus configuration\ntools:\n  policy:\n    write_file: ask\nagent:\n  maxSteps: lots\n',
+    async beforeStart(s) {
+      s.spawns = countSpawns(s);
+    },
+    async run(s) {
+      await openNexus(s.page);
+      const prefix = 'Nexus: .nexus/config.yaml is invalid';
+      const message = await stillToast(s.page, prefix);
+      if (!message.includes('agent.maxSteps: "lots" is not an integer')) {
+        throw new Error(`the error does not say what is wrong: ${message}`);
+      }
+      await waitFor('the status bar to read "$(error) Nexus: stopped"', async () => (await statusBarText(s.page)) === '$(error) Nexus: stopped');
+      await clickNotification(s.page, prefix, 'Open config.yaml');
+      await waitFor('config.yaml in the active editor', () => s.page.evaluate(() =>
+        (document.querySelector('.part.editor .tab.active')?.getAttribute('aria-label') ?? '').includes('config.yaml')));
+      // "agent.maxSteps: lots" is line 6, its value at column 13.
+      await waitFor('the cursor at Ln 6, Col 13', async () => (await statusBarItem(s.page, /^Ln \d+, Col \d+/)) === 'Ln 6, Col 13');
+      await s.page.mouse.move(700, 600);
+      await s.screenshot('config-invalid.png');
+      const log = await nexusLog(s.page);
+      if (!log.includes('invalid configuration') || log.includes('restarting in')) {
+        throw new Error(`the log does not say why, or plans a restart: ${log}`);
+      }
+      if (s.spawns() !== 1) {
+        throw new Error(`nexusd was started ${s.spawns()} times, not once`);
+      }
+      // Fixed, Restart Daemon starts it.
+      fs.writeFileSync(path.join(s.ws, '.nexus', 'config.yaml'), '# Nexus configuration\ntools:\n  policy:\n    write_file: ask\nagent:\n  maxSteps: 5\n');
+      await runCommand(s.page, 'Nexus: Restart Daemon');
+      await waitFor('the status bar to read "$(check) Nexus"', async () => (await statusBarText(s.page)) === '$(check) Nexus');
+      if (s.spawns() !== 2) {
+        throw new Error(`nexusd was started ${s.spawns()} times in all, not twice`);
       }
     },
   },
@@ -1202,6 +1361,7 @@ async function main() {
       const s = new Session(sc.name, { config: setup?.config ?? sc.config, files: sc.files });
       let err;
       try {
+        await sc.beforeStart?.(s);
         await s.start(browser);
         await sc.run(s);
       } catch (e) {

@@ -128,6 +128,12 @@ export class Daemon implements vscode.Disposable {
     this.willStart.fire(client);
     try {
       await client.start();
+      // When nexusd exits while the client starts, vscode-languageclient 9's
+      // start() may resolve instead of rejecting (it returns its _onStart,
+      // which the close handler has cleared): a client not running failed.
+      if (this.client === client && !client.isRunning()) {
+        throw new Error('nexusd exited before it answered initialize');
+      }
     } catch (err) {
       if (this.client === client) {
         this.client = undefined;
