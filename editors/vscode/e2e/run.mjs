@@ -1162,9 +1162,73 @@ const BENCH_STARTS = Number(process.env.NEXUS_BENCH_STARTS || 3);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmtMs = (ms) => `${ms.toFixed(1)}ms`;
 
-function report(name, ours, anchorName, anchor, target) {
-  console.log(`${name.padEnd(44)} ${fmtMs(ours).padStart(10)}   vs ${anchorName.padEnd(34)} ${fmtMs(anchor).padStart(10)}   ` +
-    `ratio ${(ours / anchor).toFixed(2)}×   (target ${target})`);
+const fmtPct = (x) => `${(x * 100).toFixed(1)}%`;
+
+function report(name, ours, anchorName, anchor, target, fmt = fmtMs) {
+  console.log(`${name.padEnd(44)} ${fmt(ours).padStart(10)}   vs ${anchorName.padEnd(34)} ${fmt(anchor).padStart(10)}   ` +
+    `ratio ${anchor > 0 ? `${(ours / anchor).toFixed(2)}×` : '—'}   (target ${target})`);
+}
+
+/** feel records, in the page, what a person feels: the gaps between
+ * animation frames, and for each key typed into the focused editor the time
+ * from its keydown to the first frame after the character is in the
+ * editor's DOM. It returns a handle: type() presses keys, every 100 ms,
+ * until stop(); take(from, to) reads the figures of a span of page time. */
+async function feel(page) {
+  await page.evaluate(() => {
+    const b = { frames: [], keys: [], pending: undefined };
+    let last = performance.now();
+    const tick = (t) => {
+      b.frames.push([t, t - last]);
+      last = t;
+      requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+    const editor = document.querySelector('.part.editor .monaco-editor');
+    const lines = editor.querySelector('.view-lines');
+    editor.addEventListener('keydown', (e) => {
+      b.pending = { down: e.timeStamp, len: lines.textContent.length };
+    }, true);
+    new MutationObserver(() => {
+      const p = b.pending;
+      if (p && lines.textContent.length > p.len) {
+        b.pending = undefined;
+        requestAnimationFrame(() => b.keys.push([p.down, performance.now() - p.down]));
+      }
+    }).observe(lines, { subtree: true, childList: true, characterData: true });
+    window.__nexusFeel = b;
+  });
+  let typing = false;
+  let loop;
+  return {
+    now: () => page.evaluate(() => performance.now()),
+    type() {
+      typing = true;
+      loop = (async () => {
+        for (let n = 0; typing; n++) {
+          await page.keyboard.press(n % 60 === 59 ? 'Enter' : 'x');
+          await sleep(100);
+        }
+      })();
+    },
+    async stop() {
+      typing = false;
+      await loop;
+    },
+    take: (from, to) => page.evaluate(({ from, to }) => {
+      const b = window.__nexusFeel;
+      const gaps = b.frames.filter(([t]) => t >= from && t <= to).map(([, g]) => g);
+      const keys = b.keys.filter(([t]) => t >= from && t <= to).map(([, l]) => l).sort((x, y) => x - y);
+      return {
+        frames: gaps.length,
+        longest: Math.max(0, ...gaps),
+        over50: gaps.length ? gaps.filter((g) => g > 50).length / gaps.length : 0,
+        keys: keys.length,
+        keyMedian: keys.length ? keys[Math.floor(keys.length / 2)] : NaN,
+        keyWorst: keys.length ? keys[keys.length - 1] : NaN,
+      };
+    }, { from, to }),
+  };
 }
 
 /** directStart spawns nexusd --stdio on ws and times it until its
@@ -1247,10 +1311,23 @@ async function benchActivity(browser) {
     await ready(s);
     const info = await waitFor('.nexus/run/daemon.json', () => s.daemonInfo());
     const admin = fs.readFileSync(path.join(s.ws, '.nexus', 'run', 'admin.token'), 'utf8').trim();
+    // What a person feels: typing into an editor beside Tool Activity, first
+    // with nothing going on (the anchor), then during the burst.
+    await runCommand(s.page, 'File: New Untitled Text File');
+    await s.page.locator('.part.editor .monaco-editor .view-lines').first().waitFor({ timeout: HANG });
+    await s.page.locator('.part.editor .monaco-editor .view-lines').first().click();
+    const felt = await feel(s.page);
+    const idleFrom = await felt.now();
+    felt.type();
+    await sleep(5000); // the idle span: 5 s of typing with no burst
+    await felt.stop();
+    const idle = await felt.take(idleFrom, await felt.now());
     const tm = toolManager(info.grpcAddress);
     let failed = 0;
     let t0;
     let tEnd;
+    const burstFrom = await felt.now();
+    felt.type();
     try {
       const req = { tool_name: 'get_current_time', arguments_json: '{}' };
       let next = 0;
@@ -1301,9 +1378,20 @@ async function benchActivity(browser) {
       };
       tick();
     }), { labels: currentTime, ceiling: HANG });
+    await felt.stop();
+    const busy = await felt.take(burstFrom, await felt.now());
     const burst = tEnd - t0;
     report(`vscode: Tool Activity lag, ${BENCH_CALLS.toLocaleString('en-US')} calls`, seen - tEndEpoch,
       `the burst itself (${Math.round((BENCH_CALLS / burst) * 1000)}/s, gRPC)`, burst, '≤ 1000ms');
+    // The span: from the burst's start until its last row showed.
+    const frames = `; ${busy.frames} frames vs ${idle.frames}`;
+    const keys = `; ${busy.keys} keys vs ${idle.keys}`;
+    report('vscode: longest frame during the burst', busy.longest, 'the same, no burst', idle.longest, `≤ 200ms${frames}`);
+    report('vscode: frames over 50ms during the burst', busy.over50, 'the same, no burst', idle.over50, `≤ 10%${frames}`, fmtPct);
+    report('vscode: key to screen during the burst, p50', busy.keyMedian, 'the same, no burst', idle.keyMedian,
+      `≤ ${fmtMs(idle.keyMedian + 100)}, +100ms${keys}`);
+    report('vscode: key to screen during the burst, max', busy.keyWorst, 'the same, no burst', idle.keyWorst,
+      `≤ ${fmtMs(idle.keyWorst + 100)}, +100ms${keys}`);
   } finally {
     await s.stop();
   }
