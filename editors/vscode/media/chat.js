@@ -164,8 +164,15 @@
     vscode.postMessage({ type: 'prompt', text });
   }
 
+  // The commands come with a session: "/" before there is one starts it (as
+  // New does), and the list shows once it is there.
+  let askedCommands = false;
   prompt.addEventListener('input', () => {
     selected = 0;
+    if (prompt.value.startsWith('/') && !state.sessionId && !askedCommands) {
+      askedCommands = true;
+      vscode.postMessage({ type: 'newSession' });
+    }
     showCompletions();
   });
   prompt.addEventListener('keydown', (ev) => {
@@ -248,6 +255,9 @@
       const changedSession = m.state.sessionKey !== state.sessionKey;
       state = m.state;
       render();
+      if (changedSession && document.activeElement === prompt) {
+        showCompletions();
+      }
       if (changedSession) {
         renderSessions(state.sessionKey, sessionList);
       }

@@ -21,6 +21,7 @@ import {
 import type { Daemon, Daemons } from './daemon';
 import { folderItem, type FolderNode, roots } from './folders';
 import { call, Methods, Notifications, type ToolCall } from './protocol';
+import { completeStep } from './walkthrough';
 
 type Node =
   | FolderNode
@@ -77,6 +78,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
       vscode.commands.registerCommand('nexus.cancelCall', (n?: Node | string) => this.cancel(n)),
       vscode.commands.registerCommand('nexus.filterActivity', () => this.askFilter()),
       vscode.commands.registerCommand('nexus.showOlderCalls', (key: string, id?: string) => this.showOlder(key, id)),
+      this.view.onDidChangeVisibility((e) => e.visible && completeStep('views')),
     );
     this.ticker = setInterval(() => {
       if (this.running() > 0) {
@@ -134,6 +136,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     if (!this.hasCalls && [...this.models.values()].some((m) => m.view().some((g) => g.calls.length > 0))) {
       this.hasCalls = true;
       void vscode.commands.executeCommand('setContext', 'nexus.hasToolCalls', true);
+      completeStep('activity');
     }
     const f = this.filter;
     this.view.message = f.text || f.status ? `Filtered: ${[f.status, f.text].filter(Boolean).join(', ')}` : undefined;

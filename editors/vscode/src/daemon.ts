@@ -33,6 +33,15 @@ export function daemonId(folder: vscode.WorkspaceFolder): string {
   return crypto.createHash('sha256').update(folder.uri.toString()).digest('hex').slice(0, 12);
 }
 
+/** NexusClient is a LanguageClient that leaves the explaining of a failed
+ * start to the Daemon (the lock's pid, the config's line): its own "couldn't
+ * create connection to server" notification goes to the output channel only. */
+class NexusClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    super.error(message, data, message.includes("couldn't create connection to server") ? false : showNotification);
+  }
+}
+
 /** One nexusd, serving one workspace folder. */
 export class Daemon implements vscode.Disposable {
   readonly id: string;
@@ -63,6 +72,7 @@ export class Daemon implements vscode.Disposable {
   constructor(
     readonly folder: vscode.WorkspaceFolder,
     first: boolean,
+    private readonly multi: () => boolean = () => false,
   ) {
     this.id = daemonId(folder);
     this.output = vscode.window.createOutputChannel(first ? 'Nexus' : `Nexus (${folder.name})`);
@@ -72,6 +82,11 @@ export class Daemon implements vscode.Disposable {
   /** name is the folder's name, as views and messages show it. */
   get name(): string {
     return this.folder.name;
+  }
+
+  /** say begins a message with the folder's name when several are served. */
+  private say(text: string): string {
+    return this.multi() ? `[${this.name}] ${text}` : text;
   }
 
   get state(): DaemonState {
@@ -136,11 +151,17 @@ export class Daemon implements vscode.Disposable {
       initializationFailedHandler: () => false,
       connectionOptions: { maxRestartCount: 0 },
     };
-    const client = new LanguageClient('nexus', `Nexus (${folder.name})`, serverOptions, clientOptions);
+    const client = new NexusClient('nexus', `Nexus (${folder.name})`, serverOptions, clientOptions);
     this.client = client;
     this.willStart.fire(client);
     try {
       await client.start();
+      // When nexusd exits while the client starts, vscode-languageclient 9's
+      // start() may resolve instead of rejecting (it returns its _onStart,
+      // which the close handler has cleared): a client not running failed.
+      if (this.client === client && !client.isRunning()) {
+        throw new Error('nexusd exited before it answered initialize');
+      }
     } catch (err) {
       if (this.client === client) {
         this.client = undefined;
@@ -193,7 +214,7 @@ export class Daemon implements vscode.Disposable {
     const delay = opts.retry ? this.budget.next() : undefined;
     if (delay === undefined) {
       this.setState('stopped');
-      const pick = await vscode.window.showErrorMessage(`Nexus: the daemon of ${this.folder.name} stopped: ${this.lastError}`, 'Show log', 'Restart');
+      const pick = await vscode.window.showErrorMessage(this.say(`Nexus: the daemon stopped: ${this.lastError}`), 'Show log', 'Restart');
       if (pick === 'Show log') {
         this.output.show(true);
       } else if (pick === 'Restart') {
@@ -212,7 +233,7 @@ export class Daemon implements vscode.Disposable {
   private async explain(f: Fatal): Promise<void> {
     if (f.kind === 'locked') {
       const pick = await vscode.window.showErrorMessage(
-        `Nexus: another nexusd (pid ${f.pid}) already serves ${this.folder.name}; stop it, then restart.`,
+        this.say(`Nexus: another nexusd (pid ${f.pid}) already serves this workspace; stop it, then restart.`),
         'Show log',
         'Restart',
       );
@@ -223,7 +244,7 @@ export class Daemon implements vscode.Disposable {
       }
       return;
     }
-    const pick = await vscode.window.showErrorMessage(`Nexus: ${this.folder.name}/.nexus/config.yaml is invalid: ${f.message}`, 'Open config.yaml', 'Show log');
+    const pick = await vscode.window.showErrorMessage(this.say(`Nexus: .nexus/config.yaml is invalid: ${f.message}`), 'Open config.yaml', 'Show log');
     if (pick === 'Show log') {
       this.output.show(true);
     } else if (pick === 'Open config.yaml') {
@@ -361,7 +382,7 @@ export class Daemons implements vscode.Disposable {
   }
 
   private add(folder: vscode.WorkspaceFolder): Daemon {
-    const d = new Daemon(folder, this.byId.size === 0);
+    const d = new Daemon(folder, this.byId.size === 0, () => this.multi);
     const subs = [
       d.onWillStart((client) => this.willStart.fire({ daemon: d, client })),
       d.onDidStart((client) => this.didStart.fire({ daemon: d, client })),

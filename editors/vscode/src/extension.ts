@@ -9,6 +9,7 @@ import { benchInit, benchMark } from './bench';
 import { daemonId, Daemons } from './daemon';
 import { DefinitionsView, McpView } from './workspaceViews';
 import { StatusBar } from './status';
+import { completeStep } from './walkthrough';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const t0 = Date.now();
@@ -29,9 +30,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new ChatView(context.extensionUri, daemons, approvals),
     vscode.commands.registerCommand('nexus.focusChat', () => vscode.commands.executeCommand('nexus.chat.focus')),
     // The walkthrough's first step is done once a daemon is ready.
-    daemons.onDidChangeState(() =>
-      void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', daemons.list().some((d) => d.state === 'ready')),
-    ),
+    daemons.onDidChangeState(() => {
+      const ready = daemons.list().some((d) => d.state === 'ready');
+      void vscode.commands.executeCommand('setContext', 'nexus.daemonReady', ready);
+      if (ready) {
+        completeStep('install');
+      }
+    }),
     vscode.commands.registerCommand('nexus.restartDaemon', () => daemons.restart()),
     vscode.commands.registerCommand('nexus.showLog', async () => (await daemons.pick('Show the log of which folder?'))?.output.show(true)),
     vscode.commands.registerCommand('nexus.serveFolder', () => serveFolder(daemons)),

@@ -358,7 +358,7 @@ export interface McpLaunch {
 /** mcpServerWire: nexus/mcp/servers entries and nexus/mcpServerStatus. */
 export interface McpServer {
   name: string;
-  /** starting, running, stopped, failed, pending_approval, ... */
+  /** starting, ready, failed, disabled, pending_approval (tools/mcp's states). */
   state: string;
   transport?: string;
   source?: string;

@@ -439,7 +439,7 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
     item.tooltip = [s.error, s.launch ? launchText(s.launch) : '', s.source]
       .filter(Boolean)
       .join('\n');
-    const icons: Record<string, string> = { running: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin' };
+    const icons: Record<string, string> = { ready: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin', disabled: 'circle-slash' };
     item.iconPath = new vscode.ThemeIcon(icons[s.state] ?? 'circle-outline');
     item.contextValue = `mcp.${s.state}`;
     return item;
