@@ -378,7 +378,7 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       sessions: this.daemons.list().flatMap((d) =>
         (this.sessions.get(d.id) ?? []).map((s) => ({
           id: sessionKey(d, s.sessionId),
-          title: `${multi ? `${d.name} · ` : ''}${s.title || s.sessionId}`,
+          title: `${multi ? `${d.name} · ` : ''}${s.title || `Session ${s.sessionId.slice(0, 8)}`}`,
           updatedAt: s.updatedAt,
           messages: s.messages,
         })),
