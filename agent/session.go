@@ -93,6 +93,9 @@ func (ss *Session) costLocked() *Cost {
 	return &Cost{Amount: ss.cost, Currency: ss.svc.currency(ss.profile.Name)}
 }
 
+// errStopped is the cause of a prompt stopped by the person.
+var errStopped = fmt.Errorf("stopped: %w: %w", tools.ErrCancelled, context.Canceled)
+
 // cancel stops the running prompt; it reports whether one was running.
 func (ss *Session) cancel() bool {
 	ss.mu.Lock()
@@ -100,7 +103,9 @@ func (ss *Session) cancel() bool {
 	if ss.stop == nil {
 		return false
 	}
-	ss.stop(context.Canceled)
+	// Both: its tool calls end "the call was cancelled" (not "the caller
+	// went away"), and whatever tests for context.Canceled still sees it.
+	ss.stop(errStopped)
 	return true
 }
 

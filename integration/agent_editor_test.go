@@ -253,6 +253,58 @@ func TestAgentEditor(t *testing.T) {
 	}
 }
 
+// TestAgentEditorCancelWhileAsking: Stop while the agent's write_file
+// waits for the person ends the turn cancelled, and the call with code
+// cancelled, "the call was cancelled" (the person stopped it; not "the
+// caller went away"); nothing is written.
+func TestAgentEditorCancelWhileAsking(t *testing.T) {
+	base := localllm.Start(t)
+	ws := newWorkspace(t, agentConfig(base, "chat", 1, "write_file"))
+	e := startEditor(t, ws)
+	e.permission = "never"
+	e.initialize(os.Getpid())
+	id := newSession(t, e)
+	_, ch := e.start("nexus/agent/prompt", map[string]any{"sessionId": id, "prompt": "Write a file."})
+	var asked string
+	e.await("the agent's write_file to ask", 60*time.Second, func() bool {
+		for _, r := range e.requests {
+			if r.method == "nexus/requestPermission" {
+				var p struct {
+					ToolCall struct {
+						ToolCallID string `json:"toolCallId"`
+					} `json:"toolCall"`
+				}
+				json.Unmarshal(r.params, &p)
+				asked = p.ToolCall.ToolCallID
+				return true
+			}
+		}
+		return false
+	})
+	e.mustCall("nexus/agent/cancel", map[string]any{"sessionId": id}, nil)
+	var res promptResult
+	if m := e.wait("the cancelled prompt", ch); m.Error != nil || json.Unmarshal(m.Result, &res) != nil || res.StopReason != "cancelled" {
+		t.Fatalf("prompt answered %s %+v", m.Result, m.Error)
+	}
+	var last map[string]any
+	e.await("the asked call's end", 30*time.Second, func() bool { // under e.mu
+		for _, n := range e.notes {
+			var c map[string]any
+			if n.method == "nexus/toolCall" && json.Unmarshal(n.params, &c) == nil && c["toolCallId"] == asked {
+				last = c
+			}
+		}
+		return last != nil && last["status"] != "initiated" && last["status"] != "running"
+	})
+	errObj, _ := last["error"].(map[string]any)
+	if last["status"] != "error" || errObj["code"] != "cancelled" || !strings.Contains(fmt.Sprint(errObj["message"]), "the call was cancelled") {
+		t.Errorf("the asked call ended %v", last)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "notes.txt")); err == nil {
+		t.Error("notes.txt was written")
+	}
+}
+
 // TestAgentEditorDenied: the person's agent writing a file is asked even
 // though the person's own calls are allowed; the editor rejects it, the
 // file is not written, and the model gets a declined result.

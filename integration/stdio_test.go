@@ -79,7 +79,8 @@ type editor struct {
 	frames    int
 	outBytes  int64
 	onNote    func(method string, params json.RawMessage) // called under mu
-	// permission is the answer to nexus/requestPermission; default allow_once.
+	// permission is the answer to nexus/requestPermission; default
+	// allow_once; "never": the request is left unanswered.
 	permission string
 	change     chan struct{}
 	readDone   chan struct{}
@@ -271,6 +272,9 @@ func (e *editor) answer(m rpcMsg) {
 		e.mu.Lock()
 		ans := cmp.Or(e.permission, "allow_once")
 		e.mu.Unlock()
+		if ans == "never" {
+			return
+		}
 		reply["result"] = ans
 	} else {
 		reply["error"] = map[string]any{"code": -32601, "message": "not an editor method"}
