@@ -1318,7 +1318,11 @@ async function feel(page) {
           await page.keyboard.press(n % 60 === 59 ? 'Enter' : 'x');
           await sleep(100);
         }
-      })();
+      })().catch((err) => {
+        if (typing) {
+          throw err;
+        }
+      });
     },
     async stop() {
       typing = false;
@@ -1415,6 +1419,7 @@ async function benchActivity(browser) {
     config: 'apps:\n  - id: bench\n    tokenFile: .nexus/bench.token\n',
     files: { '.nexus/bench.token': `${token}\n` },
   });
+  let felt;
   try {
     await s.start(browser);
     await ready(s);
@@ -1425,7 +1430,7 @@ async function benchActivity(browser) {
     await runCommand(s.page, 'File: New Untitled Text File');
     await s.page.locator('.part.editor .monaco-editor .view-lines').first().waitFor({ timeout: HANG });
     await s.page.locator('.part.editor .monaco-editor .view-lines').first().click();
-    const felt = await feel(s.page);
+    felt = await feel(s.page);
     const idleFrom = await felt.now();
     felt.type();
     await sleep(5000); // the idle span: 5 s of typing with no burst
@@ -1502,6 +1507,8 @@ async function benchActivity(browser) {
     report('vscode: key to screen during the burst, max', busy.keyWorst, 'the same, no burst', idle.keyWorst,
       `≤ ${fmtMs(idle.keyWorst + 100)}, +100ms${keys}`);
   } finally {
+    // A failure mid-burst: stop typing before the page goes.
+    await felt?.stop().catch(() => {});
     await s.stop();
   }
 }
