@@ -19,7 +19,7 @@ import {
   normalizeFilter,
 } from './activityModel';
 import type { Daemon, Daemons } from './daemon';
-import { folderItem, type FolderNode, roots } from './folders';
+import { folderItem, type FolderNode, forget, roots } from './folders';
 import { call, Methods, Notifications, type ToolCall } from './protocol';
 import { completeStep } from './walkthrough';
 
@@ -66,12 +66,7 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
       daemons.onDidStart(({ daemon, client }) => void this.load(daemon, client)),
       daemons.onDidChangeState(() => this.refresh.poke()),
       daemons.onDidChangeDaemons(() => {
-        const live = new Set(daemons.list().map((d) => d.id));
-        for (const id of this.models.keys()) {
-          if (!live.has(id)) {
-            this.models.delete(id);
-          }
-        }
+        forget(this.models, daemons);
         this.refresh.poke();
       }),
       vscode.commands.registerCommand('nexus.showCallDetails', (n?: Node | string) => this.showDetails(n)),

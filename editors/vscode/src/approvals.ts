@@ -15,7 +15,7 @@ import {
   rememberedLabel,
 } from './approvalsModel';
 import type { Daemon, Daemons } from './daemon';
-import { folderItem, type FolderNode, inFolder, roots } from './folders';
+import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
 import { type Approval, call, isMethodNotFound, Methods, type PermissionAnswer, type PermissionParams, Requests } from './protocol';
 
 export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.Disposable {
@@ -198,12 +198,8 @@ export class RememberedView implements vscode.TreeDataProvider<RememberedNode>, 
   }
 
   private render(): void {
+    forget(this.approvals, this.daemons);
     const live = this.daemons.list();
-    for (const id of this.approvals.keys()) {
-      if (!live.some((d) => d.id === id)) {
-        this.approvals.delete(id);
-      }
-    }
     const lists = live.map((d) => this.approvals.get(d.id));
     const why = lists.find((l) => typeof l === 'string');
     const none = lists.every((l) => Array.isArray(l) && l.length === 0);

@@ -11,6 +11,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 import type { ApprovalsView } from './approvals';
 import { type ChatState, emptyChat, endTurn, reduce, view } from './chatModel';
 import type { Daemon, Daemons } from './daemon';
+import { forget } from './folders';
 import {
   type AgentSessionInfo,
   type AgentUpdateParams,
@@ -75,13 +76,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         this.post();
       }),
       daemons.onDidChangeDaemons(() => {
-        const live = new Set(daemons.list().map((d) => d.id));
-        for (const id of this.sessions.keys()) {
-          if (!live.has(id)) {
-            this.sessions.delete(id);
-          }
-        }
-        if (this.daemon && !live.has(this.daemon.id)) {
+        forget(this.sessions, daemons);
+        if (this.daemon && !daemons.get(this.daemon.id)) {
           // Its folder left the workspace.
           this.daemon = undefined;
           this.state = emptyChat();

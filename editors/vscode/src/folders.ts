@@ -39,3 +39,13 @@ export function folderItem(view: string, n: FolderNode, description?: string): v
 export function inFolder(daemons: Daemons, d: Daemon, text: string): string {
   return daemons.multi ? `[${d.name}] ${text}` : text;
 }
+
+/** forget drops, from a map by daemon id, the daemons no longer served. */
+export function forget<V>(m: Map<string, V>, daemons: Daemons): void {
+  const live = new Set(daemons.list().map((d) => d.id));
+  for (const id of m.keys()) {
+    if (!live.has(id)) {
+      m.delete(id);
+    }
+  }
+}

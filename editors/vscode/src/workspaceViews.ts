@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import type { CancellationToken, LanguageClient } from 'vscode-languageclient/node';
 import { Coalescer } from './activityModel';
 import type { Daemon, Daemons } from './daemon';
-import { folderItem, type FolderNode, inFolder, roots } from './folders';
+import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
 import { call, type DefEntry, type HistoryEntry, type McpLaunch, type McpServer, type McpTrustRequest, Methods, Notifications, Requests } from './protocol';
 
 export const DEF_SCHEME = 'nexus-def';
@@ -272,12 +272,7 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
       daemons.onDidStart(({ daemon, client }) => void this.load(daemon, client)),
       daemons.onDidChangeState(() => this.refresh.poke()),
       daemons.onDidChangeDaemons(() => {
-        const live = new Set(daemons.list().map((d) => d.id));
-        for (const id of this.servers.keys()) {
-          if (!live.has(id)) {
-            this.servers.delete(id);
-          }
-        }
+        forget(this.servers, daemons);
         this.refresh.poke();
       }),
       vscode.commands.registerCommand('nexus.restartMcpServer', (n?: McpNode) => this.restart(n)),
