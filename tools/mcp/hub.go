@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -94,6 +95,9 @@ type Options struct {
 	// workspace). A file that cannot be read trusts nothing: every server
 	// waits, and approving says why it cannot be recorded.
 	TrustFile string
+	// HTTPTransport carries the requests to HTTP servers (default
+	// http.DefaultTransport).
+	HTTPTransport http.RoundTripper
 }
 
 // ErrUnknownServer is the error for a server name that is not configured.
@@ -158,6 +162,9 @@ func New(opts Options) *Hub {
 	}
 	if opts.TrustFile == "" {
 		opts.TrustFile = TrustFile(opts.Workspace)
+	}
+	if opts.HTTPTransport == nil {
+		opts.HTTPTransport = http.DefaultTransport
 	}
 	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)

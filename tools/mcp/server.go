@@ -316,11 +316,13 @@ type conn struct {
 	exited  chan struct{}
 	exitErr error
 	stderr  *tailWriter
+
+	live *liveness // of an HTTP server
 }
 
 func (c *conn) endError() error {
 	if c.cmd == nil {
-		return errors.New("the connection to the server closed")
+		return c.live.endError()
 	}
 	select {
 	case <-c.exited:
@@ -412,13 +414,16 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 }
 
 func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, error) {
-	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, http.DefaultTransport}}}
+	// Streams the server closes are resumed (resume.go); live sees the
+	// server gone.
+	live := newLiveness(s.cfg.URL, s.hub.opts.HTTPTransport)
+	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL,
+		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, live}}}
 	session, err := client.Connect(ctx, t, sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)
 	}
-	return &conn{session: session, ended: sessionDone(session)}, nil
+	return &conn{session: session, ended: live.until(sessionDone(session)), live: live}, nil
 }
 
 type headerTransport struct {
