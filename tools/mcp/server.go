@@ -392,7 +392,8 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, &mcp.ClientOptions{
-		Logger: s.hub.logger.With("server", s.cfg.Name),
+		Logger:       s.hub.logger.With("server", s.cfg.Name),
+		Capabilities: capabilities(),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refreshCh <- struct{}{}:
@@ -407,6 +408,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 			}
 		},
 	})
+	client.AddRoots(s.hub.root())
 	if s.cfg.Transport == "http" {
 		return s.connectHTTP(ctx, client)
 	}

@@ -1,6 +1,9 @@
 package mcp
 
 import (
+	"net/url"
+	"path/filepath"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,4 +20,25 @@ const ProtocolVersion = "2025-11-25"
 // sessionOptions are the options of every connection to a server.
 func sessionOptions() *mcp.ClientSessionOptions {
 	return &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion}
+}
+
+// Roots: the hub offers servers one root, the workspace, in roots/list.
+// A daemon serves one workspace for its whole life (it holds the
+// workspace's lock), so the list never changes: the capability says so
+// (listChanged false) and no notifications/roots/list_changed is ever
+// sent.
+
+// capabilities are what the hub declares in initialize: roots, without
+// list changes.
+func capabilities() *mcp.ClientCapabilities {
+	return &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
+}
+
+// root is the workspace as an MCP root: its file:// URI and its name.
+func (h *Hub) root() *mcp.Root {
+	dir, err := filepath.Abs(h.opts.Workspace)
+	if err != nil {
+		dir = filepath.Clean(h.opts.Workspace)
+	}
+	return &mcp.Root{URI: (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String(), Name: filepath.Base(dir)}
 }
