@@ -108,7 +108,7 @@ func (o *outbox) event(ev any) {
 		o.put(outKey{outRuntime, ev.Namespace + "\x00" + ev.Key}, ev)
 	case mcp.Status:
 		o.put(outKey{outMCP, ev.Name}, ev)
-	case events.Log:
+	case events.Log, mcp.LogMessage:
 		o.put(outKey{kind: outLog}, ev)
 	}
 }
@@ -297,6 +297,8 @@ func (o *outbox) append(buf []byte, k outKey, v any) []byte {
 	case events.Log:
 		buf = o.appendNote(buf, notifyLog, logJSON(v))
 		return o.appendNote(buf, notifyLogMessage, logMessageJSON(v))
+	case mcp.LogMessage: // the extension writes it in its output channel
+		return o.appendNote(buf, notifyLog, mcpLogJSON(v))
 	case agentUpdateParams:
 		return o.appendNote(buf, notifyAgentUpdate, v)
 	case *progressItem:

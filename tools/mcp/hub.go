@@ -95,6 +95,9 @@ type Options struct {
 	// workspace). A file that cannot be read trusts nothing: every server
 	// waits, and approving says why it cannot be recorded.
 	TrustFile string
+	// LogLevel is the daemon's log level (default info): servers are
+	// asked for the MCP level that matches it.
+	LogLevel slog.Level
 	// HTTPTransport carries the requests to HTTP servers (default
 	// http.DefaultTransport).
 	HTTPTransport http.RoundTripper

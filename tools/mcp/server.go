@@ -42,6 +42,8 @@ type server struct {
 	hashes  map[string]string
 	settled chan struct{} // closed and replaced at every settled state
 
+	logs logLimiter // of its log messages (notify.go)
+
 	wakeCh    chan struct{} // starts a lazy server
 	restartCh chan struct{}
 	refreshCh chan struct{} // the tool list changed
@@ -284,6 +286,7 @@ func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean boo
 		s.session, s.alive = nil, nil
 		s.mu.Unlock()
 	}()
+	s.connected(ctx, conn.session)
 	if err := s.refreshTools(ctx, conn.session); err != nil {
 		return 0, false, fmt.Errorf("listing its tools: %w", err)
 	}
@@ -392,8 +395,9 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, &mcp.ClientOptions{
-		Logger:       s.hub.logger.With("server", s.cfg.Name),
-		Capabilities: capabilities(),
+		Logger:                s.hub.logger.With("server", s.cfg.Name),
+		Capabilities:          capabilities(),
+		LoggingMessageHandler: s.onLog,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refreshCh <- struct{}{}:

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"net/url"
 	"path/filepath"
 
@@ -41,4 +42,10 @@ func (h *Hub) root() *mcp.Root {
 		dir = filepath.Clean(h.opts.Workspace)
 	}
 	return &mcp.Root{URI: (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String(), Name: filepath.Base(dir)}
+}
+
+// connected readies a new session: the server is asked for the daemon's
+// log level.
+func (s *server) connected(ctx context.Context, session *mcp.ClientSession) {
+	s.setLogLevel(ctx, session)
 }

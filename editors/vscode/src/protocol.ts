@@ -501,9 +501,12 @@ export interface RuntimeChanged {
   value?: string;
   timestamp: string;
 }
-/** logWire. */
+/** logWire: an app's LogMessage, a daemon warning, or (source "mcp") an
+ * MCP server's log message with its server, logger and data. */
 export interface LogEntry {
   source?: string;
+  /** debug, info, warn, error; an MCP server's: debug, info, notice,
+   * warning, error, critical, alert, emergency. */
   level: string;
   message: string;
   appId?: string;
@@ -511,6 +514,10 @@ export interface LogEntry {
   requestId?: string;
   context?: Record<string, string>;
   time: string;
+  server?: string;
+  logger?: string;
+  /** What the server logged, any JSON value; message is its text. */
+  data?: unknown;
 }
 /** agentUpdateParams. */
 export interface AgentUpdateParams {
