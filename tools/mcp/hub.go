@@ -129,6 +129,8 @@ type Hub struct {
 	// progress maps a progress token (the tool call id) to the call's
 	// progress function.
 	progress sync.Map
+	// subs are the resource subscriptions (resources.go).
+	subs subscriptions
 }
 
 // New returns a hub with no servers.

@@ -301,6 +301,8 @@ func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean boo
 		case <-s.refreshCh:
 			if err := s.refreshTools(ctx, conn.session); err != nil {
 				s.hub.logger.Warn("MCP server's tool list could not be refreshed", "server", s.cfg.Name, "error", err.Error())
+			} else {
+				s.listChanged(ListTools)
 			}
 		case <-conn.ended:
 			markDead(errServerGone)
@@ -395,9 +397,12 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, &mcp.ClientOptions{
-		Logger:                s.hub.logger.With("server", s.cfg.Name),
-		Capabilities:          capabilities(),
-		LoggingMessageHandler: s.onLog,
+		Logger:                     s.hub.logger.With("server", s.cfg.Name),
+		Capabilities:               capabilities(),
+		LoggingMessageHandler:      s.onLog,
+		ResourceUpdatedHandler:     s.onResourceUpdated,
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.listChanged(ListResources) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.listChanged(ListPrompts) },
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refreshCh <- struct{}{}:

@@ -45,7 +45,8 @@ func (h *Hub) root() *mcp.Root {
 }
 
 // connected readies a new session: the server is asked for the daemon's
-// log level.
+// log level, and gets the subscriptions made before it (re)started.
 func (s *server) connected(ctx context.Context, session *mcp.ClientSession) {
 	s.setLogLevel(ctx, session)
+	s.resubscribe(ctx, session)
 }
