@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the test server uses logging and roots, deprecated only by the draft 2026-07-28 (SEP-2577).
+
 package mcp
 
 import (
@@ -219,12 +221,6 @@ func (g *goServer) waitFor(t *testing.T, what string, cond func() bool) {
 		defer g.mu.Unlock()
 		t.Fatalf("the server never saw %s: methods %v, levels %v, subs %v, events %v", what, g.methods, g.levels, g.subs, g.events)
 	}
-}
-
-func (g *goServer) saw(method string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Contains(g.methods, method)
 }
 
 // httpServer is a goServer over Streamable HTTP on a loopback port.

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging is deprecated only by the draft 2026-07-28 (SEP-2577); the hub speaks 2025-11-25 and before, where it is current.
+
 package mcp
 
 import (
@@ -86,6 +88,17 @@ func slogLevel(l string) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// listen sets the handlers of what a server says on its own (log
+// messages, resource updates, resource and prompt list changes) and the
+// capabilities the hub declares.
+func (s *server) listen(opts *mcp.ClientOptions) {
+	opts.Capabilities = capabilities()
+	opts.LoggingMessageHandler = s.onLog
+	opts.ResourceUpdatedHandler = s.onResourceUpdated
+	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { s.listChanged(ListResources) }
+	opts.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { s.listChanged(ListPrompts) }
 }
 
 // setLogLevel asks a server that declares logging for the daemon's level.

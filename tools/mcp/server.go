@@ -396,13 +396,8 @@ func describeExit(st *os.ProcessState) string {
 func (s *server) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, &mcp.ClientOptions{
-		Logger:                     s.hub.logger.With("server", s.cfg.Name),
-		Capabilities:               capabilities(),
-		LoggingMessageHandler:      s.onLog,
-		ResourceUpdatedHandler:     s.onResourceUpdated,
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.listChanged(ListResources) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.listChanged(ListPrompts) },
+	opts := &mcp.ClientOptions{
+		Logger: s.hub.logger.With("server", s.cfg.Name),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refreshCh <- struct{}{}:
@@ -416,8 +411,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 				}
 			}
 		},
-	})
-	client.AddRoots(s.hub.root())
+	}
+	s.listen(opts) // logs, resource updates, list changes (notify.go)
+	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, opts)
+	s.hub.offerRoots(client)
 	if s.cfg.Transport == "http" {
 		return s.connectHTTP(ctx, client)
 	}

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated only by the draft 2026-07-28 (SEP-2577); the hub speaks 2025-11-25 and before, where they are current.
+
 package mcp
 
 import (
@@ -33,6 +35,11 @@ func sessionOptions() *mcp.ClientSessionOptions {
 // list changes.
 func capabilities() *mcp.ClientCapabilities {
 	return &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
+}
+
+// offerRoots makes the workspace the client's root.
+func (h *Hub) offerRoots(client *mcp.Client) {
+	client.AddRoots(h.root())
 }
 
 // root is the workspace as an MCP root: its file:// URI and its name.
