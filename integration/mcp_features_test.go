@@ -68,6 +68,13 @@ func TestMCPResourcesLogsAndRootsThroughTheDaemon(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "URI TEMPLATE") || !strings.Contains(out, "demo://resource/dynamic/") {
 		t.Fatalf("--templates: %d %s %s", code, out, errOut)
 	}
+	// A subscription the daemon cannot make ends the command with why.
+	if _, errOut, code := nexus(t, ws, "", "mcp", "resources", "nope", "--subscribe", "x://y"); code == 0 || !strings.Contains(errOut, "no MCP server of that name") {
+		t.Errorf("--subscribe to an unknown server: %d %s", code, errOut)
+	}
+	if _, errOut, code := nexus(t, ws, "", "mcp", "resources", "--subscribe", "x://y"); code != 2 || !strings.Contains(errOut, "--subscribe needs the SERVER") {
+		t.Errorf("--subscribe without a server: %d %s", code, errOut)
+	}
 	res, err := d.tools().ListMcpResources(as(d.admin), &nexusv1.ListMcpResourcesRequest{ServerName: "everything"})
 	if err != nil || len(res.Resources) == 0 {
 		t.Fatalf("resources: %v %v", res, err)
