@@ -3,7 +3,11 @@
 // tools: listed, validated, permission-checked, executed, streamed and
 // audited. It supervises the servers (restart with backoff, failed after
 // repeated crashes), keeps their tool lists current, and lists and reads
-// their resources and prompts.
+// their resources and prompts. As an MCP client it offers the workspace as
+// the servers' root (session.go), resumes the Streamable HTTP streams they
+// close while seeing a dead one at once (resume.go), passes on their log
+// messages (notify.go), and holds resource subscriptions and publishes
+// what they say changed (resources.go).
 //
 // A server runs only once the person has approved its entry ([Hub.Trust]),
 // pinned to its launch values ([Launch]): until then, and again after its
