@@ -244,25 +244,47 @@ func (e *env) mcpRestartCommand() *cobra.Command {
 
 func (e *env) mcpResourcesCommand() *cobra.Command {
 	var uri string
+	var templates bool
+	var subscribe []string
 	cmd := &cobra.Command{
-		Use:   "resources [SERVER] [--read URI]",
-		Short: "List the resources of the ready MCP servers, or read one",
+		Use:   "resources [SERVER] [--read URI | --templates | --subscribe URI...]",
+		Short: "List the resources of the ready MCP servers, read one, or watch it",
 		Long: `List the resources of an MCP server, or of every ready one without SERVER.
 
 With --read, print the contents of a resource of SERVER: text as it is, and
 for binary contents the file under .nexus/mcp/blobs they were written to.
---json prints the contents as a JSON array.`,
+--json prints the contents as a JSON array.
+
+With --templates, list the resource templates (URI templates such as
+file:///{path}) instead of the resources.
+
+With --subscribe (repeatable), subscribe to resources of SERVER and print a
+line each time the server says one changed, and when its lists of tools,
+resources or prompts change, until interrupted (Ctrl-C); the subscription
+ends with the command. --json prints each change as a JSON line.`,
 		Args: argsBetween(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var server string
 			if len(args) == 1 {
 				server = args[0]
 			}
-			if uri != "" && server == "" {
+			modes := 0
+			for _, on := range []bool{uri != "", templates, len(subscribe) > 0} {
+				if on {
+					modes++
+				}
+			}
+			switch {
+			case modes > 1:
+				return usagef("--read, --templates and --subscribe go one at a time")
+			case uri != "" && server == "":
 				return usagef("--read needs the SERVER of the resource")
+			case len(subscribe) > 0 && server == "":
+				return usagef("--subscribe needs the SERVER of the resource")
 			}
 			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
-				if uri != "" {
+				switch {
+				case uri != "":
 					resp, err := t.ReadMcpResource(ctx, &nexusv1.ReadMcpResourceRequest{ServerName: server, Uri: uri})
 					if err != nil {
 						return err
@@ -271,6 +293,22 @@ for binary contents the file under .nexus/mcp/blobs they were written to.
 						return e.writeJSONLine([]byte(resp.GetContentsJson()))
 					}
 					return e.printContents(resp.GetContentsJson())
+				case templates:
+					resp, err := t.ListMcpResourceTemplates(ctx, &nexusv1.ListMcpResourceTemplatesRequest{ServerName: server})
+					if err != nil {
+						return err
+					}
+					return e.output(resp, func(w io.Writer) error {
+						tw := newTable(w)
+						fmt.Fprintln(tw, "SERVER\tURI TEMPLATE\tNAME\tMIME TYPE\tDESCRIPTION")
+						for _, r := range resp.GetTemplates() {
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.GetServerName(), r.GetUriTemplate(), orDash(r.GetName()),
+								orDash(r.GetMimeType()), firstSentence(r.GetDescription()))
+						}
+						return tw.Flush()
+					})
+				case len(subscribe) > 0:
+					return e.watchMcp(ctx, t, server, subscribe)
 				}
 				resp, err := t.ListMcpResources(ctx, &nexusv1.ListMcpResourcesRequest{ServerName: server})
 				if err != nil {
@@ -289,7 +327,52 @@ for binary contents the file under .nexus/mcp/blobs they were written to.
 		},
 	}
 	cmd.Flags().StringVar(&uri, "read", "", "print the contents of the resource `URI`")
+	cmd.Flags().BoolVar(&templates, "templates", false, "list the resource templates")
+	cmd.Flags().StringArrayVar(&subscribe, "subscribe", nil, "print the updates of the resource `URI` until interrupted (repeatable)")
 	return cmd
+}
+
+// watchMcp subscribes to resources of a server and prints what changes
+// until ctx ends (Ctrl-C). Once the subscriptions are in place it says so
+// on stderr.
+func (e *env) watchMcp(ctx context.Context, t nexusv1.ToolManagerClient, server string, uris []string) error {
+	stream, err := t.WatchMcpChanges(ctx, &nexusv1.WatchMcpChangesRequest{ServerName: server, SubscribeUris: uris})
+	if err != nil {
+		return err
+	}
+	// Headers come once the subscriptions are in place; a stream that ends
+	// without them has its error in Recv.
+	md, err := stream.Header()
+	if err != nil {
+		return err
+	}
+	if md == nil {
+		_, err := stream.Recv()
+		return err
+	}
+	fmt.Fprintf(e.stderr, "subscribed to %s of %s: changes follow until interrupted\n", strings.Join(uris, ", "), server)
+	for {
+		c, err := stream.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if e.json {
+			if err := e.printJSON(c); err != nil {
+				return err
+			}
+			continue
+		}
+		what := c.GetKind() + " list changed"
+		if c.GetKind() == "resource" {
+			what = c.GetUri() + " updated"
+		}
+		if _, err := fmt.Fprintf(e.stdout, "%s %s %s\n", c.GetTime().AsTime().Local().Format("15:04:05"), c.GetServerName(), what); err != nil {
+			return err
+		}
+	}
 }
 
 // resourceContents is one item of ReadMcpResourceResponse.contents_json.

@@ -156,7 +156,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.tcpAddr, err = tcpAddress(ctx, opts.GRPCAddr, cfg.GRPC.Address, opts.InsecureTCP, lookupHost); err != nil {
 		return nil, err
 	}
-	logger, closeLog, err := newLogger(opts, cfg)
+	logger, logLevel, closeLog, err := newLogger(opts, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	}
 	p.Tools, p.Approvals, p.Approvers, p.permissions = tp.manager, tp.approvals, tp.approvers, tp.permissions
 	p.closers = append(p.closers, func() { p.Tools.Close() })
-	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, opts.Version)
+	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, logLevel, opts.Version)
 	p.closers = append(p.closers, func() { p.MCP.Close() })
 
 	if p.adminToken, err = l.writeAdminToken(); err != nil {
@@ -359,14 +359,15 @@ func (p *Parts) Serve(ctx context.Context) error {
 // ends; it is a normal stop.
 var errEditorGone = errors.New("the editor is gone")
 
-func newLogger(opts Options, cfg *workspace.Config) (*slog.Logger, func(), error) {
+// newLogger returns the daemon's logger and its level.
+func newLogger(opts Options, cfg *workspace.Config) (*slog.Logger, slog.Level, func(), error) {
 	levelName := opts.LogLevel
 	if levelName == "" {
 		levelName = cfg.Log.Level
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(strings.ToUpper(levelName))); err != nil {
-		return nil, nil, fmt.Errorf("--log-level %q is not one of debug, info, warn, error", levelName)
+		return nil, 0, nil, fmt.Errorf("--log-level %q is not one of debug, info, warn, error", levelName)
 	}
 	file := opts.LogFile
 	if file == "" {
@@ -383,12 +384,12 @@ func newLogger(opts Options, cfg *workspace.Config) (*slog.Logger, func(), error
 		}
 		f, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
-			return nil, nil, fmt.Errorf("log file: %w", err)
+			return nil, 0, nil, fmt.Errorf("log file: %w", err)
 		}
 		w = f
 		closer = func() { f.Close() }
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closer, nil
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), level, closer, nil
 }
 
 func listenUnix(path string) (net.Listener, error) {

@@ -106,7 +106,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 // openMCP starts the McpHub with the servers of the workspace's MCP files.
 // A file that does not load is logged, and the daemon starts without its
 // servers; fixing the file applies it.
-func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus, logger *slog.Logger, version string) *mcp.Hub {
+func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus, logger *slog.Logger, level slog.Level, version string) *mcp.Hub {
 	restart := cfg.MCP.Restart
 	if cfg.MCP.MaxRestarts == 0 {
 		restart = "never"
@@ -116,6 +116,7 @@ func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus
 		Tools:          m,
 		Bus:            bus,
 		Logger:         logger,
+		LogLevel:       level,
 		CallTimeout:    time.Duration(cfg.MCP.CallTimeout),
 		StartupTimeout: time.Duration(cfg.MCP.StartupTimeout),
 		Restart:        restart,

@@ -173,3 +173,79 @@ func (s *toolService) GetMcpPrompt(ctx context.Context, req *nexusv1.GetMcpPromp
 	}
 	return &nexusv1.GetMcpPromptResponse{ResultJson: string(data)}, nil
 }
+
+func (s *toolService) ListMcpResourceTemplates(ctx context.Context, req *nexusv1.ListMcpResourceTemplatesRequest) (*nexusv1.ListMcpResourceTemplatesResponse, error) {
+	if _, err := s.apps.caller(ctx, ""); err != nil {
+		return nil, err
+	}
+	h, err := s.hub()
+	if err != nil {
+		return nil, err
+	}
+	ts, err := h.ResourceTemplates(ctx, req.GetServerName())
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	resp := &nexusv1.ListMcpResourceTemplatesResponse{}
+	for _, t := range ts {
+		resp.Templates = append(resp.Templates, &nexusv1.McpResourceTemplate{ServerName: t.Server, UriTemplate: t.URITemplate,
+			Name: t.Name, Title: t.Title, Description: t.Description, MimeType: t.MIMEType})
+	}
+	return resp, nil
+}
+
+// WatchMcpChanges is a stream, not Subscribe/Unsubscribe RPCs: the
+// subscriptions are the stream's, so they end with it however the client
+// goes, and nobody keeps ids of subscriptions whose owner died.
+func (s *toolService) WatchMcpChanges(req *nexusv1.WatchMcpChangesRequest, stream nexusv1.ToolManager_WatchMcpChangesServer) error {
+	ctx := stream.Context()
+	if _, err := s.apps.caller(ctx, ""); err != nil {
+		return err
+	}
+	h, err := s.hub()
+	if err != nil {
+		return err
+	}
+	name, uris := req.GetServerName(), req.GetSubscribeUris()
+	if len(uris) > 0 && name == "" {
+		return status.Error(codes.InvalidArgument, "serverName is required with subscribeUris")
+	}
+	// On the bus before the subscriptions, so that no update falls between.
+	sub := s.bus.Subscribe(func(ev any) bool {
+		switch ev := ev.(type) {
+		case mcp.ListChanged:
+			return name == "" || ev.Server == name
+		case mcp.ResourceUpdated:
+			if ev.Server != name {
+				return false
+			}
+			for _, u := range uris {
+				if mcp.Covers(u, ev.URI) {
+					return true
+				}
+			}
+		}
+		return false
+	}, watchBuffer)
+	defer sub.Close()
+	for _, uri := range uris {
+		release, err := h.Subscribe(ctx, name, uri)
+		if err != nil {
+			return mcpError(err)
+		}
+		defer release()
+	}
+	if err := live(stream); err != nil {
+		return err
+	}
+	return forward(ctx, sub, func(ev any) error {
+		var c *nexusv1.McpChange
+		switch ev := ev.(type) {
+		case mcp.ListChanged:
+			c = &nexusv1.McpChange{ServerName: ev.Server, Kind: ev.Kind, Time: timestamppb.New(ev.Time)}
+		case mcp.ResourceUpdated:
+			c = &nexusv1.McpChange{ServerName: ev.Server, Kind: "resource", Uri: ev.URI, Time: timestamppb.New(ev.Time)}
+		}
+		return stream.Send(c)
+	})
+}

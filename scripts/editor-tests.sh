@@ -2,8 +2,8 @@
 # Runs the editor protocol tests: integration/editor/*.test.mjs drive the
 # real nexusd --stdio over vscode-jsonrpc, the library VS Code extensions
 # use. Installs vscode-jsonrpc, pinned by integration/editor/package-lock.json,
-# into .cache/editor-tests with npm ci, builds nexusd beside it, and runs
-# node --test. Needs node 20+ and npm (Debian: apt-get install nodejs npm);
+# into .cache/editor-tests with npm ci, builds nexusd beside it, installs the
+# MCP servers of scripts/mcp-servers.sh, and runs node --test. Needs node 20+ and npm (Debian: apt-get install nodejs npm);
 # installs them with apt-get when they are missing and we are root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +25,7 @@ if ! { [ -f "$dest/.installed" ] && cmp -s "$src/package-lock.json" "$dest/.inst
 	cp "$src/package-lock.json" "$dest/.installed"
 fi
 go build -o "$dest/bin/" ./cmd/nexusd
+bash scripts/mcp-servers.sh # the MCP servers of the McpHub's tests
+mcp=$PWD/.cache/mcp-servers
 cd "$dest"
-NEXUSD="$PWD/bin/nexusd" exec node --test --test-reporter=spec "$@" ./*.test.mjs
+NEXUSD="$PWD/bin/nexusd" NEXUS_MCP_SERVERS="$mcp" exec node --test --test-reporter=spec "$@" ./*.test.mjs

@@ -30,7 +30,8 @@ const (
 )
 
 var notificationNames = []string{notifyToolCall, notifyDefinitionChanged, notifyRuntimeChanged,
-	notifyMCPServerStatus, notifyLog, notifyLogMessage, notifyProgress, notifyAgentUpdate}
+	notifyMCPServerStatus, notifyLog, notifyLogMessage, notifyProgress, notifyAgentUpdate,
+	notifyMCPResourceUpdated, notifyMCPListChanged}
 
 // maxPendingLogs bounds the log entries waiting for a slow editor; more are
 // dropped and counted.
@@ -48,6 +49,8 @@ const (
 	outProgress
 	outBarrier
 	outAgent
+	outMCPResource
+	outMCPList
 )
 
 type outKey struct {
@@ -108,8 +111,12 @@ func (o *outbox) event(ev any) {
 		o.put(outKey{outRuntime, ev.Namespace + "\x00" + ev.Key}, ev)
 	case mcp.Status:
 		o.put(outKey{outMCP, ev.Name}, ev)
-	case events.Log:
+	case events.Log, mcp.LogMessage:
 		o.put(outKey{kind: outLog}, ev)
+	case mcp.ResourceUpdated:
+		o.put(outKey{outMCPResource, ev.Server + "\x00" + ev.URI}, ev)
+	case mcp.ListChanged:
+		o.put(outKey{outMCPList, ev.Server + "\x00" + ev.Kind}, ev)
 	}
 }
 
@@ -297,6 +304,12 @@ func (o *outbox) append(buf []byte, k outKey, v any) []byte {
 	case events.Log:
 		buf = o.appendNote(buf, notifyLog, logJSON(v))
 		return o.appendNote(buf, notifyLogMessage, logMessageJSON(v))
+	case mcp.LogMessage: // the extension writes it in its output channel
+		return o.appendNote(buf, notifyLog, mcpLogJSON(v))
+	case mcp.ResourceUpdated:
+		return o.appendNote(buf, notifyMCPResourceUpdated, mcpResourceUpdatedWire{Server: v.Server, URI: v.URI, Time: v.Time})
+	case mcp.ListChanged:
+		return o.appendNote(buf, notifyMCPListChanged, mcpListChangedWire{Server: v.Server, Kind: v.Kind, Time: v.Time})
 	case agentUpdateParams:
 		return o.appendNote(buf, notifyAgentUpdate, v)
 	case *progressItem:

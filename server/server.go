@@ -107,6 +107,12 @@ type Server struct {
 	// watchPID is the editor's process, once initialize names it.
 	watchPID atomic.Int64
 	pidSet   chan struct{}
+
+	// mcpSubs are the editor's resource subscriptions and their releases
+	// (mcpresources.go); mcpSubsDone once the editor is gone.
+	mcpSubsMu   sync.Mutex
+	mcpSubs     map[mcpSub]func()
+	mcpSubsDone bool
 }
 
 // New returns a server over the daemon's parts.
@@ -153,8 +159,9 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	s.out = newOutbox(st, s.opts.MaxPendingCalls, s.opts.MaxPendingCallBytes, s.logger)
 	// Attached before the first request is read: whatever happens after
 	// the initialize reply reaches the editor.
-	detach := s.opts.Bus.Attach(s.out.event)
+	detach := s.opts.Bus.Attach(s.busEvent)
 	defer detach()
+	defer s.releaseMcpSubs()
 	s.conn.Go(ctx, s.handle)
 
 	outDone := make(chan struct{})

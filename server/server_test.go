@@ -33,7 +33,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("nexus = %v", res["nexus"])
 	}
 	methods := res["capabilities"].(map[string]any)["nexus"].(map[string]any)["methods"].([]any)
-	if len(methods) != 20 {
+	if len(methods) != 27 {
 		t.Errorf("capabilities list %d methods: %v", len(methods), methods)
 	}
 	if err := c.call(t, "initialize", map[string]any{}, nil); code(err) != jsonrpc2.InvalidRequest {
@@ -400,6 +400,11 @@ func TestNotifications(t *testing.T) {
 	daemonLog := slog.New(LogHandler(slog.DiscardHandler, p.bus))
 	daemonLog.Warn("disk is slow", "path", "a/b.md")
 	daemonLog.Info("not for the editor")
+	// An MCP server's log message comes from the hub, once: not again
+	// through the daemon log's tee, nor as window/logMessage (the tee would
+	// have published first).
+	daemonLog.Error(mcp.ServerLogMessage, "server", "db", "data", `{"open":0}`)
+	p.bus.Publish(mcp.LogMessage{Server: "db", Level: "critical", Logger: "pool", Data: json.RawMessage(`{"open":0}`), Time: time.Now()})
 	c.await(t, "definition, runtime and log notifications", func(ns []note) bool {
 		return has(ns, notifyDefinitionChanged, `"path":"a/b.md"`, `"revision":"`+rev+`"`, `"author":"app:app1"`, `"change":"ADDED"`) &&
 			has(ns, notifyRuntimeChanged, `"namespace":"app1"`, `"key":"k"`, `"change":"set"`) &&
@@ -407,12 +412,16 @@ func TestNotifications(t *testing.T) {
 			has(ns, notifyLogMessage, `"type":2`, `[app app1] careful`) &&
 			has(ns, notifyMCPServerStatus, `"name":"everything"`, `"state":"ready"`, `"toolCount":3`) &&
 			has(ns, notifyLog, `"source":"nexusd"`, `"message":"disk is slow"`, `"context":{"path":"a/b.md"}`) &&
-			has(ns, notifyLogMessage, `[nexusd] disk is slow`)
+			has(ns, notifyLogMessage, `[nexusd] disk is slow`) &&
+			has(ns, notifyLog, `"source":"mcp"`, `"level":"critical"`, `"message":"{\"open\":0}"`, `"server":"db"`, `"logger":"pool"`, `"data":{"open":0}`)
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if has(c.notes, notifyLog, "not for the editor") {
 		t.Error("an info line of the daemon reached the editor")
+	}
+	if has(c.notes, notifyLog, `"source":"nexusd"`, mcp.ServerLogMessage) || has(c.notes, notifyLogMessage, "open") {
+		t.Error("an MCP server's log message reached the editor twice")
 	}
 }
 

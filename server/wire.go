@@ -126,6 +126,17 @@ type logWire struct {
 	RequestID string            `json:"requestId,omitempty"`
 	Context   map[string]string `json:"context,omitempty"`
 	Time      time.Time         `json:"time"`
+	// An MCP server's log message (source "mcp"): the server, its logger,
+	// and the data it logged (any JSON; message is its text). Level is the
+	// MCP level: debug, info, notice, warning, error, critical, alert,
+	// emergency.
+	Server string          `json:"server,omitempty"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+}
+
+func mcpLogJSON(m mcp.LogMessage) logWire {
+	return logWire{Source: "mcp", Level: m.Level, Message: m.Text(), Time: m.Time, Server: m.Server, Logger: m.Logger, Data: m.Data}
 }
 
 func logJSON(l events.Log) logWire {
@@ -182,7 +193,8 @@ type progressParams struct {
 }
 
 // LogHandler wraps a log handler so that the daemon's warnings and errors
-// also reach the editor (nexus/log and window/logMessage) through the bus.
+// also reach the editor (nexus/log and window/logMessage) through the bus,
+// except MCP servers' log messages, which the hub publishes itself.
 func LogHandler(next slog.Handler, bus *events.Bus) slog.Handler {
 	return &logTee{next: next, bus: bus}
 }
@@ -200,7 +212,9 @@ func (h *logTee) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *logTee) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn && h.bus.Listened() {
+	// An MCP server's own log messages reach the editor from the hub, as
+	// they are (mcp.LogMessage).
+	if r.Level >= slog.LevelWarn && h.bus.Listened() && r.Message != mcp.ServerLogMessage {
 		fields := map[string]string{}
 		add := func(a slog.Attr) bool {
 			if a.Key != "" {

@@ -20,6 +20,13 @@ const Methods = {
   mcpServers: "nexus/mcp/servers",
   mcpRestart: "nexus/mcp/restart",
   mcpTrust: "nexus/mcp/trust",
+  mcpResourcesList: "nexus/mcp/resources/list",
+  mcpResourcesRead: "nexus/mcp/resources/read",
+  mcpResourcesTemplates: "nexus/mcp/resources/templates",
+  mcpResourcesSubscribe: "nexus/mcp/resources/subscribe",
+  mcpResourcesUnsubscribe: "nexus/mcp/resources/unsubscribe",
+  mcpPromptsList: "nexus/mcp/prompts/list",
+  mcpPromptsGet: "nexus/mcp/prompts/get",
   // Being added beside ListApprovals/RevokeApproval of gRPC; an older
   // daemon answers MethodNotFound.
   approvalsList: "nexus/approvals/list",
@@ -40,7 +47,9 @@ const Notifications = {
   log: "nexus/log",
   logMessage: "window/logMessage",
   progress: "$/progress",
-  agentUpdate: "nexus/agent/update"
+  agentUpdate: "nexus/agent/update",
+  mcpResourceUpdated: "nexus/mcp/resourceUpdated",
+  mcpListChanged: "nexus/mcp/listChanged"
 };
 const Requests = {
   requestPermission: "nexus/requestPermission",

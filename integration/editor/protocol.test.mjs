@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { CancellationTokenSource, closeAll, eventually, rpcError, withEditor } from './client.mjs';
+import { CancellationTokenSource, closeAll, eventually, makeWorkspace, Methods, Notifications, rpcError, withEditor } from './client.mjs';
 
 // A bound on each test, so that a daemon that stops answering fails the
 // test instead of hanging the suite; the conditions inside have their own,
@@ -411,5 +411,44 @@ test('$/cancelRequest cancels a running tool call', { timeout }, async (t) => {
     const now = await ed.request('nexus/tools/execute', { toolName: 'get_current_time', arguments: {} });
     assert.equal(now.success, true, JSON.stringify(now));
     assert.deepEqual(await ed.shutdown(), { code: 0, signal: null });
+  });
+});
+
+// The MCP servers the Go tests run (scripts/mcp-servers.sh), for the tests
+// of the McpHub's notifications.
+const mcpServers = process.env.NEXUS_MCP_SERVERS;
+
+test('mcp: a server\'s templates, the editor\'s subscription and its updates, the server\'s log messages', { timeout: 60_000, skip: !mcpServers && 'NEXUS_MCP_SERVERS is not set' }, async (t) => {
+  const ws = makeWorkspace();
+  t.after(() => fs.rmSync(ws, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(ws, '.nexus'), { recursive: true });
+  fs.writeFileSync(path.join(ws, '.nexus', 'mcp.json'), JSON.stringify({
+    mcpServers: { everything: { command: path.join(mcpServers, 'node_modules', '.bin', 'mcp-server-everything') } },
+  }));
+  await withEditor(t, { workspace: ws }, async (ed) => {
+    await ed.initialize();
+    await ed.request(Methods.mcpTrust, { name: 'everything' });
+    await ed.waitForNote(Notifications.mcpServerStatus, (s) => s.name === 'everything' && s.state === 'ready', 30_000);
+
+    const { templates } = await ed.request(Methods.mcpResourcesTemplates, { serverName: 'everything' });
+    assert.ok(templates.length > 0 && templates.every((tm) => tm.serverName === 'everything' && tm.uriTemplate), JSON.stringify(templates));
+    const { resources } = await ed.request(Methods.mcpResourcesList, { serverName: 'everything' });
+    const uri = resources[0].uri;
+
+    await ed.request(Methods.mcpResourcesSubscribe, { serverName: 'everything', uri });
+    // server-everything logs the subscription at info, the daemon's level.
+    const log = await ed.waitForNote(Notifications.log, (l) => l.source === 'mcp' && l.message.includes(`Received Subscribe Resource request for URI: ${uri}`));
+    assert.equal(log.server, 'everything');
+    assert.equal(log.level, 'info');
+    assert.equal(typeof log.data, 'string');
+    assert.ok(!Number.isNaN(Date.parse(log.time)), log.time);
+
+    const res = await ed.request(Methods.toolsExecute, { serverName: 'everything', toolName: 'toggle-subscriber-updates', arguments: {} });
+    assert.equal(res.success, true, JSON.stringify(res));
+    const upd = await ed.waitForNote(Notifications.mcpResourceUpdated, (u) => u.server === 'everything' && u.uri === uri);
+    assert.ok(!Number.isNaN(Date.parse(upd.time)), upd.time);
+
+    await ed.request(Methods.mcpResourcesUnsubscribe, { serverName: 'everything', uri });
+    await ed.waitForNote(Notifications.log, (l) => l.server === 'everything' && l.message.includes(`Received Unsubscribe Resource request: ${uri}`));
   });
 });

@@ -58,6 +58,11 @@ func definition(server string, t *mcp.Tool) (tools.Definition, error) {
 	return d, nil
 }
 
+// codeRejectedByTransport is the go-sdk's error for a request its
+// transport could not deliver or get an answer to (an HTTP request that
+// failed): the connection's failure, not the server's answer.
+const codeRejectedByTransport = -32005
+
 // handler calls tool on the server's live session.
 func (s *server) handler(tool string) tools.Handler {
 	return func(ctx context.Context, inv *tools.Invocation, args json.RawMessage) (json.RawMessage, error) {
@@ -86,7 +91,7 @@ func (s *server) handler(tool string) tools.Handler {
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err() // the manager names the timeout or the cancel
-		case errors.As(err, &wire):
+		case errors.As(err, &wire) && wire.Code != codeRejectedByTransport:
 			return nil, tools.Errorf(tools.CodeExecutionFailed, "MCP server %q: %s (JSON-RPC error %d)", s.cfg.Name, wire.Message, wire.Code)
 		}
 		// The connection broke: the server is going away, which the

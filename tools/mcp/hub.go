@@ -3,7 +3,11 @@
 // tools: listed, validated, permission-checked, executed, streamed and
 // audited. It supervises the servers (restart with backoff, failed after
 // repeated crashes), keeps their tool lists current, and lists and reads
-// their resources and prompts.
+// their resources and prompts. As an MCP client it offers the workspace as
+// the servers' root (session.go), resumes the Streamable HTTP streams they
+// close while seeing a dead one at once (resume.go), passes on their log
+// messages (notify.go), and holds resource subscriptions and publishes
+// what they say changed (resources.go).
 //
 // A server runs only once the person has approved its entry ([Hub.Trust]),
 // pinned to its launch values ([Launch]): until then, and again after its
@@ -18,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -94,6 +99,12 @@ type Options struct {
 	// workspace). A file that cannot be read trusts nothing: every server
 	// waits, and approving says why it cannot be recorded.
 	TrustFile string
+	// LogLevel is the daemon's log level (default info): servers are
+	// asked for the MCP level that matches it.
+	LogLevel slog.Level
+	// HTTPTransport carries the requests to HTTP servers (default
+	// http.DefaultTransport).
+	HTTPTransport http.RoundTripper
 }
 
 // ErrUnknownServer is the error for a server name that is not configured.
@@ -122,6 +133,8 @@ type Hub struct {
 	// progress maps a progress token (the tool call id) to the call's
 	// progress function.
 	progress sync.Map
+	// subs are the resource subscriptions (resources.go).
+	subs subscriptions
 }
 
 // New returns a hub with no servers.
@@ -158,6 +171,9 @@ func New(opts Options) *Hub {
 	}
 	if opts.TrustFile == "" {
 		opts.TrustFile = TrustFile(opts.Workspace)
+	}
+	if opts.HTTPTransport == nil {
+		opts.HTTPTransport = http.DefaultTransport
 	}
 	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)

@@ -503,6 +503,14 @@ func (b *syncBuffer) waitFor(t *testing.T, s string) {
 // loopback port and returns its endpoint.
 func startHTTPEverything(t *testing.T) string {
 	t.Helper()
+	url, _ := startHTTPEverythingProc(t)
+	return url
+}
+
+// startHTTPEverythingProc is startHTTPEverything that also returns the
+// server's process (the leader of its process group).
+func startHTTPEverythingProc(t *testing.T) (string, int) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -534,7 +542,7 @@ func startHTTPEverything(t *testing.T) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp"
+	return "http://" + addr + "/mcp", cmd.Process.Pid
 }
 
 func TestEverythingOverStreamableHTTP(t *testing.T) {

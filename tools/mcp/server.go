@@ -42,6 +42,8 @@ type server struct {
 	hashes  map[string]string
 	settled chan struct{} // closed and replaced at every settled state
 
+	logs logLimiter // of its log messages (notify.go)
+
 	wakeCh    chan struct{} // starts a lazy server
 	restartCh chan struct{}
 	refreshCh chan struct{} // the tool list changed
@@ -284,6 +286,7 @@ func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean boo
 		s.session, s.alive = nil, nil
 		s.mu.Unlock()
 	}()
+	s.connected(ctx, conn.session)
 	if err := s.refreshTools(ctx, conn.session); err != nil {
 		return 0, false, fmt.Errorf("listing its tools: %w", err)
 	}
@@ -298,6 +301,8 @@ func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean boo
 		case <-s.refreshCh:
 			if err := s.refreshTools(ctx, conn.session); err != nil {
 				s.hub.logger.Warn("MCP server's tool list could not be refreshed", "server", s.cfg.Name, "error", err.Error())
+			} else {
+				s.listChanged(ListTools)
 			}
 		case <-conn.ended:
 			markDead(errServerGone)
@@ -316,11 +321,13 @@ type conn struct {
 	exited  chan struct{}
 	exitErr error
 	stderr  *tailWriter
+
+	live *liveness // of an HTTP server
 }
 
 func (c *conn) endError() error {
 	if c.cmd == nil {
-		return errors.New("the connection to the server closed")
+		return c.live.endError()
 	}
 	select {
 	case <-c.exited:
@@ -389,7 +396,7 @@ func describeExit(st *os.ProcessState) string {
 func (s *server) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		Logger: s.hub.logger.With("server", s.cfg.Name),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -404,7 +411,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 				}
 			}
 		},
-	})
+	}
+	s.listen(opts) // logs, resource updates, list changes (notify.go)
+	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, opts)
+	s.hub.offerRoots(client)
 	if s.cfg.Transport == "http" {
 		return s.connectHTTP(ctx, client)
 	}
@@ -412,13 +422,16 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 }
 
 func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, error) {
-	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, http.DefaultTransport}}}
-	session, err := client.Connect(ctx, t, nil)
+	// Streams the server closes are resumed (resume.go); live sees the
+	// server gone.
+	live := newLiveness(s.cfg.URL, s.hub.opts.HTTPTransport)
+	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL,
+		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, live}}}
+	session, err := client.Connect(ctx, t, sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)
 	}
-	return &conn{session: session, ended: sessionDone(session)}, nil
+	return &conn{session: session, ended: live.until(sessionDone(session)), live: live}, nil
 }
 
 type headerTransport struct {
@@ -465,7 +478,7 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, e
 		stderr.Flush()
 		close(c.exited)
 	}()
-	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, sessionOptions())
 	if err != nil {
 		c.cmd.Process.Kill()
 		syscall.Kill(-c.pid, syscall.SIGKILL)

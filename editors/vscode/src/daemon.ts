@@ -22,7 +22,8 @@ import {
 } from 'vscode-languageclient/node';
 import { classifyStderr, type DaemonState, type Fatal, findDaemon, INSTALL_HINT, RestartBudget, servedFolders } from './lifecycle';
 import { benchMark } from './bench';
-import type { InitializeResult } from './protocol';
+import { mcpLogLine } from './logs';
+import { type InitializeResult, type LogEntry, Notifications } from './protocol';
 
 /** How much of the daemon's stderr is kept to explain a failure. */
 const STDERR_TAIL = 16 * 1024;
@@ -153,6 +154,13 @@ export class Daemon implements vscode.Disposable {
     };
     const client = new NexusClient('nexus', `Nexus (${folder.name})`, serverOptions, clientOptions);
     this.client = client;
+    // MCP servers' log messages, in the daemon's output channel.
+    client.onNotification(Notifications.log, (e: LogEntry) => {
+      const line = mcpLogLine(e);
+      if (line !== undefined) {
+        this.output.appendLine(line);
+      }
+    });
     this.willStart.fire(client);
     try {
       await client.start();

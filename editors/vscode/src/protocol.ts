@@ -30,6 +30,13 @@ export const Methods = {
   mcpServers: 'nexus/mcp/servers',
   mcpRestart: 'nexus/mcp/restart',
   mcpTrust: 'nexus/mcp/trust',
+  mcpResourcesList: 'nexus/mcp/resources/list',
+  mcpResourcesRead: 'nexus/mcp/resources/read',
+  mcpResourcesTemplates: 'nexus/mcp/resources/templates',
+  mcpResourcesSubscribe: 'nexus/mcp/resources/subscribe',
+  mcpResourcesUnsubscribe: 'nexus/mcp/resources/unsubscribe',
+  mcpPromptsList: 'nexus/mcp/prompts/list',
+  mcpPromptsGet: 'nexus/mcp/prompts/get',
   // Being added beside ListApprovals/RevokeApproval of gRPC; an older
   // daemon answers MethodNotFound.
   approvalsList: 'nexus/approvals/list',
@@ -53,6 +60,8 @@ export const Notifications = {
   logMessage: 'window/logMessage',
   progress: '$/progress',
   agentUpdate: 'nexus/agent/update',
+  mcpResourceUpdated: 'nexus/mcp/resourceUpdated',
+  mcpListChanged: 'nexus/mcp/listChanged',
 } as const;
 
 /** The requests nexusd sends the editor. */
@@ -385,6 +394,64 @@ export interface McpTrustParams {
 export interface McpTrustResult {
   server: McpServer;
 }
+/** Params of the methods that list: serverName empty, every ready server. */
+export interface McpServerParams {
+  serverName?: string;
+}
+/** mcpResourceWire (gRPC McpResource). */
+export interface McpResource {
+  serverName: string;
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+export interface McpResourcesResult {
+  resources: McpResource[];
+}
+/** mcpResourceParams: read, subscribe, unsubscribe. */
+export interface McpResourceParams {
+  serverName: string;
+  uri: string;
+}
+/** mcpReadResult: contentsJson is the JSON array of {uri, mimeType, text}
+ * or {uri, mimeType, bytes, blob} (a file under .nexus/mcp/blobs). */
+export interface McpReadResult {
+  contentsJson: string;
+}
+/** mcpResourceTemplateWire (gRPC McpResourceTemplate). */
+export interface McpResourceTemplate {
+  serverName: string;
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+export interface McpTemplatesResult {
+  templates: McpResourceTemplate[];
+}
+/** mcpPromptWire (gRPC McpPrompt): argumentsJson is [{name, description, required}]. */
+export interface McpPrompt {
+  serverName: string;
+  name: string;
+  title?: string;
+  description?: string;
+  argumentsJson: string;
+}
+export interface McpPromptsResult {
+  prompts: McpPrompt[];
+}
+export interface McpPromptGetParams {
+  serverName: string;
+  name: string;
+  arguments?: Record<string, string>;
+}
+/** resultJson is the rendered prompt: {description, messages}. */
+export interface McpPromptGetResult {
+  resultJson: string;
+}
 
 // ---- remembered answers ---------------------------------------------------------------
 
@@ -501,15 +568,35 @@ export interface RuntimeChanged {
   value?: string;
   timestamp: string;
 }
-/** logWire. */
+/** logWire: an app's LogMessage, a daemon warning, or (source "mcp") an
+ * MCP server's log message with its server, logger and data. */
 export interface LogEntry {
   source?: string;
+  /** debug, info, warn, error; an MCP server's: debug, info, notice,
+   * warning, error, critical, alert, emergency. */
   level: string;
   message: string;
   appId?: string;
   taskId?: string;
   requestId?: string;
   context?: Record<string, string>;
+  time: string;
+  server?: string;
+  logger?: string;
+  /** What the server logged, any JSON value; message is its text. */
+  data?: unknown;
+}
+/** mcpResourceUpdatedWire: a resource the editor subscribed to (or one
+ * under it) changed: read it again. */
+export interface McpResourceUpdated {
+  server: string;
+  uri: string;
+  time: string;
+}
+/** mcpListChangedWire: a server's tools, resources or prompts changed. */
+export interface McpListChanged {
+  server: string;
+  kind: 'tools' | 'resources' | 'prompts' | string;
   time: string;
 }
 /** agentUpdateParams. */
@@ -559,6 +646,13 @@ export interface MethodTypes {
   'nexus/mcp/servers': [Record<string, never>, McpServersResult];
   'nexus/mcp/restart': [McpRestartParams, EmptyResult];
   'nexus/mcp/trust': [McpTrustParams, McpTrustResult];
+  'nexus/mcp/resources/list': [McpServerParams, McpResourcesResult];
+  'nexus/mcp/resources/read': [McpResourceParams, McpReadResult];
+  'nexus/mcp/resources/templates': [McpServerParams, McpTemplatesResult];
+  'nexus/mcp/resources/subscribe': [McpResourceParams, EmptyResult];
+  'nexus/mcp/resources/unsubscribe': [McpResourceParams, EmptyResult];
+  'nexus/mcp/prompts/list': [McpServerParams, McpPromptsResult];
+  'nexus/mcp/prompts/get': [McpPromptGetParams, McpPromptGetResult];
   'nexus/approvals/list': [ApprovalsListParams, ApprovalsListResult];
   'nexus/approvals/revoke': [ApprovalsRevokeParams, ApprovalsRevokeResult];
   'nexus/agent/sessions/new': [AgentNewParams, AgentSessionResult];
@@ -583,6 +677,8 @@ export interface NotificationTypes {
   'window/logMessage': { type: number; message: string };
   '$/progress': { token: string | number; value: unknown };
   'nexus/agent/update': AgentUpdateParams;
+  'nexus/mcp/resourceUpdated': McpResourceUpdated;
+  'nexus/mcp/listChanged': McpListChanged;
 }
 
 /** Sender is what sends a typed request: a LanguageClient or a

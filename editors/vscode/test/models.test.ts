@@ -9,6 +9,7 @@ import type { CancellationToken } from 'vscode-jsonrpc/node.js';
 import { ActivityModel, Coalescer, describe, groupOf, icon } from '../src/activityModel';
 import { answerOf, PendingApprovals, promptMessage } from '../src/approvalsModel';
 import { classifyStderr, overallState, RestartBudget, servedFolders, statusText } from '../src/lifecycle';
+import { mcpLogLine } from '../src/logs';
 import {
   call,
   isMethodNotFound,
@@ -199,6 +200,16 @@ test('lifecycle: restart budget and status text', () => {
   assert.equal(statusText('ready', 2, 0), '$(sync~spin) Nexus: 2 running');
   assert.equal(statusText('ready', 2, 3), '$(bell) Nexus: 3 approvals');
   assert.equal(statusText('stopped', 2, 3), '$(error) Nexus: stopped');
+});
+
+test('logs: an MCP server\'s log message is one output line; other entries are left to window/logMessage', () => {
+  const time = '2026-01-01T00:00:00Z';
+  assert.equal(
+    mcpLogLine({ source: 'mcp', server: 'github', level: 'warning', logger: 'http', message: 'rate limited', data: 'rate limited', time }),
+    '[mcp:github] warning (http): rate limited',
+  );
+  assert.equal(mcpLogLine({ source: 'mcp', server: 'db', level: 'error', message: '{"code":7}', data: { code: 7 }, time }), '[mcp:db] error: {"code":7}');
+  assert.equal(mcpLogLine({ source: 'nexusd', level: 'warn', message: 'x', time }), undefined);
 });
 
 test('multi-root: the served folders, one state for several daemons, and each daemon\'s requests apart', { timeout }, async () => {

@@ -2555,6 +2555,307 @@ func (x *GetMcpPromptResponse) GetResultJson() string {
 	return ""
 }
 
+type McpResourceTemplate struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ServerName string                 `protobuf:"bytes,1,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// uri_template is an RFC 6570 URI template, e.g. file:///{path}.
+	UriTemplate   string `protobuf:"bytes,2,opt,name=uri_template,json=uriTemplate,proto3" json:"uri_template,omitempty"`
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Title         string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	Description   string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	MimeType      string `protobuf:"bytes,6,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpResourceTemplate) Reset() {
+	*x = McpResourceTemplate{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpResourceTemplate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpResourceTemplate) ProtoMessage() {}
+
+func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpResourceTemplate.ProtoReflect.Descriptor instead.
+func (*McpResourceTemplate) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *McpResourceTemplate) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *McpResourceTemplate) GetUriTemplate() string {
+	if x != nil {
+		return x.UriTemplate
+	}
+	return ""
+}
+
+func (x *McpResourceTemplate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpResourceTemplate) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *McpResourceTemplate) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *McpResourceTemplate) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+type ListMcpResourceTemplatesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server_name empty lists the templates of every ready server.
+	ServerName    string `protobuf:"bytes,1,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMcpResourceTemplatesRequest) Reset() {
+	*x = ListMcpResourceTemplatesRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMcpResourceTemplatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMcpResourceTemplatesRequest) ProtoMessage() {}
+
+func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMcpResourceTemplatesRequest.ProtoReflect.Descriptor instead.
+func (*ListMcpResourceTemplatesRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListMcpResourceTemplatesRequest) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+type ListMcpResourceTemplatesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Templates     []*McpResourceTemplate `protobuf:"bytes,1,rep,name=templates,proto3" json:"templates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMcpResourceTemplatesResponse) Reset() {
+	*x = ListMcpResourceTemplatesResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMcpResourceTemplatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMcpResourceTemplatesResponse) ProtoMessage() {}
+
+func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMcpResourceTemplatesResponse.ProtoReflect.Descriptor instead.
+func (*ListMcpResourceTemplatesResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListMcpResourceTemplatesResponse) GetTemplates() []*McpResourceTemplate {
+	if x != nil {
+		return x.Templates
+	}
+	return nil
+}
+
+type WatchMcpChangesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server_name limits the stream to one server (empty: every server).
+	ServerName string `protobuf:"bytes,1,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// subscribe_uris are resources of server_name (required with them) whose
+	// updates the stream carries.
+	SubscribeUris []string `protobuf:"bytes,2,rep,name=subscribe_uris,json=subscribeUris,proto3" json:"subscribe_uris,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchMcpChangesRequest) Reset() {
+	*x = WatchMcpChangesRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchMcpChangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchMcpChangesRequest) ProtoMessage() {}
+
+func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchMcpChangesRequest.ProtoReflect.Descriptor instead.
+func (*WatchMcpChangesRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *WatchMcpChangesRequest) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *WatchMcpChangesRequest) GetSubscribeUris() []string {
+	if x != nil {
+		return x.SubscribeUris
+	}
+	return nil
+}
+
+// McpChange is something a server said changed. kind "resource": the
+// resource uri (one subscribed to, or under it) changed: read it again.
+// kind "tools", "resources" or "prompts": that list changed: list it again
+// (for tools, ListTools already has the new list).
+type McpChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ServerName    string                 `protobuf:"bytes,1,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Uri           string                 `protobuf:"bytes,3,opt,name=uri,proto3" json:"uri,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpChange) Reset() {
+	*x = McpChange{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpChange) ProtoMessage() {}
+
+func (x *McpChange) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpChange.ProtoReflect.Descriptor instead.
+func (*McpChange) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *McpChange) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *McpChange) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *McpChange) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *McpChange) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
 var File_nexus_v1_tool_manager_proto protoreflect.FileDescriptor
 
 const file_nexus_v1_tool_manager_proto_rawDesc = "" +
@@ -2768,7 +3069,30 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\x14GetMcpPromptResponse\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\tR\n" +
-	"resultJson2\xf0\t\n" +
+	"resultJson\"\xc2\x01\n" +
+	"\x13McpResourceTemplate\x12\x1f\n" +
+	"\vserver_name\x18\x01 \x01(\tR\n" +
+	"serverName\x12!\n" +
+	"\furi_template\x18\x02 \x01(\tR\vuriTemplate\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\x1b\n" +
+	"\tmime_type\x18\x06 \x01(\tR\bmimeType\"B\n" +
+	"\x1fListMcpResourceTemplatesRequest\x12\x1f\n" +
+	"\vserver_name\x18\x01 \x01(\tR\n" +
+	"serverName\"_\n" +
+	" ListMcpResourceTemplatesResponse\x12;\n" +
+	"\ttemplates\x18\x01 \x03(\v2\x1d.nexus.v1.McpResourceTemplateR\ttemplates\"`\n" +
+	"\x16WatchMcpChangesRequest\x12\x1f\n" +
+	"\vserver_name\x18\x01 \x01(\tR\n" +
+	"serverName\x12%\n" +
+	"\x0esubscribe_uris\x18\x02 \x03(\tR\rsubscribeUris\"\x82\x01\n" +
+	"\tMcpChange\x12\x1f\n" +
+	"\vserver_name\x18\x01 \x01(\tR\n" +
+	"serverName\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
+	"\x03uri\x18\x03 \x01(\tR\x03uri\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time2\xaf\v\n" +
 	"\vToolManager\x12D\n" +
 	"\tListTools\x12\x1a.nexus.v1.ListToolsRequest\x1a\x1b.nexus.v1.ListToolsResponse\x12\\\n" +
 	"\x11GetToolDefinition\x12\".nexus.v1.GetToolDefinitionRequest\x1a#.nexus.v1.GetToolDefinitionResponse\x12J\n" +
@@ -2784,7 +3108,9 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x10ListMcpResources\x12!.nexus.v1.ListMcpResourcesRequest\x1a\".nexus.v1.ListMcpResourcesResponse\x12V\n" +
 	"\x0fReadMcpResource\x12 .nexus.v1.ReadMcpResourceRequest\x1a!.nexus.v1.ReadMcpResourceResponse\x12S\n" +
 	"\x0eListMcpPrompts\x12\x1f.nexus.v1.ListMcpPromptsRequest\x1a .nexus.v1.ListMcpPromptsResponse\x12M\n" +
-	"\fGetMcpPrompt\x12\x1d.nexus.v1.GetMcpPromptRequest\x1a\x1e.nexus.v1.GetMcpPromptResponseB7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
+	"\fGetMcpPrompt\x12\x1d.nexus.v1.GetMcpPromptRequest\x1a\x1e.nexus.v1.GetMcpPromptResponse\x12q\n" +
+	"\x18ListMcpResourceTemplates\x12).nexus.v1.ListMcpResourceTemplatesRequest\x1a*.nexus.v1.ListMcpResourceTemplatesResponse\x12J\n" +
+	"\x0fWatchMcpChanges\x12 .nexus.v1.WatchMcpChangesRequest\x1a\x13.nexus.v1.McpChange0\x01B7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
 
 var (
 	file_nexus_v1_tool_manager_proto_rawDescOnce sync.Once
@@ -2798,109 +3124,120 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
-	(*ToolDefinition)(nil),            // 0: nexus.v1.ToolDefinition
-	(*ListToolsRequest)(nil),          // 1: nexus.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 2: nexus.v1.ListToolsResponse
-	(*GetToolDefinitionRequest)(nil),  // 3: nexus.v1.GetToolDefinitionRequest
-	(*GetToolDefinitionResponse)(nil), // 4: nexus.v1.GetToolDefinitionResponse
-	(*ExecuteToolRequest)(nil),        // 5: nexus.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),       // 6: nexus.v1.ExecuteToolResponse
-	(*ToolCall)(nil),                  // 7: nexus.v1.ToolCall
-	(*ToolCallError)(nil),             // 8: nexus.v1.ToolCallError
-	(*ToolCallProgress)(nil),          // 9: nexus.v1.ToolCallProgress
-	(*Icerc)(nil),                     // 10: nexus.v1.Icerc
-	(*RiskAssessment)(nil),            // 11: nexus.v1.RiskAssessment
-	(*WatchToolCallsRequest)(nil),     // 12: nexus.v1.WatchToolCallsRequest
-	(*ListToolCallsRequest)(nil),      // 13: nexus.v1.ListToolCallsRequest
-	(*ListToolCallsResponse)(nil),     // 14: nexus.v1.ListToolCallsResponse
-	(*CancelToolCallRequest)(nil),     // 15: nexus.v1.CancelToolCallRequest
-	(*CancelToolCallResponse)(nil),    // 16: nexus.v1.CancelToolCallResponse
-	(*Approval)(nil),                  // 17: nexus.v1.Approval
-	(*ListApprovalsRequest)(nil),      // 18: nexus.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),     // 19: nexus.v1.ListApprovalsResponse
-	(*RevokeApprovalRequest)(nil),     // 20: nexus.v1.RevokeApprovalRequest
-	(*RevokeApprovalResponse)(nil),    // 21: nexus.v1.RevokeApprovalResponse
-	(*McpServer)(nil),                 // 22: nexus.v1.McpServer
-	(*McpLaunch)(nil),                 // 23: nexus.v1.McpLaunch
-	(*ListMcpServersRequest)(nil),     // 24: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),    // 25: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),   // 26: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),  // 27: nexus.v1.RestartMcpServerResponse
-	(*TrustMcpServerRequest)(nil),     // 28: nexus.v1.TrustMcpServerRequest
-	(*TrustMcpServerResponse)(nil),    // 29: nexus.v1.TrustMcpServerResponse
-	(*McpResource)(nil),               // 30: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),   // 31: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),  // 32: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),    // 33: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),   // 34: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                 // 35: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),     // 36: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),    // 37: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),       // 38: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),      // 39: nexus.v1.GetMcpPromptResponse
-	nil,                               // 40: nexus.v1.McpLaunch.EnvEntry
-	nil,                               // 41: nexus.v1.McpLaunch.HeadersEntry
-	nil,                               // 42: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),     // 43: google.protobuf.Timestamp
+	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
+	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),                // 2: nexus.v1.ListToolsResponse
+	(*GetToolDefinitionRequest)(nil),         // 3: nexus.v1.GetToolDefinitionRequest
+	(*GetToolDefinitionResponse)(nil),        // 4: nexus.v1.GetToolDefinitionResponse
+	(*ExecuteToolRequest)(nil),               // 5: nexus.v1.ExecuteToolRequest
+	(*ExecuteToolResponse)(nil),              // 6: nexus.v1.ExecuteToolResponse
+	(*ToolCall)(nil),                         // 7: nexus.v1.ToolCall
+	(*ToolCallError)(nil),                    // 8: nexus.v1.ToolCallError
+	(*ToolCallProgress)(nil),                 // 9: nexus.v1.ToolCallProgress
+	(*Icerc)(nil),                            // 10: nexus.v1.Icerc
+	(*RiskAssessment)(nil),                   // 11: nexus.v1.RiskAssessment
+	(*WatchToolCallsRequest)(nil),            // 12: nexus.v1.WatchToolCallsRequest
+	(*ListToolCallsRequest)(nil),             // 13: nexus.v1.ListToolCallsRequest
+	(*ListToolCallsResponse)(nil),            // 14: nexus.v1.ListToolCallsResponse
+	(*CancelToolCallRequest)(nil),            // 15: nexus.v1.CancelToolCallRequest
+	(*CancelToolCallResponse)(nil),           // 16: nexus.v1.CancelToolCallResponse
+	(*Approval)(nil),                         // 17: nexus.v1.Approval
+	(*ListApprovalsRequest)(nil),             // 18: nexus.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),            // 19: nexus.v1.ListApprovalsResponse
+	(*RevokeApprovalRequest)(nil),            // 20: nexus.v1.RevokeApprovalRequest
+	(*RevokeApprovalResponse)(nil),           // 21: nexus.v1.RevokeApprovalResponse
+	(*McpServer)(nil),                        // 22: nexus.v1.McpServer
+	(*McpLaunch)(nil),                        // 23: nexus.v1.McpLaunch
+	(*ListMcpServersRequest)(nil),            // 24: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),           // 25: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),          // 26: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),         // 27: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),            // 28: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),           // 29: nexus.v1.TrustMcpServerResponse
+	(*McpResource)(nil),                      // 30: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),          // 31: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),         // 32: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),           // 33: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),          // 34: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                        // 35: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),            // 36: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),           // 37: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),              // 38: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),             // 39: nexus.v1.GetMcpPromptResponse
+	(*McpResourceTemplate)(nil),              // 40: nexus.v1.McpResourceTemplate
+	(*ListMcpResourceTemplatesRequest)(nil),  // 41: nexus.v1.ListMcpResourceTemplatesRequest
+	(*ListMcpResourceTemplatesResponse)(nil), // 42: nexus.v1.ListMcpResourceTemplatesResponse
+	(*WatchMcpChangesRequest)(nil),           // 43: nexus.v1.WatchMcpChangesRequest
+	(*McpChange)(nil),                        // 44: nexus.v1.McpChange
+	nil,                                      // 45: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 46: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 47: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 48: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	8,  // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	43, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	43, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	48, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	48, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	9,  // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	10, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	11, // 7: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
 	7,  // 8: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	43, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	48, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
 	17, // 10: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	43, // 11: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	48, // 11: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
 	23, // 12: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	40, // 13: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	41, // 14: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	45, // 13: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	46, // 14: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
 	22, // 15: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
 	22, // 16: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
 	30, // 17: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
 	35, // 18: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	42, // 19: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	1,  // 20: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 21: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 22: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	12, // 23: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	13, // 24: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	15, // 25: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	18, // 26: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	20, // 27: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	24, // 28: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	26, // 29: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	28, // 30: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	31, // 31: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	33, // 32: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	36, // 33: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	38, // 34: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	2,  // 35: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 36: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 37: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 38: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	14, // 39: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	16, // 40: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	19, // 41: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	21, // 42: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	25, // 43: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	27, // 44: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	29, // 45: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	32, // 46: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	34, // 47: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	37, // 48: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	39, // 49: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	35, // [35:50] is the sub-list for method output_type
-	20, // [20:35] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	47, // 19: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	40, // 20: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
+	48, // 21: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	1,  // 22: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 23: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 24: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	12, // 25: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	13, // 26: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	15, // 27: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	18, // 28: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	20, // 29: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	24, // 30: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	26, // 31: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	28, // 32: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	31, // 33: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	33, // 34: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	36, // 35: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	38, // 36: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	41, // 37: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	43, // 38: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	2,  // 39: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 40: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 41: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 42: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	14, // 43: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	16, // 44: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	19, // 45: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	21, // 46: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	25, // 47: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	27, // 48: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	29, // 49: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	32, // 50: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	34, // 51: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	37, // 52: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	39, // 53: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	42, // 54: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	44, // 55: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	39, // [39:56] is the sub-list for method output_type
+	22, // [22:39] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -2914,7 +3251,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,21 +19,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolManager_ListTools_FullMethodName         = "/nexus.v1.ToolManager/ListTools"
-	ToolManager_GetToolDefinition_FullMethodName = "/nexus.v1.ToolManager/GetToolDefinition"
-	ToolManager_ExecuteTool_FullMethodName       = "/nexus.v1.ToolManager/ExecuteTool"
-	ToolManager_WatchToolCalls_FullMethodName    = "/nexus.v1.ToolManager/WatchToolCalls"
-	ToolManager_ListToolCalls_FullMethodName     = "/nexus.v1.ToolManager/ListToolCalls"
-	ToolManager_CancelToolCall_FullMethodName    = "/nexus.v1.ToolManager/CancelToolCall"
-	ToolManager_ListApprovals_FullMethodName     = "/nexus.v1.ToolManager/ListApprovals"
-	ToolManager_RevokeApproval_FullMethodName    = "/nexus.v1.ToolManager/RevokeApproval"
-	ToolManager_ListMcpServers_FullMethodName    = "/nexus.v1.ToolManager/ListMcpServers"
-	ToolManager_RestartMcpServer_FullMethodName  = "/nexus.v1.ToolManager/RestartMcpServer"
-	ToolManager_TrustMcpServer_FullMethodName    = "/nexus.v1.ToolManager/TrustMcpServer"
-	ToolManager_ListMcpResources_FullMethodName  = "/nexus.v1.ToolManager/ListMcpResources"
-	ToolManager_ReadMcpResource_FullMethodName   = "/nexus.v1.ToolManager/ReadMcpResource"
-	ToolManager_ListMcpPrompts_FullMethodName    = "/nexus.v1.ToolManager/ListMcpPrompts"
-	ToolManager_GetMcpPrompt_FullMethodName      = "/nexus.v1.ToolManager/GetMcpPrompt"
+	ToolManager_ListTools_FullMethodName                = "/nexus.v1.ToolManager/ListTools"
+	ToolManager_GetToolDefinition_FullMethodName        = "/nexus.v1.ToolManager/GetToolDefinition"
+	ToolManager_ExecuteTool_FullMethodName              = "/nexus.v1.ToolManager/ExecuteTool"
+	ToolManager_WatchToolCalls_FullMethodName           = "/nexus.v1.ToolManager/WatchToolCalls"
+	ToolManager_ListToolCalls_FullMethodName            = "/nexus.v1.ToolManager/ListToolCalls"
+	ToolManager_CancelToolCall_FullMethodName           = "/nexus.v1.ToolManager/CancelToolCall"
+	ToolManager_ListApprovals_FullMethodName            = "/nexus.v1.ToolManager/ListApprovals"
+	ToolManager_RevokeApproval_FullMethodName           = "/nexus.v1.ToolManager/RevokeApproval"
+	ToolManager_ListMcpServers_FullMethodName           = "/nexus.v1.ToolManager/ListMcpServers"
+	ToolManager_RestartMcpServer_FullMethodName         = "/nexus.v1.ToolManager/RestartMcpServer"
+	ToolManager_TrustMcpServer_FullMethodName           = "/nexus.v1.ToolManager/TrustMcpServer"
+	ToolManager_ListMcpResources_FullMethodName         = "/nexus.v1.ToolManager/ListMcpResources"
+	ToolManager_ReadMcpResource_FullMethodName          = "/nexus.v1.ToolManager/ReadMcpResource"
+	ToolManager_ListMcpPrompts_FullMethodName           = "/nexus.v1.ToolManager/ListMcpPrompts"
+	ToolManager_GetMcpPrompt_FullMethodName             = "/nexus.v1.ToolManager/GetMcpPrompt"
+	ToolManager_ListMcpResourceTemplates_FullMethodName = "/nexus.v1.ToolManager/ListMcpResourceTemplates"
+	ToolManager_WatchMcpChanges_FullMethodName          = "/nexus.v1.ToolManager/WatchMcpChanges"
 )
 
 // ToolManagerClient is the client API for ToolManager service.
@@ -78,6 +80,16 @@ type ToolManagerClient interface {
 	ListMcpPrompts(ctx context.Context, in *ListMcpPromptsRequest, opts ...grpc.CallOption) (*ListMcpPromptsResponse, error)
 	// GetMcpPrompt renders one prompt of a server with its arguments.
 	GetMcpPrompt(ctx context.Context, in *GetMcpPromptRequest, opts ...grpc.CallOption) (*GetMcpPromptResponse, error)
+	// ListMcpResourceTemplates lists the resource templates of one server, or
+	// of all ready ones.
+	ListMcpResourceTemplates(ctx context.Context, in *ListMcpResourceTemplatesRequest, opts ...grpc.CallOption) (*ListMcpResourceTemplatesResponse, error)
+	// WatchMcpChanges streams what MCP servers say changed: their tool,
+	// resource and prompt lists, and the resources the request subscribes to.
+	// The subscriptions (resources/subscribe) are the stream's: they hold
+	// while it lasts and end with it. The stream sends its headers once they
+	// are in place; a server that is not ready or does not offer
+	// subscriptions is FAILED_PRECONDITION.
+	WatchMcpChanges(ctx context.Context, in *WatchMcpChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[McpChange], error)
 }
 
 type toolManagerClient struct {
@@ -247,6 +259,35 @@ func (c *toolManagerClient) GetMcpPrompt(ctx context.Context, in *GetMcpPromptRe
 	return out, nil
 }
 
+func (c *toolManagerClient) ListMcpResourceTemplates(ctx context.Context, in *ListMcpResourceTemplatesRequest, opts ...grpc.CallOption) (*ListMcpResourceTemplatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMcpResourceTemplatesResponse)
+	err := c.cc.Invoke(ctx, ToolManager_ListMcpResourceTemplates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) WatchMcpChanges(ctx context.Context, in *WatchMcpChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[McpChange], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[1], ToolManager_WatchMcpChanges_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchMcpChangesRequest, McpChange]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolManager_WatchMcpChangesClient = grpc.ServerStreamingClient[McpChange]
+
 // ToolManagerServer is the server API for ToolManager service.
 // All implementations must embed UnimplementedToolManagerServer
 // for forward compatibility.
@@ -289,6 +330,16 @@ type ToolManagerServer interface {
 	ListMcpPrompts(context.Context, *ListMcpPromptsRequest) (*ListMcpPromptsResponse, error)
 	// GetMcpPrompt renders one prompt of a server with its arguments.
 	GetMcpPrompt(context.Context, *GetMcpPromptRequest) (*GetMcpPromptResponse, error)
+	// ListMcpResourceTemplates lists the resource templates of one server, or
+	// of all ready ones.
+	ListMcpResourceTemplates(context.Context, *ListMcpResourceTemplatesRequest) (*ListMcpResourceTemplatesResponse, error)
+	// WatchMcpChanges streams what MCP servers say changed: their tool,
+	// resource and prompt lists, and the resources the request subscribes to.
+	// The subscriptions (resources/subscribe) are the stream's: they hold
+	// while it lasts and end with it. The stream sends its headers once they
+	// are in place; a server that is not ready or does not offer
+	// subscriptions is FAILED_PRECONDITION.
+	WatchMcpChanges(*WatchMcpChangesRequest, grpc.ServerStreamingServer[McpChange]) error
 	mustEmbedUnimplementedToolManagerServer()
 }
 
@@ -343,6 +394,12 @@ func (UnimplementedToolManagerServer) ListMcpPrompts(context.Context, *ListMcpPr
 }
 func (UnimplementedToolManagerServer) GetMcpPrompt(context.Context, *GetMcpPromptRequest) (*GetMcpPromptResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetMcpPrompt not implemented")
+}
+func (UnimplementedToolManagerServer) ListMcpResourceTemplates(context.Context, *ListMcpResourceTemplatesRequest) (*ListMcpResourceTemplatesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListMcpResourceTemplates not implemented")
+}
+func (UnimplementedToolManagerServer) WatchMcpChanges(*WatchMcpChangesRequest, grpc.ServerStreamingServer[McpChange]) error {
+	return status.Errorf(codes.Unimplemented, "method WatchMcpChanges not implemented")
 }
 func (UnimplementedToolManagerServer) mustEmbedUnimplementedToolManagerServer() {}
 func (UnimplementedToolManagerServer) testEmbeddedByValue()                     {}
@@ -628,6 +685,35 @@ func _ToolManager_GetMcpPrompt_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolManager_ListMcpResourceTemplates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMcpResourceTemplatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).ListMcpResourceTemplates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_ListMcpResourceTemplates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).ListMcpResourceTemplates(ctx, req.(*ListMcpResourceTemplatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_WatchMcpChanges_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchMcpChangesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolManagerServer).WatchMcpChanges(m, &grpc.GenericServerStream[WatchMcpChangesRequest, McpChange]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolManager_WatchMcpChangesServer = grpc.ServerStreamingServer[McpChange]
+
 // ToolManager_ServiceDesc is the grpc.ServiceDesc for ToolManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -691,11 +777,20 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "GetMcpPrompt",
 			Handler:    _ToolManager_GetMcpPrompt_Handler,
 		},
+		{
+			MethodName: "ListMcpResourceTemplates",
+			Handler:    _ToolManager_ListMcpResourceTemplates_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "WatchToolCalls",
 			Handler:       _ToolManager_WatchToolCalls_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchMcpChanges",
+			Handler:       _ToolManager_WatchMcpChanges_Handler,
 			ServerStreams: true,
 		},
 	},
