@@ -37,6 +37,9 @@ const (
 	// StatePendingApproval is a server whose entry the person has not
 	// approved (or not as it is now): it is not started.
 	StatePendingApproval = "pending_approval"
+	// StateNeedsAuth is a server that waits for the person to sign in
+	// (oauth.go): its tools are unavailable until then.
+	StateNeedsAuth = "needs_auth"
 )
 
 // Status is the state of one server. The hub publishes a Status on the bus
@@ -94,6 +97,11 @@ type Options struct {
 	// workspace). A file that cannot be read trusts nothing: every server
 	// waits, and approving says why it cannot be recorded.
 	TrustFile string
+	// AuthDir keeps the OAuth tokens of the servers the person signed in to
+	// (default [AuthDir] of the workspace); LoginTimeout bounds a sign-in
+	// (default 5 minutes).
+	AuthDir      string
+	LoginTimeout time.Duration
 }
 
 // ErrUnknownServer is the error for a server name that is not configured.
@@ -158,6 +166,12 @@ func New(opts Options) *Hub {
 	}
 	if opts.TrustFile == "" {
 		opts.TrustFile = TrustFile(opts.Workspace)
+	}
+	if opts.AuthDir == "" {
+		opts.AuthDir = AuthDir(opts.Workspace)
+	}
+	if opts.LoginTimeout <= 0 {
+		opts.LoginTimeout = 5 * time.Minute
 	}
 	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)
