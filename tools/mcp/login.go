@@ -2,18 +2,18 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"html"
 	"net"
 	"net/http"
-	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 )
@@ -148,9 +148,14 @@ func (a *serverAuth) startLogin(ctx, life context.Context) (context.Context, fun
 	}
 }
 
-// login runs the authorization code flow with the go-sdk's
-// [auth.AuthorizationCodeHandler], from the server's last challenge (or a
-// bare 401), and keeps the tokens.
+// login runs the authorization code flow with PKCE (RFC 7636, S256) from
+// the server's last challenge (or a bare 401), and keeps the tokens.
+//
+// The flow is written here on golang.org/x/oauth2 and the go-sdk's oauthex
+// rather than with the go-sdk's auth.AuthorizationCodeHandler: that handler
+// discovers again by itself, goes on past metadata that name another
+// resource, and refuses the 2025-03-26 metadata of a server whose issuer
+// has a path; discover does it once, as this hub needs.
 func (a *serverAuth) login(ctx context.Context, open func(string)) error {
 	a.mu.Lock()
 	a.loadLocked()
@@ -159,8 +164,6 @@ func (a *serverAuth) login(ctx context.Context, open func(string)) error {
 	if c == nil {
 		c = &challenge{status: http.StatusUnauthorized, header: http.Header{}}
 	}
-	// The sdk discovers too, but goes on past metadata for another resource;
-	// this refuses it, and says why.
 	d, err := discover(ctx, a.client, a.url, c)
 	if err != nil {
 		return fmt.Errorf("MCP server %q: %w", a.name, err)
@@ -170,89 +173,116 @@ func (a *serverAuth) login(ctx context.Context, open func(string)) error {
 		return fmt.Errorf("MCP server %q: %w", a.name, err)
 	}
 	defer ln.close()
-
-	var prevScopes []string
-	if prev != nil {
-		prevScopes = prev.Scopes
-	}
-	var got struct {
-		cfg *oauth2.Config
-		tok *oauth2.Token
-	}
-	hc := &auth.AuthorizationCodeHandlerConfig{
-		RedirectURL: ln.redirectURL,
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			return ln.await(ctx, args.URL, open)
-		},
-		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{ln.redirectURL}, ClientName: "Nexus (nexusd)",
-			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
-		}},
-		// The scopes of the challenge (or the server's scopes_supported),
-		// those configured, and those granted before: a step-up keeps them.
-		ScopeFilter:         func(found []string) []string { return union(found, a.cfg.Scopes, prevScopes) },
-		RequestRefreshToken: true,
-		Client:              a.client,
-		NewTokenSource: func(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			got.cfg, got.tok = cfg, tok
-			return oauth2.StaticTokenSource(tok), nil
-		},
-	}
-	if a.cfg.ClientMetadataURL != "" {
-		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: a.cfg.ClientMetadataURL}
-	}
-	if a.cfg.ClientID != "" {
-		hc.PreregisteredClient = &oauthex.ClientCredentials{ClientID: a.cfg.ClientID}
-		if a.cfg.ClientSecret != "" {
-			hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: a.cfg.ClientSecret}
-		}
-	}
-	handler, err := auth.NewAuthorizationCodeHandler(hc)
-	if err != nil {
-		return fmt.Errorf("MCP server %q: %w", a.name, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, nil)
-	if err != nil {
-		return err
-	}
-	status := c.status
-	if status != http.StatusForbidden || c.errCode != "insufficient_scope" {
-		status = http.StatusUnauthorized
-	}
-	resp := &http.Response{StatusCode: status, Header: c.header.Clone(), Body: http.NoBody, Request: req}
 	a.hub.logger.Info("MCP server sign-in started", "server", a.name, "issuer", d.asm.Issuer, "redirect", ln.redirectURL)
-	err = handler.Authorize(ctx, req, resp)
-	if err == nil && got.tok == nil {
-		err = errors.New("the authorization server gave no token")
+	si, err := a.authorizationCode(ctx, d, c, prev, ln, open)
+	if err == nil {
+		err = a.store.save(si)
 	}
+	ln.finish(err)
 	if err != nil {
-		ln.finish(err)
 		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
 			return fmt.Errorf("MCP server %q: sign-in ended: %w", a.name, cause)
 		}
 		return fmt.Errorf("MCP server %q: signing in at %s: %w", a.name, d.asm.Issuer, err)
 	}
-	si := &signIn{Server: a.name, ServerURL: a.url, Resource: ln.resource(), Issuer: d.asm.Issuer,
-		TokenURL: got.cfg.Endpoint.TokenURL, ClientID: got.cfg.ClientID, AuthStyle: got.cfg.Endpoint.AuthStyle,
-		Scopes: tokenScopes(got.tok), AccessToken: got.tok.AccessToken, TokenType: got.tok.TokenType,
-		RefreshToken: got.tok.RefreshToken, Expiry: got.tok.Expiry, SignedIn: time.Now().UTC().Round(0)}
-	if si.Scopes == nil {
-		si.Scopes = got.cfg.Scopes
-	}
-	if got.cfg.ClientSecret != "" && (got.cfg.ClientID != a.cfg.ClientID || got.cfg.ClientSecret != a.cfg.ClientSecret) {
-		si.ClientSecret = got.cfg.ClientSecret // of the client registered for this sign-in
-	}
-	if err := a.store.save(si); err != nil {
-		ln.finish(err)
-		return err
-	}
 	a.mu.Lock()
 	a.signIn, a.loaded, a.challenge, a.needErr, a.refreshed = si, true, nil, nil, ""
 	a.mu.Unlock()
-	ln.finish(nil)
 	a.hub.logger.Info("MCP server signed in", "server", a.name, "issuer", d.asm.Issuer, "scopes", strings.Join(si.Scopes, " "),
 		"refreshable", si.RefreshToken != "")
 	return nil
+}
+
+// authorizationCode registers the client if it must, has the person
+// authorize it in the browser, and exchanges the code for tokens, sending
+// the resource (RFC 8707) both times. The scopes are those of the
+// challenge, else the server's scopes_supported, with the configured ones,
+// those granted before (a step-up keeps them), and offline_access when the
+// authorization server supports it (for a refresh token).
+func (a *serverAuth) authorizationCode(ctx context.Context, d *discovered, c *challenge, prev *signIn, ln *loopback, open func(string)) (*signIn, error) {
+	reg, err := a.register(ctx, d.asm, ln.redirectURL)
+	if err != nil {
+		return nil, err
+	}
+	scopes := c.scopes
+	if len(scopes) == 0 {
+		scopes = d.prm.ScopesSupported
+	}
+	var granted []string
+	if prev != nil && prev.Resource == d.resource {
+		granted = prev.Scopes
+	}
+	scopes = union(scopes, a.cfg.Scopes, granted)
+	if slices.Contains(d.asm.ScopesSupported, "offline_access") {
+		scopes = union(scopes, []string{"offline_access"})
+	}
+	cfg := &oauth2.Config{ClientID: reg.id, ClientSecret: reg.secret, RedirectURL: ln.redirectURL, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: d.asm.AuthorizationEndpoint, TokenURL: d.asm.TokenEndpoint, AuthStyle: reg.style}}
+	verifier, state := oauth2.GenerateVerifier(), rand.Text()
+	resource := oauth2.SetAuthURLParam("resource", d.resource)
+	res, err := ln.await(ctx, cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), resource), state, open)
+	if err != nil {
+		return nil, err
+	}
+	// RFC 9207: the response names the issuer it came from.
+	switch {
+	case res.Iss == "" && d.asm.AuthorizationResponseIssParameterSupported:
+		return nil, errors.New("the authorization response has no iss, which its server promises (RFC 9207)")
+	case res.Iss != "" && strings.TrimSuffix(res.Iss, "/") != strings.TrimSuffix(d.asm.Issuer, "/"):
+		return nil, fmt.Errorf("the authorization response comes from the issuer %q, not %q (RFC 9207)", res.Iss, d.asm.Issuer)
+	}
+	xctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, a.client), oauthTimeout)
+	defer cancel()
+	tok, err := cfg.Exchange(xctx, res.Code, oauth2.VerifierOption(verifier), resource)
+	if err != nil {
+		return nil, fmt.Errorf("exchanging the code at %s: %w", d.asm.TokenEndpoint, err)
+	}
+	si := &signIn{Server: a.name, ServerURL: a.url, Resource: d.resource, Issuer: d.asm.Issuer, TokenURL: d.asm.TokenEndpoint,
+		ClientID: reg.id, AuthStyle: reg.style, Scopes: tokenScopes(tok), AccessToken: tok.AccessToken, TokenType: tok.TokenType,
+		RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, SignedIn: time.Now().UTC().Round(0)}
+	if si.Scopes == nil {
+		si.Scopes = scopes // RFC 6749 §5.1: those asked for
+	}
+	if reg.registered {
+		si.ClientSecret = reg.secret // a configured client's stays in its variable
+	}
+	return si, nil
+}
+
+// registration is the client a sign-in uses.
+type registration struct {
+	id, secret string
+	style      oauth2.AuthStyle
+	// registered is a client registered for this sign-in.
+	registered bool
+}
+
+// register picks the client, in the MCP spec's order: the Client ID
+// Metadata Document when the authorization server supports them, the
+// configured client, else one registered now (RFC 7591).
+func (a *serverAuth) register(ctx context.Context, asm *oauthex.AuthServerMeta, redirectURL string) (registration, error) {
+	switch {
+	case a.cfg.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported:
+		return registration{id: a.cfg.ClientMetadataURL, style: oauth2.AuthStyleInParams}, nil
+	case a.cfg.ClientID != "":
+		return registration{id: a.cfg.ClientID, secret: a.cfg.ClientSecret,
+			style: clientAuthStyle(asm.TokenEndpointAuthMethodsSupported, a.cfg.ClientSecret)}, nil
+	case asm.RegistrationEndpoint == "":
+		return registration{}, fmt.Errorf("the authorization server %s registers no clients (no registration_endpoint) and takes no client ID metadata document: "+
+			`give the entry a client registered with it ("oauth": {"clientId", "clientSecretEnv"})`, asm.Issuer)
+	}
+	meta := &oauthex.ClientRegistrationMetadata{RedirectURIs: []string{redirectURL}, ClientName: "Nexus (nexusd)",
+		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}, ApplicationType: "native"}
+	resp, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, meta, a.client)
+	if err != nil {
+		return registration{}, fmt.Errorf("registering the client at %s: %w", asm.RegistrationEndpoint, err)
+	}
+	method := resp.TokenEndpointAuthMethod
+	if method == "" && resp.ClientSecret != "" {
+		method = "client_secret_basic" // RFC 7591's default
+	}
+	return registration{id: resp.ClientID, secret: resp.ClientSecret, registered: true,
+		style: clientAuthStyle([]string{method}, resp.ClientSecret)}, nil
 }
 
 // logout forgets the server's tokens, in memory and on disk, and ends a
@@ -282,12 +312,16 @@ type loopback struct {
 
 	mu    sync.Mutex
 	state string
-	res   string // the resource parameter of the authorization URL
 	taken bool
 }
 
+// authResult is what the redirect brings back.
+type authResult struct {
+	Code, State, Iss string
+}
+
 type callbackResult struct {
-	res *auth.AuthorizationResult
+	res *authResult
 	err error
 }
 
@@ -314,13 +348,9 @@ func (l *loopback) close() {
 
 // await has the person open authURL and waits for the redirect that
 // carries its state.
-func (l *loopback) await(ctx context.Context, authURL string, open func(string)) (*auth.AuthorizationResult, error) {
-	u, err := url.Parse(authURL)
-	if err != nil || u.Query().Get("state") == "" {
-		return nil, errors.New("the authorization URL has no state")
-	}
+func (l *loopback) await(ctx context.Context, authURL, state string, open func(string)) (*authResult, error) {
 	l.mu.Lock()
-	l.state, l.res = u.Query().Get("state"), u.Query().Get("resource")
+	l.state = state
 	l.mu.Unlock()
 	open(authURL)
 	select {
@@ -329,12 +359,6 @@ func (l *loopback) await(ctx context.Context, authURL string, open func(string))
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
-}
-
-func (l *loopback) resource() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.res
 }
 
 // finish tells the browser waiting on the redirect how the sign-in ended.
@@ -372,7 +396,7 @@ func (l *loopback) serve(w http.ResponseWriter, r *http.Request) {
 	case q.Get("code") == "":
 		res.err = errors.New("the redirect carried no authorization code")
 	default:
-		res.res = &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
+		res.res = &authResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
 	}
 	l.results <- res
 	outcome := res.err

@@ -550,7 +550,7 @@ type ccSource struct {
 func (s *ccSource) Token() (*oauth2.Token, error) {
 	o := s.a.cfg
 	cfg := clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: s.asm.TokenEndpoint,
-		Scopes: s.scopes, EndpointParams: url.Values{}, AuthStyle: secretAuthStyle(s.asm.TokenEndpointAuthMethodsSupported)}
+		Scopes: s.scopes, EndpointParams: url.Values{}, AuthStyle: clientAuthStyle(s.asm.TokenEndpointAuthMethodsSupported, o.ClientSecret)}
 	if s.resource != "" {
 		cfg.EndpointParams.Set("resource", s.resource)
 	}
@@ -568,11 +568,12 @@ func (s *ccSource) Token() (*oauth2.Token, error) {
 	return cfg.Token(ctx)
 }
 
-// secretAuthStyle is how a client secret goes to a token endpoint that
-// supports the methods named: HTTP Basic (RFC 6749's default and its MUST),
-// else in the form.
-func secretAuthStyle(methods []string) oauth2.AuthStyle {
-	if !slices.Contains(methods, "client_secret_basic") && slices.Contains(methods, "client_secret_post") {
+// clientAuthStyle is how a client authenticates to a token endpoint that
+// supports the methods named: without a secret (a public client) its id
+// goes in the form; a secret goes in HTTP Basic (RFC 6749's default and
+// its MUST), or in the form when the server takes only that.
+func clientAuthStyle(methods []string, secret string) oauth2.AuthStyle {
+	if secret == "" || !slices.Contains(methods, "client_secret_basic") && slices.Contains(methods, "client_secret_post") {
 		return oauth2.AuthStyleInParams
 	}
 	return oauth2.AuthStyleInHeader
@@ -663,7 +664,8 @@ func discover(ctx context.Context, client *http.Client, serverURL string, c *cha
 		d.prm, d.resource = prm, prm.Resource
 		break
 	}
-	if d.prm == nil {
+	legacy := d.prm == nil
+	if legacy {
 		u, err := url.Parse(serverURL)
 		if err != nil {
 			return nil, err
@@ -674,6 +676,16 @@ func discover(ctx context.Context, client *http.Client, serverURL string, c *cha
 	}
 	issuer := d.prm.AuthorizationServers[0]
 	asm, err := auth.GetAuthServerMetadata(ctx, issuer, client)
+	if err != nil && legacy {
+		// 2025-03-26: the metadata at the server's root may name an issuer
+		// with a path (its endpoints live there). The server's own origin
+		// is its authorization server in that spec: take the issuer it
+		// names there, and check the rest as usual.
+		metaURL := strings.TrimSuffix(issuer, "/") + "/.well-known/oauth-authorization-server"
+		if claimed := claimedIssuer(ctx, client, metaURL); claimed != "" && sameOrigin(claimed, serverURL) {
+			asm, err = oauthex.GetAuthServerMeta(ctx, metaURL, claimed, client)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the metadata of its authorization server %s: %w", issuer, err)
 	}
@@ -684,6 +696,34 @@ func discover(ctx context.Context, client *http.Client, serverURL string, c *cha
 	}
 	d.asm = asm
 	return d, nil
+}
+
+// claimedIssuer is the issuer that the authorization server metadata at u
+// names, "" when there is none.
+func claimedIssuer(ctx context.Context, client *http.Client, u string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Issuer string `json:"issuer"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m) != nil {
+		return ""
+	}
+	return m.Issuer
+}
+
+// sameOrigin reports whether two URLs have the same scheme, host and port.
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
 }
 
 type prmCandidate struct{ url, resource string }

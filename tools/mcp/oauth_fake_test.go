@@ -31,6 +31,13 @@ import (
 type fakeAS struct {
 	t   *testing.T
 	srv *httptest.Server
+	mux *http.ServeMux
+
+	// prefix is the path of its endpoints and issuer, whose metadata are
+	// at the root (as the 2025-03-26 spec finds them); noMetadata serves
+	// none (the 2025-03-26 fallback endpoints).
+	prefix     string
+	noMetadata bool
 
 	// What it offers.
 	scopesSupported []string
@@ -62,12 +69,14 @@ func newFakeAS(t *testing.T, configure func(*fakeAS)) *fakeAS {
 	if configure != nil {
 		configure(as)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", as.metadata)
-	mux.HandleFunc("GET /authorize", as.authorize)
-	mux.HandleFunc("POST /token", as.token)
-	mux.HandleFunc("POST /register", as.register)
-	as.srv = httptest.NewServer(mux)
+	as.mux = http.NewServeMux()
+	if !as.noMetadata {
+		as.mux.HandleFunc("GET /.well-known/oauth-authorization-server", as.metadata)
+	}
+	as.mux.HandleFunc("GET "+as.prefix+"/authorize", as.authorize)
+	as.mux.HandleFunc("POST "+as.prefix+"/token", as.token)
+	as.mux.HandleFunc("POST "+as.prefix+"/register", as.register)
+	as.srv = httptest.NewServer(as.mux)
 	t.Cleanup(as.srv.Close)
 	t.Cleanup(func() {
 		as.mu.Lock()
@@ -83,15 +92,18 @@ func (as *fakeAS) problem(format string, args ...any) {
 	as.problems = append(as.problems, fmt.Sprintf(format, args...))
 }
 
+func (as *fakeAS) issuer() string { return as.srv.URL + as.prefix }
+
 func (as *fakeAS) metadata(w http.ResponseWriter, r *http.Request) {
+	iss := as.issuer()
 	m := map[string]any{
-		"issuer": as.srv.URL, "authorization_endpoint": as.srv.URL + "/authorize", "token_endpoint": as.srv.URL + "/token",
+		"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/token",
 		"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
 		"token_endpoint_auth_methods_supported": as.authMethods,
 	}
 	if !as.noDCR {
-		m["registration_endpoint"] = as.srv.URL + "/register"
+		m["registration_endpoint"] = iss + "/register"
 	}
 	if as.scopesSupported != nil {
 		m["scopes_supported"] = as.scopesSupported
@@ -213,7 +225,7 @@ func (as *fakeAS) verifyAssertion(jwt string) error {
 	switch {
 	case claims.Iss != as.clientID || claims.Sub != as.clientID:
 		return fmt.Errorf("iss %q sub %q", claims.Iss, claims.Sub)
-	case !slices.Contains(claims.Aud, as.srv.URL):
+	case !slices.Contains(claims.Aud, as.issuer()):
 		return fmt.Errorf("aud %v", claims.Aud)
 	case claims.Exp < time.Now().Unix() || claims.Jti == "":
 		return fmt.Errorf("exp %d jti %q", claims.Exp, claims.Jti)
@@ -365,6 +377,9 @@ type fakeRS struct {
 	// need maps a JSON-RPC method to the scopes it needs; refuse to those
 	// it says it needs, and refuses whatever the token has.
 	need, refuse map[string][]string
+	// legacy is a 2025-03-26 server: no protected resource metadata, its
+	// origin (the authorization server's) its authorization server.
+	legacy bool
 }
 
 func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
@@ -381,7 +396,14 @@ func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
 	})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	mux := http.NewServeMux()
+	if rs.legacy {
+		mux = as.mux
+	}
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if rs.legacy {
+			http.NotFound(w, r)
+			return
+		}
 		res := rs.url
 		if rs.prmResource != "" {
 			res = rs.prmResource
@@ -398,11 +420,14 @@ func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var msg struct{ Method string }
 		json.Unmarshal(body, &msg)
-		meta := rs.srv.URL + "/.well-known/oauth-protected-resource/mcp"
+		meta := strings.TrimSuffix(rs.url, "/mcp") + "/.well-known/oauth-protected-resource/mcp"
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		scopes, ok := as.scopesOf(token)
 		if !ok {
 			c := fmt.Sprintf("Bearer resource_metadata=%q", meta)
+			if rs.legacy {
+				c = `Bearer error="invalid_token"`
+			}
 			if rs.challengeScope != nil {
 				c += fmt.Sprintf(", scope=%q", strings.Join(rs.challengeScope, " "))
 			}
@@ -421,9 +446,13 @@ func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
 		}
 		handler.ServeHTTP(w, r)
 	})
-	rs.srv = httptest.NewServer(mux)
+	if rs.legacy {
+		rs.srv = as.srv
+	} else {
+		rs.srv = httptest.NewServer(mux)
+		t.Cleanup(rs.srv.Close)
+	}
 	rs.url = rs.srv.URL + "/mcp"
-	t.Cleanup(rs.srv.Close)
 	return rs
 }
 

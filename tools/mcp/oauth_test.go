@@ -495,3 +495,32 @@ func freePort(t *testing.T) int {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestOAuth2025_03_26 covers servers of the 2025-03-26 spec: no protected
+// resource metadata, the server's origin is its authorization server —
+// with metadata at the root (naming an issuer with a path), or none at all
+// (the fallback endpoints /authorize, /token, /register).
+func TestOAuth2025_03_26(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		prefix     string
+		noMetadata bool
+	}{
+		{name: "metadata at the root", prefix: "/oauth"},
+		{name: "no metadata", noMetadata: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			as := newFakeAS(t, func(as *fakeAS) { as.prefix, as.noMetadata = tc.prefix, tc.noMetadata })
+			rs := newFakeRS(t, as, func(rs *fakeRS) { rs.legacy = true })
+			th, _ := oauthHub(t, Options{})
+			th.applyTrusted(map[string]ServerConfig{"old": httpEntry("old", rs.url, nil)})
+			th.waitState(t, "old", StateNeedsAuth)
+			login(t, th, "old")
+			th.waitState(t, "old", StateReady)
+			wantCompleted(t, th.call(t, "old", "echo", `{"text":"2025"}`), "echo: 2025")
+			if q := as.lastAuthorize(); q.Get("resource") != rs.url {
+				t.Errorf("authorization request %v", q)
+			}
+		})
+	}
+}
