@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,10 +19,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp/oauthtest"
 )
 
 // oauthHub is a hub whose log is kept, to check that no secret reaches it.
@@ -43,7 +46,7 @@ func login(t *testing.T, th *testHub, name string) Status {
 	opened := 0
 	st, err := th.Login(t.Context(), name, func(u string) {
 		opened++
-		go browse(t, u)
+		go oauthtest.Browse(t, u)
 	})
 	if err != nil {
 		t.Fatalf("login: %v", err)
@@ -66,10 +69,10 @@ func noSecrets(t *testing.T, logs *lockedBuffer, secrets ...string) {
 }
 
 func TestOAuthSignInFlow(t *testing.T) {
-	as := newFakeAS(t, func(as *fakeAS) { as.scopesSupported = []string{"mcp:read", "offline_access"} })
-	rs := newFakeRS(t, as, func(rs *fakeRS) { rs.scopes = []string{"mcp:read"} })
+	as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.ScopesSupported = []string{"mcp:read", "offline_access"} })
+	rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.Scopes = []string{"mcp:read"} })
 	th, logs := oauthHub(t, Options{})
-	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, nil)})
+	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, nil)})
 
 	// It needs a person: no restarts, its tools unavailable, the error says how.
 	st := th.waitState(t, "remote", StateNeedsAuth)
@@ -90,11 +93,11 @@ func TestOAuthSignInFlow(t *testing.T) {
 	// What the authorization server saw: dynamic registration, PKCE (it
 	// checks the verifier), the resource, the scopes of the metadata with
 	// offline_access (it is supported), a loopback redirect.
-	q := as.lastAuthorize()
-	if q.Get("resource") != rs.url || !sameScopes(q.Get("scope"), "mcp:read offline_access") || !strings.HasPrefix(q.Get("client_id"), "dcr-client-") {
+	q := as.LastAuthorize()
+	if q.Get("resource") != rs.URL || !sameScopes(q.Get("scope"), "mcp:read offline_access") || !strings.HasPrefix(q.Get("client_id"), "dcr-client-") {
 		t.Errorf("authorization request %v", q)
 	}
-	if _, _, regs := as.counts(); regs != 1 {
+	if _, _, regs := as.Counts(); regs != 1 {
 		t.Errorf("%d registrations", regs)
 	}
 
@@ -110,21 +113,21 @@ func TestOAuthSignInFlow(t *testing.T) {
 	var saved signIn
 	data, _ := os.ReadFile(file)
 	if err := json.Unmarshal(data, &saved); err != nil || saved.AccessToken == "" || saved.RefreshToken == "" ||
-		saved.Resource != rs.url || saved.ServerURL != rs.url || saved.ClientSecret == "" {
+		saved.Resource != rs.URL || saved.ServerURL != rs.URL || saved.ClientSecret == "" {
 		t.Fatalf("token file %s: %v", data, err)
 	}
 
 	// Another hub on the same workspace (the daemon restarted) uses them.
 	th2, logs2 := oauthHub(t, Options{Workspace: th.ws})
-	th2.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, nil)})
+	th2.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, nil)})
 	th2.waitState(t, "remote", StateReady)
 	wantCompleted(t, th2.call(t, "remote", "echo", `{"text":"again"}`), "echo: again")
 
 	// An access token the server no longer takes is refreshed, with the
 	// resource; the new tokens are kept.
-	as.revoke()
+	as.Revoke()
 	wantCompleted(t, th2.call(t, "remote", "echo", `{"text":"refreshed"}`), "echo: refreshed")
-	if f := as.lastToken(); f.Get("grant_type") != "refresh_token" || f.Get("resource") != rs.url {
+	if f := as.LastToken(); f.Get("grant_type") != "refresh_token" || f.Get("resource") != rs.URL {
 		t.Errorf("refresh request %v", f)
 	}
 	var after signIn
@@ -150,35 +153,35 @@ func TestOAuthSignInFlow(t *testing.T) {
 }
 
 func TestOAuthExpiredTokenRefreshed(t *testing.T) {
-	as := newFakeAS(t, func(as *fakeAS) { as.expiresIn = 1 })
-	rs := newFakeRS(t, as, nil)
+	as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.ExpiresIn = 1 })
+	rs := oauthtest.NewResourceServer(t, as, nil)
 	th, _ := oauthHub(t, Options{})
-	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, nil)})
+	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, nil)})
 	th.waitState(t, "remote", StateNeedsAuth)
 	login(t, th, "remote")
 	th.waitState(t, "remote", StateReady)
-	_, before, _ := as.counts()
+	_, before, _ := as.Counts()
 	time.Sleep(1100 * time.Millisecond) // the token expires (oauth2 takes tokens 10s from expiry as expired anyway)
 	wantCompleted(t, th.call(t, "remote", "echo", `{"text":"later"}`), "echo: later")
-	_, now, _ := as.counts()
-	if now == before || as.lastToken().Get("grant_type") != "refresh_token" {
-		t.Fatalf("no refresh: %d → %d token requests, last %v", before, now, as.lastToken())
+	_, now, _ := as.Counts()
+	if now == before || as.LastToken().Get("grant_type") != "refresh_token" {
+		t.Fatalf("no refresh: %d → %d token requests, last %v", before, now, as.LastToken())
 	}
 }
 
 func TestOAuthPreRegisteredAndCIMD(t *testing.T) {
 	t.Run("pre-registered", func(t *testing.T) {
-		as := newFakeAS(t, func(as *fakeAS) {
-			as.noDCR, as.clientID, as.clientSecret = true, "pre-client", "pre-secret-value"
-			as.authMethods = []string{"client_secret_basic"}
+		as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) {
+			as.NoDCR, as.ClientID, as.ClientSecret = true, "pre-client", "pre-secret-value"
+			as.AuthMethods = []string{"client_secret_basic"}
 		})
-		rs := newFakeRS(t, as, func(rs *fakeRS) { rs.challengeScope = []string{"mcp:basic"} })
+		rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.ChallengeScope = []string{"mcp:basic"} })
 		th, logs := oauthHub(t, Options{})
-		th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url,
+		th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL,
 			&OAuthConfig{Grant: GrantAuthorizationCode, ClientID: "pre-client", ClientSecretEnv: "S", ClientSecret: "pre-secret-value"})})
 		th.waitState(t, "remote", StateNeedsAuth)
 		login(t, th, "remote")
-		if q := as.lastAuthorize(); q.Get("client_id") != "pre-client" || q.Get("scope") != "mcp:basic" {
+		if q := as.LastAuthorize(); q.Get("client_id") != "pre-client" || q.Get("scope") != "mcp:basic" {
 			t.Errorf("authorization request %v", q)
 		}
 		data, _ := os.ReadFile(filepath.Join(th.ws, ".nexus", "mcp-auth", "remote.json"))
@@ -188,31 +191,31 @@ func TestOAuthPreRegisteredAndCIMD(t *testing.T) {
 		noSecrets(t, logs, "pre-secret-value")
 	})
 	t.Run("client ID metadata document", func(t *testing.T) {
-		as := newFakeAS(t, func(as *fakeAS) { as.cimd = true })
-		rs := newFakeRS(t, as, nil)
+		as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.CIMD = true })
+		rs := oauthtest.NewResourceServer(t, as, nil)
 		th, _ := oauthHub(t, Options{})
 		const doc = "https://nexus.example.com/client.json"
-		th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url,
+		th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL,
 			&OAuthConfig{Grant: GrantAuthorizationCode, ClientMetadataURL: doc})})
 		th.waitState(t, "remote", StateNeedsAuth)
 		login(t, th, "remote")
-		if q := as.lastAuthorize(); q.Get("client_id") != doc || q.Has("scope") {
+		if q := as.LastAuthorize(); q.Get("client_id") != doc || q.Has("scope") {
 			t.Errorf("authorization request %v", q)
 		}
-		if _, _, regs := as.counts(); regs != 0 {
+		if _, _, regs := as.Counts(); regs != 0 {
 			t.Errorf("%d registrations with a client ID metadata document", regs)
 		}
 	})
 }
 
 func TestOAuthStepUp(t *testing.T) {
-	as := newFakeAS(t, nil)
-	rs := newFakeRS(t, as, func(rs *fakeRS) {
-		rs.challengeScope = []string{"mcp:basic"}
-		rs.need = map[string][]string{"tools/call": {"mcp:basic", "mcp:write"}}
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) {
+		rs.ChallengeScope = []string{"mcp:basic"}
+		rs.Need = map[string][]string{"tools/call": {"mcp:basic", "mcp:write"}}
 	})
 	th, _ := oauthHub(t, Options{})
-	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, nil)})
+	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, nil)})
 	th.waitState(t, "remote", StateNeedsAuth)
 	login(t, th, "remote")
 	th.waitState(t, "remote", StateReady)
@@ -225,7 +228,7 @@ func TestOAuthStepUp(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	login(t, th, "remote")
-	if q := as.lastAuthorize(); !sameScopes(q.Get("scope"), "mcp:basic mcp:write") {
+	if q := as.LastAuthorize(); !sameScopes(q.Get("scope"), "mcp:basic mcp:write") {
 		t.Errorf("step-up authorization request %v", q)
 	}
 	th.waitState(t, "remote", StateReady)
@@ -234,19 +237,19 @@ func TestOAuthStepUp(t *testing.T) {
 
 func TestOAuthStepUpLimit(t *testing.T) {
 	// The server wants a scope the authorization server never grants.
-	as := newFakeAS(t, func(as *fakeAS) { as.withhold = "never" })
-	rs := newFakeRS(t, as, func(rs *fakeRS) {
-		rs.challengeScope = []string{"mcp:admin"}
-		rs.need = map[string][]string{"tools/list": {"mcp:admin", "never"}}
+	as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.Withhold = "never" })
+	rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) {
+		rs.ChallengeScope = []string{"mcp:admin"}
+		rs.Need = map[string][]string{"tools/list": {"mcp:admin", "never"}}
 	})
 	th, _ := oauthHub(t, Options{})
-	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, nil)})
+	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, nil)})
 	th.waitState(t, "remote", StateNeedsAuth)
 	for range maxStepUps + 2 {
 		if st := th.waitSettledState(t, "remote"); st.State != StateNeedsAuth {
 			break
 		}
-		if _, err := th.Login(t.Context(), "remote", func(u string) { go browse(t, u) }); err != nil {
+		if _, err := th.Login(t.Context(), "remote", func(u string) { go oauthtest.Browse(t, u) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,26 +257,26 @@ func TestOAuthStepUpLimit(t *testing.T) {
 	if !strings.Contains(st.Error, "given up") || !strings.Contains(st.Error, "nexus mcp login remote") {
 		t.Fatalf("status %+v", st)
 	}
-	if n, _, _ := as.counts(); n != maxStepUps+1 {
+	if n, _, _ := as.Counts(); n != maxStepUps+1 {
 		t.Fatalf("%d authorization requests, want the first and %d step-ups", n, maxStepUps)
 	}
 
 	// A server that refuses a scope the token was granted is not asked
 	// for it again: signing in again would not help.
-	as2 := newFakeAS(t, nil)
-	rs2 := newFakeRS(t, as2, func(rs *fakeRS) {
-		rs.challengeScope = []string{"mcp:admin"}
-		rs.refuse = map[string][]string{"tools/list": {"mcp:admin"}}
+	as2 := oauthtest.NewAuthServer(t, nil)
+	rs2 := oauthtest.NewResourceServer(t, as2, func(rs *oauthtest.ResourceServer) {
+		rs.ChallengeScope = []string{"mcp:admin"}
+		rs.Refuse = map[string][]string{"tools/list": {"mcp:admin"}}
 	})
 	th2, _ := oauthHub(t, Options{})
-	th2.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs2.url, nil)})
+	th2.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs2.URL, nil)})
 	th2.waitState(t, "remote", StateNeedsAuth)
 	login(t, th2, "remote")
 	st = th2.waitState(t, "remote", StateFailed)
 	if !strings.Contains(st.Error, `lack of scope "mcp:admin", which it was granted`) || !strings.Contains(st.Error, "nexus mcp login remote") {
 		t.Fatalf("status %+v", st)
 	}
-	if n, _, _ := as2.counts(); n != 1 {
+	if n, _, _ := as2.Counts(); n != 1 {
 		t.Fatalf("%d authorization requests", n)
 	}
 }
@@ -301,23 +304,23 @@ func (th *testHub) waitSettledState(t *testing.T, name string) Status {
 func TestOAuthClientCredentials(t *testing.T) {
 	for _, method := range []string{"client_secret_basic", "client_secret_post"} {
 		t.Run(method, func(t *testing.T) {
-			as := newFakeAS(t, func(as *fakeAS) {
-				as.clientID, as.clientSecret, as.authMethods = "machine", "machine-secret-value", []string{method}
+			as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) {
+				as.ClientID, as.ClientSecret, as.AuthMethods = "machine", "machine-secret-value", []string{method}
 			})
-			rs := newFakeRS(t, as, func(rs *fakeRS) { rs.scopes = []string{"mcp:read"} })
+			rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.Scopes = []string{"mcp:read"} })
 			th, logs := oauthHub(t, Options{})
-			th.applyTrusted(map[string]ServerConfig{"m2m": httpEntry("m2m", rs.url, &OAuthConfig{Grant: GrantClientCredentials,
+			th.applyTrusted(map[string]ServerConfig{"m2m": httpEntry("m2m", rs.URL, &OAuthConfig{Grant: GrantClientCredentials,
 				ClientID: "machine", ClientSecretEnv: "M", ClientSecret: "machine-secret-value", Scopes: []string{"extra"}})})
 			th.waitState(t, "m2m", StateReady)
 			wantCompleted(t, th.call(t, "m2m", "echo", `{"text":"m2m"}`), "echo: m2m")
-			f := as.lastToken()
-			if f.Get("grant_type") != "client_credentials" || f.Get("resource") != rs.url || f.Get("scope") != "mcp:read extra" {
+			f := as.LastToken()
+			if f.Get("grant_type") != "client_credentials" || f.Get("resource") != rs.URL || f.Get("scope") != "mcp:read extra" {
 				t.Errorf("token request %v", f)
 			}
 			if post := f.Get("client_secret") != ""; post != (method == "client_secret_post") {
 				t.Errorf("%s: client_secret in the form: %v", method, post)
 			}
-			if n, _, _ := as.counts(); n != 0 {
+			if n, _, _ := as.Counts(); n != 0 {
 				t.Errorf("%d authorization requests without a person", n)
 			}
 			if _, err := th.Login(t.Context(), "m2m", func(string) {}); err == nil || !strings.Contains(err.Error(), "client_credentials") {
@@ -336,54 +339,51 @@ func TestOAuthClientCredentials(t *testing.T) {
 		}
 		der, _ := x509.MarshalPKCS8PrivateKey(key)
 		keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
-		as := newFakeAS(t, func(as *fakeAS) {
-			as.clientID, as.jwtKey, as.authMethods = "signer", &key.PublicKey, []string{"private_key_jwt"}
+		as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) {
+			as.ClientID, as.JWTKey, as.AuthMethods = "signer", &key.PublicKey, []string{"private_key_jwt"}
 		})
-		rs := newFakeRS(t, as, nil)
+		rs := oauthtest.NewResourceServer(t, as, nil)
 		th, logs := oauthHub(t, Options{})
-		th.applyTrusted(map[string]ServerConfig{"m2m": httpEntry("m2m", rs.url, &OAuthConfig{Grant: GrantClientCredentials,
+		th.applyTrusted(map[string]ServerConfig{"m2m": httpEntry("m2m", rs.URL, &OAuthConfig{Grant: GrantClientCredentials,
 			ClientID: "signer", PrivateKeyEnv: "K", PrivateKey: keyPEM})})
 		th.waitState(t, "m2m", StateReady)
 		wantCompleted(t, th.call(t, "m2m", "echo", `{"text":"signed"}`), "echo: signed")
-		noSecrets(t, logs, "PRIVATE KEY", as.lastToken().Get("client_assertion"))
+		noSecrets(t, logs, "PRIVATE KEY", as.LastToken().Get("client_assertion"))
 	})
 	t.Run("refused", func(t *testing.T) {
-		as := newFakeAS(t, func(as *fakeAS) { as.clientID, as.clientSecret = "machine", "right" })
-		as.problems = nil
-		rs := newFakeRS(t, as, nil)
+		as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.ClientID, as.ClientSecret = "machine", "right" })
+		rs := oauthtest.NewResourceServer(t, as, nil)
 		th, _ := oauthHub(t, Options{MaxRestarts: 1})
-		th.applyTrusted(map[string]ServerConfig{"m2m": httpEntry("m2m", rs.url, &OAuthConfig{Grant: GrantClientCredentials,
+		th.applyTrusted(map[string]ServerConfig{"m2m": httpEntry("m2m", rs.URL, &OAuthConfig{Grant: GrantClientCredentials,
 			ClientID: "machine", ClientSecretEnv: "M", ClientSecret: "wrong"})})
 		st := th.waitState(t, "m2m", StateFailed)
 		if !strings.Contains(st.Error, "invalid_client") {
 			t.Fatalf("status %+v", st)
 		}
-		as.mu.Lock()
-		as.problems = nil // the bad secret was the point
-		as.mu.Unlock()
+		as.ForgetProblems() // the bad secret was the point
 	})
 }
 
 func TestOAuthResourceMismatchRefused(t *testing.T) {
-	as := newFakeAS(t, nil)
-	rs := newFakeRS(t, as, func(rs *fakeRS) { rs.prmResource = "https://evil.example.com/mcp" })
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.PRMResource = "https://evil.example.com/mcp" })
 	th, _ := oauthHub(t, Options{})
-	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, nil)})
+	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, nil)})
 	th.waitState(t, "remote", StateNeedsAuth)
 	_, err := th.Login(t.Context(), "remote", func(u string) { t.Errorf("the browser was sent to %s", u) })
 	if err == nil || !strings.Contains(err.Error(), `"https://evil.example.com/mcp"`) || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("login: %v", err)
 	}
-	if n, tok, reg := as.counts(); n+tok+reg != 0 {
+	if n, tok, reg := as.Counts(); n+tok+reg != 0 {
 		t.Fatalf("the authorization server was used: %d %d %d", n, tok, reg)
 	}
 }
 
 func TestOAuthLoopbackListener(t *testing.T) {
-	as := newFakeAS(t, nil)
-	rs := newFakeRS(t, as, nil)
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, nil)
 	th, _ := oauthHub(t, Options{LoginTimeout: 2 * time.Second})
-	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, nil)})
+	th.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, nil)})
 	th.waitState(t, "remote", StateNeedsAuth)
 
 	// A redirect with another state is refused and the sign-in goes on
@@ -420,7 +420,7 @@ func TestOAuthLoopbackListener(t *testing.T) {
 	<-opened
 	second := make(chan error)
 	go func() {
-		_, err := th.Login(t.Context(), "remote", func(u string) { go browse(t, u) })
+		_, err := th.Login(t.Context(), "remote", func(u string) { go oauthtest.Browse(t, u) })
 		second <- err
 	}()
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "another sign-in") {
@@ -435,10 +435,10 @@ func TestOAuthLoopbackListener(t *testing.T) {
 	// A fixed redirect port.
 	port := freePort(t)
 	th2, _ := oauthHub(t, Options{})
-	th2.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.url, &OAuthConfig{Grant: GrantAuthorizationCode, RedirectPort: port})})
+	th2.applyTrusted(map[string]ServerConfig{"remote": httpEntry("remote", rs.URL, &OAuthConfig{Grant: GrantAuthorizationCode, RedirectPort: port})})
 	th2.waitState(t, "remote", StateNeedsAuth)
 	login(t, th2, "remote")
-	if q := as.lastAuthorize(); !strings.HasPrefix(q.Get("redirect_uri"), "http://127.0.0.1:"+itoa(port)+"/") {
+	if q := as.LastAuthorize(); !strings.HasPrefix(q.Get("redirect_uri"), "http://127.0.0.1:"+itoa(port)+"/") {
 		t.Errorf("redirect_uri %q, want port %d", q.Get("redirect_uri"), port)
 	}
 }
@@ -510,17 +510,35 @@ func TestOAuth2025_03_26(t *testing.T) {
 		{name: "no metadata", noMetadata: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			as := newFakeAS(t, func(as *fakeAS) { as.prefix, as.noMetadata = tc.prefix, tc.noMetadata })
-			rs := newFakeRS(t, as, func(rs *fakeRS) { rs.legacy = true })
+			as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.Prefix, as.NoMetadata = tc.prefix, tc.noMetadata })
+			rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.Legacy = true })
 			th, _ := oauthHub(t, Options{})
-			th.applyTrusted(map[string]ServerConfig{"old": httpEntry("old", rs.url, nil)})
+			th.applyTrusted(map[string]ServerConfig{"old": httpEntry("old", rs.URL, nil)})
 			th.waitState(t, "old", StateNeedsAuth)
 			login(t, th, "old")
 			th.waitState(t, "old", StateReady)
 			wantCompleted(t, th.call(t, "old", "echo", `{"text":"2025"}`), "echo: 2025")
-			if q := as.lastAuthorize(); q.Get("resource") != rs.url {
+			if q := as.LastAuthorize(); q.Get("resource") != rs.URL {
 				t.Errorf("authorization request %v", q)
 			}
 		})
 	}
+}
+
+// lockedBuffer collects a hub's log.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

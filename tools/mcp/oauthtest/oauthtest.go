@@ -1,4 +1,8 @@
-package mcp
+// Package oauthtest has an OAuth 2.1 authorization server and an MCP
+// server it protects, for the tests of the McpHub's sign-in (tools/mcp, the
+// editor protocol, the integration tests): they check what a correct
+// client sends. Start with [NewAuthServer] and [NewResourceServer].
+package oauthtest
 
 import (
 	"bytes"
@@ -22,34 +26,34 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// fakeAS is an OAuth 2.1 authorization server for the tests: metadata
+// AuthServer is an OAuth 2.1 authorization server for the tests: metadata
 // (RFC 8414), the authorization endpoint (PKCE S256 required; it redirects
 // at once, as if the person approved), the token endpoint (authorization
 // code, refresh token and client credentials grants; client_secret_basic
 // and _post, private_key_jwt), and dynamic client registration. It checks
 // what a correct client sends, and records it.
-type fakeAS struct {
-	t   *testing.T
+type AuthServer struct {
+	t   testing.TB
 	srv *httptest.Server
 	mux *http.ServeMux
 
-	// prefix is the path of its endpoints and issuer, whose metadata are
-	// at the root (as the 2025-03-26 spec finds them); noMetadata serves
+	// Prefix is the path of its endpoints and issuer, whose metadata are
+	// at the root (as the 2025-03-26 spec finds them); NoMetadata serves
 	// none (the 2025-03-26 fallback endpoints).
-	prefix     string
-	noMetadata bool
+	Prefix     string
+	NoMetadata bool
 
 	// What it offers.
-	scopesSupported []string
-	authMethods     []string // token_endpoint_auth_methods_supported
-	noDCR           bool
-	cimd            bool
-	expiresIn       int    // of access tokens, seconds (0: 3600)
-	refresh         bool   // issues refresh tokens
-	withhold        string // a scope it never grants
+	ScopesSupported []string
+	AuthMethods     []string // token_endpoint_auth_methods_supported
+	NoDCR           bool
+	CIMD            bool
+	ExpiresIn       int    // of access tokens, seconds (0: 3600)
+	Refresh         bool   // issues refresh tokens (the default)
+	Withhold        string // a scope it never grants
 	// A pre-registered client, and the public key of a private_key_jwt one.
-	clientID, clientSecret string
-	jwtKey                 *ecdsa.PublicKey
+	ClientID, ClientSecret string
+	JWTKey                 *ecdsa.PublicKey
 
 	mu         sync.Mutex
 	n          int
@@ -63,19 +67,19 @@ type fakeAS struct {
 	problems   []string
 }
 
-func newFakeAS(t *testing.T, configure func(*fakeAS)) *fakeAS {
-	as := &fakeAS{t: t, authMethods: []string{"client_secret_basic", "client_secret_post", "none"}, refresh: true,
+func NewAuthServer(t testing.TB, configure func(*AuthServer)) *AuthServer {
+	as := &AuthServer{t: t, AuthMethods: []string{"client_secret_basic", "client_secret_post", "none"}, Refresh: true,
 		clients: map[string]string{}, codes: map[string]url.Values{}, access: map[string][]string{}, refreshes: map[string]url.Values{}}
 	if configure != nil {
 		configure(as)
 	}
 	as.mux = http.NewServeMux()
-	if !as.noMetadata {
+	if !as.NoMetadata {
 		as.mux.HandleFunc("GET /.well-known/oauth-authorization-server", as.metadata)
 	}
-	as.mux.HandleFunc("GET "+as.prefix+"/authorize", as.authorize)
-	as.mux.HandleFunc("POST "+as.prefix+"/token", as.token)
-	as.mux.HandleFunc("POST "+as.prefix+"/register", as.register)
+	as.mux.HandleFunc("GET "+as.Prefix+"/authorize", as.authorize)
+	as.mux.HandleFunc("POST "+as.Prefix+"/token", as.token)
+	as.mux.HandleFunc("POST "+as.Prefix+"/register", as.register)
 	as.srv = httptest.NewServer(as.mux)
 	t.Cleanup(as.srv.Close)
 	t.Cleanup(func() {
@@ -88,34 +92,34 @@ func newFakeAS(t *testing.T, configure func(*fakeAS)) *fakeAS {
 	return as
 }
 
-func (as *fakeAS) problem(format string, args ...any) {
+func (as *AuthServer) problem(format string, args ...any) {
 	as.problems = append(as.problems, fmt.Sprintf(format, args...))
 }
 
-func (as *fakeAS) issuer() string { return as.srv.URL + as.prefix }
+func (as *AuthServer) Issuer() string { return as.srv.URL + as.Prefix }
 
-func (as *fakeAS) metadata(w http.ResponseWriter, r *http.Request) {
-	iss := as.issuer()
+func (as *AuthServer) metadata(w http.ResponseWriter, r *http.Request) {
+	iss := as.Issuer()
 	m := map[string]any{
 		"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/token",
 		"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
-		"token_endpoint_auth_methods_supported": as.authMethods,
+		"token_endpoint_auth_methods_supported": as.AuthMethods,
 	}
-	if !as.noDCR {
+	if !as.NoDCR {
 		m["registration_endpoint"] = iss + "/register"
 	}
-	if as.scopesSupported != nil {
-		m["scopes_supported"] = as.scopesSupported
+	if as.ScopesSupported != nil {
+		m["scopes_supported"] = as.ScopesSupported
 	}
-	if as.cimd {
+	if as.CIMD {
 		m["client_id_metadata_document_supported"] = true
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(m)
 }
 
-func (as *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
+func (as *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	as.mu.Lock()
 	defer as.mu.Unlock()
@@ -148,7 +152,7 @@ func (as *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 
 // clientOf authenticates the client of a token request: its id, or "" with
 // a problem recorded.
-func (as *fakeAS) clientOf(r *http.Request) string {
+func (as *AuthServer) clientOf(r *http.Request) string {
 	if id, secret, ok := r.BasicAuth(); ok {
 		id, _ = url.QueryUnescape(id)
 		secret, _ = url.QueryUnescape(secret)
@@ -168,7 +172,7 @@ func (as *fakeAS) clientOf(r *http.Request) string {
 			as.problem("token: client assertion: %v", err)
 			return ""
 		}
-		return as.clientID
+		return as.ClientID
 	}
 	if s := r.PostForm.Get("client_secret"); s != "" {
 		if as.secretOK(id, s) {
@@ -184,8 +188,8 @@ func (as *fakeAS) clientOf(r *http.Request) string {
 	return ""
 }
 
-func (as *fakeAS) secretOK(id, secret string) bool {
-	if id == as.clientID && secret == as.clientSecret && secret != "" {
+func (as *AuthServer) secretOK(id, secret string) bool {
+	if id == as.ClientID && secret == as.ClientSecret && secret != "" {
 		return true
 	}
 	s, ok := as.clients[id]
@@ -194,7 +198,7 @@ func (as *fakeAS) secretOK(id, secret string) bool {
 
 // verifyAssertion checks a private_key_jwt assertion: ES256 with jwtKey,
 // iss = sub = the client, aud naming the issuer, not expired.
-func (as *fakeAS) verifyAssertion(jwt string) error {
+func (as *AuthServer) verifyAssertion(jwt string) error {
 	parts := strings.Split(jwt, ".")
 	if len(parts) != 3 {
 		return fmt.Errorf("%d parts", len(parts))
@@ -219,13 +223,13 @@ func (as *fakeAS) verifyAssertion(jwt string) error {
 		return fmt.Errorf("alg %q, signature of %d bytes", header.Alg, len(sig))
 	}
 	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if !ecdsa.Verify(as.jwtKey, sum[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+	if !ecdsa.Verify(as.JWTKey, sum[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
 		return fmt.Errorf("bad signature")
 	}
 	switch {
-	case claims.Iss != as.clientID || claims.Sub != as.clientID:
+	case claims.Iss != as.ClientID || claims.Sub != as.ClientID:
 		return fmt.Errorf("iss %q sub %q", claims.Iss, claims.Sub)
-	case !slices.Contains(claims.Aud, as.issuer()):
+	case !slices.Contains(claims.Aud, as.Issuer()):
 		return fmt.Errorf("aud %v", claims.Aud)
 	case claims.Exp < time.Now().Unix() || claims.Jti == "":
 		return fmt.Errorf("exp %d jti %q", claims.Exp, claims.Jti)
@@ -233,7 +237,7 @@ func (as *fakeAS) verifyAssertion(jwt string) error {
 	return nil
 }
 
-func (as *fakeAS) token(w http.ResponseWriter, r *http.Request) {
+func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	as.mu.Lock()
 	defer as.mu.Unlock()
@@ -269,7 +273,7 @@ func (as *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 		if resource != code.Get("resource") || f.Get("redirect_uri") != code.Get("redirect_uri") {
 			as.problem("token: resource %q / redirect_uri %q differ from the authorization's", resource, f.Get("redirect_uri"))
 		}
-		scopes = slices.DeleteFunc(strings.Fields(code.Get("scope")), func(s string) bool { return s == as.withhold })
+		scopes = slices.DeleteFunc(strings.Fields(code.Get("scope")), func(s string) bool { return s == as.Withhold })
 	case "refresh_token":
 		g, ok := as.refreshes[f.Get("refresh_token")]
 		if !ok {
@@ -293,12 +297,12 @@ func (as *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	as.n++
 	access := fmt.Sprintf("access-%d-%s", as.n, strings.Repeat("x", 8))
 	as.access[access] = scopes
-	expires := as.expiresIn
+	expires := as.ExpiresIn
 	if expires == 0 {
 		expires = 3600
 	}
 	resp := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": expires, "scope": strings.Join(scopes, " ")}
-	if as.refresh && f.Get("grant_type") != "client_credentials" {
+	if as.Refresh && f.Get("grant_type") != "client_credentials" {
 		rt := fmt.Sprintf("refresh-%d", as.n)
 		as.refreshes[rt] = url.Values{"scope": {strings.Join(scopes, " ")}, "resource": {resource}}
 		resp["refresh_token"] = rt
@@ -307,7 +311,7 @@ func (as *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(resp)
 }
 
-func (as *fakeAS) register(w http.ResponseWriter, r *http.Request) {
+func (as *AuthServer) register(w http.ResponseWriter, r *http.Request) {
 	var meta struct {
 		RedirectURIs []string `json:"redirect_uris"`
 		GrantTypes   []string `json:"grant_types"`
@@ -329,7 +333,7 @@ func (as *fakeAS) register(w http.ResponseWriter, r *http.Request) {
 }
 
 // scopesOf returns the scopes of an access token, and whether it is one.
-func (as *fakeAS) scopesOf(token string) ([]string, bool) {
+func (as *AuthServer) ScopesOf(token string) ([]string, bool) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	s, ok := as.access[token]
@@ -337,53 +341,54 @@ func (as *fakeAS) scopesOf(token string) ([]string, bool) {
 }
 
 // revoke forgets every access token: the resource server refuses them.
-func (as *fakeAS) revoke() {
+func (as *AuthServer) Revoke() {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	as.access = map[string][]string{}
 }
 
-func (as *fakeAS) counts() (authorizes, tokens, registers int) {
+func (as *AuthServer) Counts() (authorizes, tokens, registers int) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	return len(as.authorizes), len(as.tokenReqs), as.registers
 }
 
-func (as *fakeAS) lastToken() url.Values {
+func (as *AuthServer) LastToken() url.Values {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	return as.tokenReqs[len(as.tokenReqs)-1]
 }
 
-func (as *fakeAS) lastAuthorize() url.Values {
+func (as *AuthServer) LastAuthorize() url.Values {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	return as.authorizes[len(as.authorizes)-1]
 }
 
-// fakeRS is an MCP server protected by fakeAS: its protected resource
+// ResourceServer is an MCP server protected by AuthServer: its protected resource
 // metadata at the well-known URL of its path, 401 with a challenge without
 // a valid token, and 403 insufficient_scope when a method needs scopes the
 // token lacks.
-type fakeRS struct {
-	as  *fakeAS
+type ResourceServer struct {
+	as  *AuthServer
 	srv *httptest.Server
-	url string
-	// prmResource, when set, is the resource its metadata names (a lie).
-	prmResource string
-	// scopes are those its metadata supports, challengeScope those its 401
+	// URL is its MCP endpoint.
+	URL string
+	// PRMResource, when set, is the resource its metadata names (a lie).
+	PRMResource string
+	// Scopes are those its metadata supports, ChallengeScope those its 401
 	// names.
-	scopes, challengeScope []string
-	// need maps a JSON-RPC method to the scopes it needs; refuse to those
+	Scopes, ChallengeScope []string
+	// Need maps a JSON-RPC method to the scopes it needs; Refuse to those
 	// it says it needs, and refuses whatever the token has.
-	need, refuse map[string][]string
-	// legacy is a 2025-03-26 server: no protected resource metadata, its
+	Need, Refuse map[string][]string
+	// Legacy is a 2025-03-26 server: no protected resource metadata, its
 	// origin (the authorization server's) its authorization server.
-	legacy bool
+	Legacy bool
 }
 
-func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
-	rs := &fakeRS{as: as, need: map[string][]string{}}
+func NewResourceServer(t testing.TB, as *AuthServer, configure func(*ResourceServer)) *ResourceServer {
+	rs := &ResourceServer{as: as, Need: map[string][]string{}}
 	if configure != nil {
 		configure(rs)
 	}
@@ -396,21 +401,21 @@ func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
 	})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	mux := http.NewServeMux()
-	if rs.legacy {
+	if rs.Legacy {
 		mux = as.mux
 	}
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if rs.legacy {
+		if rs.Legacy {
 			http.NotFound(w, r)
 			return
 		}
-		res := rs.url
-		if rs.prmResource != "" {
-			res = rs.prmResource
+		res := rs.URL
+		if rs.PRMResource != "" {
+			res = rs.PRMResource
 		}
 		m := map[string]any{"resource": res, "authorization_servers": []string{as.srv.URL}}
-		if rs.scopes != nil {
-			m["scopes_supported"] = rs.scopes
+		if rs.Scopes != nil {
+			m["scopes_supported"] = rs.Scopes
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(m)
@@ -420,24 +425,24 @@ func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var msg struct{ Method string }
 		json.Unmarshal(body, &msg)
-		meta := strings.TrimSuffix(rs.url, "/mcp") + "/.well-known/oauth-protected-resource/mcp"
+		meta := strings.TrimSuffix(rs.URL, "/mcp") + "/.well-known/oauth-protected-resource/mcp"
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		scopes, ok := as.scopesOf(token)
+		scopes, ok := as.ScopesOf(token)
 		if !ok {
 			c := fmt.Sprintf("Bearer resource_metadata=%q", meta)
-			if rs.legacy {
+			if rs.Legacy {
 				c = `Bearer error="invalid_token"`
 			}
-			if rs.challengeScope != nil {
-				c += fmt.Sprintf(", scope=%q", strings.Join(rs.challengeScope, " "))
+			if rs.ChallengeScope != nil {
+				c += fmt.Sprintf(", scope=%q", strings.Join(rs.ChallengeScope, " "))
 			}
 			w.Header().Set("WWW-Authenticate", c)
 			http.Error(w, `{"error":"invalid_token"}`, http.StatusUnauthorized)
 			return
 		}
-		if need, ok := rs.refuse[msg.Method]; ok || !subset(rs.need[msg.Method], scopes) {
+		if need, ok := rs.Refuse[msg.Method]; ok || !subset(rs.Need[msg.Method], scopes) {
 			if !ok {
-				need = rs.need[msg.Method]
+				need = rs.Need[msg.Method]
 			}
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`,
 				strings.Join(need, " "), meta))
@@ -446,19 +451,19 @@ func newFakeRS(t *testing.T, as *fakeAS, configure func(*fakeRS)) *fakeRS {
 		}
 		handler.ServeHTTP(w, r)
 	})
-	if rs.legacy {
+	if rs.Legacy {
 		rs.srv = as.srv
 	} else {
 		rs.srv = httptest.NewServer(mux)
 		t.Cleanup(rs.srv.Close)
 	}
-	rs.url = rs.srv.URL + "/mcp"
+	rs.URL = rs.srv.URL + "/mcp"
 	return rs
 }
 
 // browse is the person's browser: it GETs url and follows the redirects,
 // which take the code to the hub's loopback listener.
-func browse(t *testing.T, u string) {
+func Browse(t testing.TB, u string) {
 	resp, err := http.Get(u)
 	if err != nil {
 		t.Errorf("browser: %v", err)
@@ -471,20 +476,23 @@ func browse(t *testing.T, u string) {
 	}
 }
 
-// lockedBuffer collects a hub's log.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// subset reports whether every scope of a is in b.
+func subset(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+// URL is the issuer's origin.
+func (as *AuthServer) URL() string { return as.srv.URL }
 
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// ForgetProblems drops the problems recorded so far: for a test whose
+// point is a client the server refuses.
+func (as *AuthServer) ForgetProblems() {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	as.problems = nil
 }
