@@ -40,6 +40,8 @@ func (s *Server) methodTable() map[string]method {
 		"nexus/mcp/servers":           {fn: typed((*Server).mcpServers)},
 		"nexus/mcp/restart":           {fn: typed((*Server).mcpRestart), async: true},
 		"nexus/mcp/trust":             {fn: typed((*Server).mcpTrust), async: true},
+		"nexus/mcp/login":             {fn: typed((*Server).mcpLogin), async: true},
+		"nexus/mcp/logout":            {fn: typed((*Server).mcpLogout), async: true},
 	}
 	if s.opts.Approvals != nil {
 		t["nexus/approvals/list"] = method{fn: typed((*Server).approvalsList)}

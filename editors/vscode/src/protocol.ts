@@ -30,6 +30,8 @@ export const Methods = {
   mcpServers: 'nexus/mcp/servers',
   mcpRestart: 'nexus/mcp/restart',
   mcpTrust: 'nexus/mcp/trust',
+  mcpLogin: 'nexus/mcp/login',
+  mcpLogout: 'nexus/mcp/logout',
   // Being added beside ListApprovals/RevokeApproval of gRPC; an older
   // daemon answers MethodNotFound.
   approvalsList: 'nexus/approvals/list',
@@ -59,6 +61,9 @@ export const Notifications = {
 export const Requests = {
   requestPermission: 'nexus/requestPermission',
   requestMcpTrust: 'nexus/requestMcpTrust',
+  // LSP's, during nexus/mcp/login: {uri, external: true} opens the sign-in
+  // page in the browser (vscode-languageclient does it by itself).
+  showDocument: 'window/showDocument',
 } as const;
 
 /** JSON-RPC error codes of nexus/ methods (README, "The editor protocol"). */
@@ -343,6 +348,19 @@ export interface ToolCallsCancelResult {
 
 // ---- MCP servers ------------------------------------------------------------------
 
+/** mcp.LaunchOAuth: how an http entry signs in; secrets by variable name. */
+export interface McpOAuth {
+  /** authorization_code (a person signs in) or client_credentials. */
+  grant: string;
+  clientId?: string;
+  clientSecretEnv?: string;
+  privateKeyEnv?: string;
+  signingAlgorithm?: string;
+  scopes?: string[];
+  clientMetadataUrl?: string;
+  redirectPort?: number;
+}
+
 /** mcp.Launch: what an MCP server entry runs. */
 export interface McpLaunch {
   transport: string;
@@ -353,12 +371,13 @@ export interface McpLaunch {
   inheritEnv?: string[];
   url?: string;
   headers?: Record<string, string>;
+  oauth?: McpOAuth;
 }
 
 /** mcpServerWire: nexus/mcp/servers entries and nexus/mcpServerStatus. */
 export interface McpServer {
   name: string;
-  /** starting, running, stopped, failed, pending_approval, ... */
+  /** starting, ready, failed, disabled, pending_approval, needs_auth (sign in: nexus/mcp/login) */
   state: string;
   transport?: string;
   source?: string;
@@ -384,6 +403,22 @@ export interface McpTrustParams {
 }
 export interface McpTrustResult {
   server: McpServer;
+}
+/** nexus/mcp/login: answered once signed in; meanwhile the daemon asks the
+ * editor to open the authorization URL (window/showDocument, external). */
+export interface McpLoginParams {
+  name: string;
+}
+export interface McpLoginResult {
+  server: McpServer;
+}
+export interface McpLogoutParams {
+  name: string;
+}
+export interface McpLogoutResult {
+  server: McpServer;
+  /** false when there were no tokens to delete. */
+  signedOut: boolean;
 }
 
 // ---- remembered answers ---------------------------------------------------------------
@@ -537,6 +572,13 @@ export interface McpTrustRequest {
   options: string[];
 }
 
+/** LSP's ShowDocumentParams as nexusd sends them (window/showDocument);
+ * the answer is {success: boolean}. */
+export interface ShowDocumentParams {
+  uri: string;
+  external: boolean;
+}
+
 /** The params and result of every method, by name, for typed calls. */
 export interface MethodTypes {
   'nexus/definitions/get': [DefGetParams, DefGetResult];
@@ -559,6 +601,8 @@ export interface MethodTypes {
   'nexus/mcp/servers': [Record<string, never>, McpServersResult];
   'nexus/mcp/restart': [McpRestartParams, EmptyResult];
   'nexus/mcp/trust': [McpTrustParams, McpTrustResult];
+  'nexus/mcp/login': [McpLoginParams, McpLoginResult];
+  'nexus/mcp/logout': [McpLogoutParams, McpLogoutResult];
   'nexus/approvals/list': [ApprovalsListParams, ApprovalsListResult];
   'nexus/approvals/revoke': [ApprovalsRevokeParams, ApprovalsRevokeResult];
   'nexus/agent/sessions/new': [AgentNewParams, AgentSessionResult];
