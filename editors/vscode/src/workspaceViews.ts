@@ -8,7 +8,18 @@ import type { CancellationToken, LanguageClient } from 'vscode-languageclient/no
 import { Coalescer } from './activityModel';
 import type { Daemon, Daemons } from './daemon';
 import { folderItem, type FolderNode, inFolder, roots } from './folders';
-import { call, type DefEntry, type HistoryEntry, type McpLaunch, type McpServer, type McpTrustRequest, Methods, Notifications, Requests } from './protocol';
+import {
+  call,
+  type DefEntry,
+  type HistoryEntry,
+  type McpLaunch,
+  type McpLoginResult,
+  type McpServer,
+  type McpTrustRequest,
+  Methods,
+  Notifications,
+  Requests,
+} from './protocol';
 
 export const DEF_SCHEME = 'nexus-def';
 
@@ -283,6 +294,8 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
       vscode.commands.registerCommand('nexus.restartMcpServer', (n?: McpNode) => this.restart(n)),
       vscode.commands.registerCommand('nexus.trustMcpServer', (n?: McpNode) => this.trust(n)),
       vscode.commands.registerCommand('nexus.openMcpConfig', (n?: McpNode) => this.openConfig(n)),
+      vscode.commands.registerCommand('nexus.signInMcpServer', (n?: McpNode) => this.signIn(n)),
+      vscode.commands.registerCommand('nexus.signOutMcpServer', (n?: McpNode) => this.signOut(n)),
     );
   }
 
@@ -297,8 +310,12 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
 
   private attach(d: Daemon, client: LanguageClient): void {
     client.onNotification(Notifications.mcpServerStatus, (s: McpServer) => {
+      const before = this.of(d).get(s.name);
       this.of(d).set(s.name, s);
       this.refresh.poke();
+      if (s.state === 'needs_auth' && before?.state !== 'needs_auth') {
+        void this.offerSignIn(d, s);
+      }
     });
     client.onRequest(Requests.requestMcpTrust, (p: McpTrustRequest, token: CancellationToken) => this.askTrust(d, p, token));
   }
@@ -321,6 +338,58 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
       new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined))),
     ]);
     return pick === 'Trust' ? 'allow' : 'reject';
+  }
+
+  /** offerSignIn says that a server needs the person to sign in, with a
+   * Sign in button. */
+  private async offerSignIn(d: Daemon, s: McpServer): Promise<void> {
+    const pick = await vscode.window.showInformationMessage(
+      inFolder(this.daemons, d, `Nexus: the MCP server "${s.name}" needs you to sign in.`),
+      'Sign in',
+    );
+    if (pick === 'Sign in') {
+      await this.signIn({ kind: 'server', daemon: d, server: this.of(d).get(s.name) ?? s });
+    }
+  }
+
+  /** signIn signs the person in to an http server (nexus/mcp/login): the
+   * daemon has the browser open the sign-in page, and answers once done. */
+  private async signIn(n?: McpNode): Promise<void> {
+    const t = await this.target(n, (x) => x.transport === 'http', 'MCP server to sign in to');
+    const client = t?.daemon.current;
+    if (!t || !client) {
+      return;
+    }
+    const name = t.server.name;
+    try {
+      const r = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Nexus: signing in to ${name} in your browser…`, cancellable: true },
+        (_, token) => client.sendRequest<McpLoginResult>(Methods.mcpLogin, { name }, token),
+      );
+      this.of(t.daemon).set(r.server.name, r.server);
+      this.refresh.poke();
+      void vscode.window.showInformationMessage(`Nexus: signed in to ${name}.`);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: signing in to ${name} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** signOut deletes a server's tokens (nexus/mcp/logout). */
+  private async signOut(n?: McpNode): Promise<void> {
+    const t = await this.target(n, (x) => x.transport === 'http', 'MCP server to sign out of');
+    const client = t?.daemon.current;
+    if (!t || !client) {
+      return;
+    }
+    const name = t.server.name;
+    try {
+      const r = await call(client, Methods.mcpLogout, { name });
+      this.of(t.daemon).set(r.server.name, r.server);
+      this.refresh.poke();
+      void vscode.window.showInformationMessage(r.signedOut ? `Nexus: signed out of ${name}.` : `Nexus: ${name} had no sign-in.`);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: signing out of ${name} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   /** target is the server a command acts on: the node it was given, or
@@ -439,9 +508,10 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
     item.tooltip = [s.error, s.launch ? launchText(s.launch) : '', s.source]
       .filter(Boolean)
       .join('\n');
-    const icons: Record<string, string> = { running: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin' };
+    const icons: Record<string, string> = { running: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin', needs_auth: 'key' };
     item.iconPath = new vscode.ThemeIcon(icons[s.state] ?? 'circle-outline');
-    item.contextValue = `mcp.${s.state}`;
+    // mcp.<state>, and .http for a server one may sign in to.
+    item.contextValue = `mcp.${s.state}${s.transport === 'http' ? '.http' : ''}`;
     return item;
   }
 
