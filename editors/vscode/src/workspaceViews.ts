@@ -271,6 +271,8 @@ type McpNode = FolderNode | { kind: 'server'; daemon: Daemon; server: McpServer 
 export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposable {
   /** The servers of each daemon, by daemon id, then by name. */
   private readonly servers = new Map<string, Map<string, McpServer>>();
+  /** The servers (daemon id NUL name) already said to need a sign-in. */
+  private readonly offered = new Set<string>();
   private readonly changed = new vscode.EventEmitter<McpNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly refresh = new Coalescer(() => this.changed.fire(undefined));
@@ -310,12 +312,9 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
 
   private attach(d: Daemon, client: LanguageClient): void {
     client.onNotification(Notifications.mcpServerStatus, (s: McpServer) => {
-      const before = this.of(d).get(s.name);
       this.of(d).set(s.name, s);
       this.refresh.poke();
-      if (s.state === 'needs_auth' && before?.state !== 'needs_auth') {
-        void this.offerSignIn(d, s);
-      }
+      this.offerSignIn(d, s);
     });
     client.onRequest(Requests.requestMcpTrust, (p: McpTrustRequest, token: CancellationToken) => this.askTrust(d, p, token));
   }
@@ -340,16 +339,21 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
     return pick === 'Trust' ? 'allow' : 'reject';
   }
 
-  /** offerSignIn says that a server needs the person to sign in, with a
-   * Sign in button. */
-  private async offerSignIn(d: Daemon, s: McpServer): Promise<void> {
-    const pick = await vscode.window.showInformationMessage(
-      inFolder(this.daemons, d, `Nexus: the MCP server "${s.name}" needs you to sign in.`),
-      'Sign in',
-    );
-    if (pick === 'Sign in') {
-      await this.signIn({ kind: 'server', daemon: d, server: this.of(d).get(s.name) ?? s });
+  /** offerSignIn says, once each time a server comes to need the person
+   * to sign in, that it does, with a Sign in button. */
+  private offerSignIn(d: Daemon, s: McpServer): void {
+    const key = `${d.id}\0${s.name}`;
+    if (s.state !== 'needs_auth') {
+      this.offered.delete(key);
+      return;
     }
+    if (this.offered.has(key)) {
+      return;
+    }
+    this.offered.add(key);
+    void vscode.window
+      .showInformationMessage(inFolder(this.daemons, d, `Nexus: the MCP server "${s.name}" needs you to sign in.`), 'Sign in')
+      .then((pick) => (pick === 'Sign in' ? this.signIn({ kind: 'server', daemon: d, server: this.of(d).get(s.name) ?? s }) : undefined));
   }
 
   /** signIn signs the person in to an http server (nexus/mcp/login): the
@@ -465,6 +469,9 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
     try {
       const r = await call(client, Methods.mcpServers, {});
       this.servers.set(d.id, new Map((r.servers ?? []).map((s) => [s.name, s])));
+      for (const s of r.servers ?? []) {
+        this.offerSignIn(d, s);
+      }
     } catch (err) {
       d.output.appendLine(`[nexus] nexus/mcp/servers: ${String(err)}`);
     }
