@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools/mcp/oauthtest"
 )
 
@@ -54,10 +58,10 @@ func asBrowser(t *testing.T) {
 // never in the log, survive a restart of the daemon, and "nexus mcp logout"
 // deletes them.
 func TestMcpLoginCLI(t *testing.T) {
-	as := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.ScopesSupported = []string{"mcp:read", "offline_access"} })
-	rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.Scopes = []string{"mcp:read"} })
-	evil := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.PRMResource = "https://evil.example.com/mcp" })
-	ws := newWorkspace(t, "")
+	authServer := oauthtest.NewAuthServer(t, func(as *oauthtest.AuthServer) { as.ScopesSupported = []string{"mcp:read", "offline_access"} })
+	rs := oauthtest.NewResourceServer(t, authServer, func(rs *oauthtest.ResourceServer) { rs.Scopes = []string{"mcp:read"} })
+	evil := oauthtest.NewResourceServer(t, authServer, func(rs *oauthtest.ResourceServer) { rs.PRMResource = "https://evil.example.com/mcp" })
+	ws := newWorkspace(t, "apps:\n  - id: planner\n")
 	cfg := fmt.Sprintf(`{"mcpServers": {
 		"remote": {"type": "http", "url": %q, "oauth": {"scopes": ["extra"]}},
 		"evil": {"url": %q}
@@ -80,10 +84,10 @@ func TestMcpLoginCLI(t *testing.T) {
 
 	asBrowser(t)
 	out, errOut, code = nexus(t, ws, "", "mcp", "login", "remote")
-	if code != 0 || !strings.Contains(out, "open: "+as.URL()+"/authorize?") || !strings.Contains(out, "signed in to remote (ready, 1 tools)") {
+	if code != 0 || !strings.Contains(out, "open: "+authServer.URL()+"/authorize?") || !strings.Contains(out, "signed in to remote (ready, 1 tools)") {
 		t.Fatalf("nexus mcp login remote: exit %d\n%s%s", code, out, errOut)
 	}
-	if q := as.LastAuthorize(); q.Get("resource") != rs.URL || !strings.Contains(q.Get("scope"), "extra") {
+	if q := authServer.LastAuthorize(); q.Get("resource") != rs.URL || !strings.Contains(q.Get("scope"), "extra") {
 		t.Errorf("authorization request %v", q)
 	}
 	out, errOut, code = nexus(t, ws, "", "tools", "run", "echo", "--server", "remote", "--args", `{"text":"signed in"}`)
@@ -109,6 +113,19 @@ func TestMcpLoginCLI(t *testing.T) {
 	out, errOut, _ = nexus(t, ws, "", "tools", "run", "read_file", "--args", `{"path":".nexus/mcp-auth/remote.json"}`)
 	if strings.Contains(out+errOut, saved.AccessToken) || !strings.Contains(out+errOut, "private state") {
 		t.Errorf("read_file of the token file:\n%s%s", out, errOut)
+	}
+
+	// Only the person signs in and out: an app's token is refused.
+	planner := as(d.appToken("planner"))
+	stream, err := d.tools().LoginMcpServer(planner, &nexusv1.LoginMcpServerRequest{Name: "remote"})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied {
+		t.Errorf("an app signing in: %v", err)
+	}
+	if _, err := d.tools().LogoutMcpServer(planner, &nexusv1.LogoutMcpServerRequest{Name: "remote"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("an app signing out: %v", err)
 	}
 
 	// A sign-in the daemon refuses: the metadata are for another resource.
