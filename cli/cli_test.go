@@ -286,6 +286,9 @@ func TestPrintLaunch(t *testing.T) {
 			Env: map[string]string{"B": "2", "A": "x y"}, InheritEnv: []string{"GITHUB_TOKEN"}}},
 		{Name: "web", Source: ".vscode/mcp.json", Pin: "sha256:def", Launch: &nexusv1.McpLaunch{Transport: "http", Url: "https://example.com/mcp",
 			Headers: map[string]string{"Authorization": "Bearer t"}}},
+		{Name: "remote", Source: ".nexus/mcp.json", Pin: "sha256:123", Launch: &nexusv1.McpLaunch{Transport: "http", Url: "https://remote.example.com/mcp",
+			Oauth: &nexusv1.McpOAuth{Grant: "authorization_code", ClientId: "nexus", ClientSecretEnv: "REMOTE_SECRET",
+				Scopes: []string{"read", "write"}, RedirectPort: 8765}}},
 	} {
 		if err := printLaunch(&b, s); err != nil {
 			t.Fatal(err)
@@ -302,6 +305,10 @@ MCP server web (.vscode/mcp.json, http)
   url:      https://example.com/mcp
   headers:  Authorization='Bearer t'
   pin:      sha256:def
+MCP server remote (.nexus/mcp.json, http)
+  url:      https://remote.example.com/mcp
+  oauth:    grant=authorization_code clientId=nexus clientSecretEnv=REMOTE_SECRET scopes='read write' redirectPort=8765
+  pin:      sha256:123
 `
 	if b.String() != want {
 		t.Errorf("printLaunch =\n%s\nwant\n%s", b.String(), want)

@@ -25,16 +25,19 @@ import (
 func (e *env) mcpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "List, approve and restart MCP servers, read their resources and prompts",
-		Long: `List, approve and restart the MCP servers of the workspace, read their
-resources and render their prompts. Servers are configured in .nexus/mcp.json,
-.vscode/mcp.json or .mcp.json; their tools are in "nexus tools ls". A server
-runs only once you have approved its entry ("nexus mcp trust"); until then, and
-again after its command, args, env or url change, it is pending_approval.`,
+		Short: "List, approve, sign in to and restart MCP servers, read their resources and prompts",
+		Long: `List, approve, sign in to and restart the MCP servers of the workspace, read
+their resources and render their prompts. Servers are configured in
+.nexus/mcp.json, .vscode/mcp.json or .mcp.json; their tools are in "nexus tools
+ls". A server runs only once you have approved its entry ("nexus mcp trust");
+until then, and again after its command, args, env, url or oauth block change,
+it is pending_approval. An http server that needs you to sign in is needs_auth:
+"nexus mcp login" signs in.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: needVerb,
 	}
-	cmd.AddCommand(e.mcpLsCommand(), e.mcpTrustCommand(), e.mcpRestartCommand(), e.mcpResourcesCommand(), e.mcpPromptsCommand())
+	cmd.AddCommand(e.mcpLsCommand(), e.mcpTrustCommand(), e.mcpRestartCommand(), e.mcpResourcesCommand(), e.mcpPromptsCommand(),
+		e.mcpLoginCommand(), e.mcpLogoutCommand())
 	return cmd
 }
 
@@ -195,6 +198,9 @@ func printLaunch(w io.Writer, s *nexusv1.McpServer) error {
 	if l.GetTransport() == "http" {
 		field("url", l.GetUrl())
 		pairs("headers", l.GetHeaders())
+		if o := l.GetOauth(); o != nil {
+			field("oauth", oauthLine(o))
+		}
 	} else {
 		words := []string{shellQuote(l.GetCommand())}
 		for _, a := range l.GetArgs() {

@@ -27,6 +27,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(browserEnv) == "1" { // this binary is $BROWSER: see browser
+		os.Exit(browse(os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "nexus-bin-")
 	if err != nil {
 		panic(err)

@@ -69,6 +69,14 @@ func newSecEnv(t *testing.T) *secEnv {
 	write(".vscode/settings.json", "{}\n")
 	write(".vscode/mcp.json", `{"servers": {}}`+"\n")
 	write(".mcp.json", `{"mcpServers": {}}`+"\n")
+	// An MCP server's OAuth tokens, as the hub keeps them (0600 in 0700).
+	if err := os.MkdirAll(filepath.Join(ws, ".nexus", "mcp-auth"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".nexus", "mcp-auth", "remote.json"),
+		[]byte(`{"version":1,"server":"remote","accessToken":"MCP-TOKEN-MARKER"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// Another workspace with a running daemon, outside the temporary
 	// directories: its .nexus is hidden because it is in the registry.
@@ -105,11 +113,13 @@ func newSecEnv(t *testing.T) *secEnv {
 		{name: "audit log", path: ".nexus/audit/toolcalls.jsonl", marker: "get_current_time"},
 		{name: "history ref", path: ".nexus/history.git/refs/heads/main"},
 		{name: "daemon.json", path: ".nexus/run/daemon.json", marker: d.info.GRPCAddress},
+		{name: "an MCP server's OAuth tokens", path: ".nexus/mcp-auth/remote.json", marker: "MCP-TOKEN-MARKER"},
 		{name: "another workspace's admin token", path: filepath.Join(ws2, ".nexus", "run", "admin.token"), marker: d2.admin},
 		{name: "the daemon's environment", path: fmt.Sprintf("/proc/%d/environ", d.info.PID), marker: "ENV-SECRET-MARKER"},
 	}
 	e.writable = []string{".git/hooks/README", ".git/HEAD", ".vscode/settings.json", ".vscode/mcp.json", ".mcp.json",
-		".nexus/config.yaml", ".nexus/definitions/gamma/secret.txt", ".nexus/run/admin.token", ".nexus/run/apps/gamma.token"}
+		".nexus/config.yaml", ".nexus/definitions/gamma/secret.txt", ".nexus/run/admin.token", ".nexus/run/apps/gamma.token",
+		".nexus/mcp-auth/remote.json"}
 	return e
 }
 

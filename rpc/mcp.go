@@ -58,7 +58,7 @@ func mcpServer(st mcp.Status, admin bool) *nexusv1.McpServer {
 		l := st.Launch
 		out.Pin = st.Pin
 		out.Launch = &nexusv1.McpLaunch{Transport: l.Transport, Command: l.Command, Args: l.Args, Cwd: l.Cwd, Env: l.Env,
-			InheritEnv: l.InheritEnv, Url: l.URL, Headers: l.Headers}
+			InheritEnv: l.InheritEnv, Url: l.URL, Headers: l.Headers, Oauth: mcpOAuth(l.OAuth)}
 	}
 	return out
 }

@@ -142,7 +142,10 @@ type client struct {
 	// trustAnswer (default: an error, as an editor without the method).
 	trustAsked  []json.RawMessage
 	trustAnswer func(params json.RawMessage) (any, error)
-	change      chan struct{}
+	// requests answers other requests of the daemon by method; the
+	// request is recorded as a note too (default: a null result).
+	requests map[string]func(params json.RawMessage) (any, error)
+	change   chan struct{}
 }
 
 type note struct {
@@ -198,8 +201,13 @@ func connect(t testing.TB, s *served) *client {
 		}
 		c.mu.Lock()
 		c.notes = append(c.notes, note{strings.Clone(req.Method()), params})
+		handle := c.requests[req.Method()]
 		c.mu.Unlock()
 		c.signal()
+		if handle != nil {
+			jsonrpc2.Async(ctx)
+			return handle(params)
+		}
 		return nil, nil
 	})
 	return c

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nexuscocreate/nexus/tools/mcp"
@@ -48,7 +47,7 @@ func (s *Server) mcpResourcesList(ctx context.Context, p *mcpServerParams) (*mcp
 	}
 	rs, err := h.Resources(ctx, p.ServerName)
 	if err != nil {
-		return nil, mcpMethodError(err)
+		return nil, mcpMethodError(ctx, err)
 	}
 	res := &mcpResourcesResult{Resources: []mcpResourceWire{}}
 	for _, r := range rs {
@@ -89,7 +88,7 @@ func (s *Server) mcpResourcesRead(ctx context.Context, p *mcpResourceParams) (*m
 	}
 	data, err := h.ReadResource(ctx, p.ServerName, p.URI)
 	if err != nil {
-		return nil, mcpMethodError(err)
+		return nil, mcpMethodError(ctx, err)
 	}
 	return &mcpReadResult{ContentsJSON: string(data)}, nil
 }
@@ -114,7 +113,7 @@ func (s *Server) mcpResourcesTemplates(ctx context.Context, p *mcpServerParams) 
 	}
 	ts, err := h.ResourceTemplates(ctx, p.ServerName)
 	if err != nil {
-		return nil, mcpMethodError(err)
+		return nil, mcpMethodError(ctx, err)
 	}
 	res := &mcpTemplatesResult{Templates: []mcpResourceTemplateWire{}}
 	for _, t := range ts {
@@ -155,7 +154,7 @@ func (s *Server) mcpResourcesSubscribe(ctx context.Context, p *mcpResourceParams
 	defer s.mcpSubsMu.Unlock()
 	if err != nil {
 		delete(s.mcpSubs, k)
-		return nil, mcpMethodError(err)
+		return nil, mcpMethodError(ctx, err)
 	}
 	if _, ok := s.mcpSubs[k]; !ok || s.mcpSubsDone {
 		release() // unsubscribed, or the editor went, meanwhile
@@ -236,7 +235,7 @@ func (s *Server) mcpPromptsList(ctx context.Context, p *mcpServerParams) (*mcpPr
 	}
 	ps, err := h.Prompts(ctx, p.ServerName)
 	if err != nil {
-		return nil, mcpMethodError(err)
+		return nil, mcpMethodError(ctx, err)
 	}
 	res := &mcpPromptsResult{Prompts: []mcpPromptWire{}}
 	for _, pr := range ps {
@@ -270,7 +269,7 @@ func (s *Server) mcpPromptsGet(ctx context.Context, p *mcpPromptGetParams) (*mcp
 	}
 	data, err := h.GetPrompt(ctx, p.ServerName, p.Name, p.Arguments)
 	if err != nil {
-		return nil, mcpMethodError(err)
+		return nil, mcpMethodError(ctx, err)
 	}
 	return &mcpPromptGetResult{ResultJSON: string(data)}, nil
 }
@@ -280,18 +279,6 @@ func (s *Server) hub() (*mcp.Hub, error) {
 		return nil, coded(CodeUnavailable, "unavailable", "this daemon runs no MCP servers")
 	}
 	return s.opts.MCP, nil
-}
-
-// mcpMethodError: an unknown server is not found; a server that is not
-// ready, or does not offer what was asked, a failed precondition.
-func mcpMethodError(err error) error {
-	switch {
-	case errors.Is(err, mcp.ErrUnknownServer):
-		return notFound("%v: servers are configured in .nexus/mcp.json, .vscode/mcp.json or .mcp.json", err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	}
-	return precondition("%v", err)
 }
 
 // The notifications.

@@ -47,6 +47,8 @@ func (s *Server) methodTable() map[string]method {
 		"nexus/mcp/resources/unsubscribe": {fn: typed((*Server).mcpResourcesUnsubscribe)},
 		"nexus/mcp/prompts/list":          {fn: typed((*Server).mcpPromptsList), async: true},
 		"nexus/mcp/prompts/get":           {fn: typed((*Server).mcpPromptsGet), async: true},
+		"nexus/mcp/login":                 {fn: typed((*Server).mcpLogin), async: true},
+		"nexus/mcp/logout":                {fn: typed((*Server).mcpLogout), async: true},
 	}
 	if s.opts.Approvals != nil {
 		t["nexus/approvals/list"] = method{fn: typed((*Server).approvalsList)}

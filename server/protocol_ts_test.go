@@ -9,6 +9,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp"
 )
 
 // protocolTS is the extension's protocol module, the one TypeScript copy of
@@ -28,7 +29,7 @@ func TestProtocolTS(t *testing.T) {
 
 	s := &Server{}
 	s.opts.Agent = new(agent.Service) // the table with the agent's methods too
-	names := []string{requestPermission, requestMcpTrust}
+	names := []string{requestPermission, requestMcpTrust, showDocument}
 	for name := range s.methodTable() {
 		names = append(names, name)
 	}
@@ -96,6 +97,13 @@ func TestProtocolTS(t *testing.T) {
 		{"McpPromptGetResult", mcpPromptGetResult{}},
 		{"McpResourceUpdated", mcpResourceUpdatedWire{}},
 		{"McpListChanged", mcpListChangedWire{}},
+		{"McpLaunch", mcp.Launch{}},
+		{"McpOAuth", mcp.LaunchOAuth{}},
+		{"McpLoginParams", mcpLoginParams{}},
+		{"McpLoginResult", mcpLoginResult{}},
+		{"McpLogoutParams", mcpLogoutParams{}},
+		{"McpLogoutResult", mcpLogoutResult{}},
+		{"ShowDocumentParams", showDocumentParams{}},
 		{"AgentSessionResult", agentSessionResult{}},
 		{"AgentPromptParams", agentPromptParams{}},
 		{"AgentSessionInfo", agent.SessionInfo{}},

@@ -33,7 +33,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("nexus = %v", res["nexus"])
 	}
 	methods := res["capabilities"].(map[string]any)["nexus"].(map[string]any)["methods"].([]any)
-	if len(methods) != 27 {
+	if len(methods) != 29 {
 		t.Errorf("capabilities list %d methods: %v", len(methods), methods)
 	}
 	if err := c.call(t, "initialize", map[string]any{}, nil); code(err) != jsonrpc2.InvalidRequest {

@@ -33,7 +33,11 @@ type Layout struct {
 	Approvals        string // .nexus/approvals.json
 	Audit            string // .nexus/audit/toolcalls.jsonl
 	MCPTrust         string // .nexus/mcp-trust.json
-	Sessions         string // .nexus/sessions (0700): agent sessions
+	// MCPAuth is .nexus/mcp-auth (0700): the OAuth tokens of the MCP
+	// servers the person signed in to, a 0600 file each. Like the rest of
+	// .nexus it is out of every tool call's reach.
+	MCPAuth  string
+	Sessions string // .nexus/sessions (0700): agent sessions
 }
 
 // NewLayout returns the layout of the workspace ws (an absolute path).
@@ -46,7 +50,7 @@ func NewLayout(ws string) Layout {
 		AdminToken: filepath.Join(run, "admin.token"),
 		Config:     filepath.Join(n, "config.yaml"), History: filepath.Join(n, "history.git"),
 		Approvals: filepath.Join(n, "approvals.json"), Audit: filepath.Join(n, "audit", "toolcalls.jsonl"),
-		MCPTrust: filepath.Join(n, "mcp-trust.json"), Sessions: filepath.Join(n, "sessions"),
+		MCPTrust: filepath.Join(n, "mcp-trust.json"), MCPAuth: filepath.Join(n, "mcp-auth"), Sessions: filepath.Join(n, "sessions"),
 	}
 }
 

@@ -27,6 +27,8 @@ const Methods = {
   mcpResourcesUnsubscribe: "nexus/mcp/resources/unsubscribe",
   mcpPromptsList: "nexus/mcp/prompts/list",
   mcpPromptsGet: "nexus/mcp/prompts/get",
+  mcpLogin: "nexus/mcp/login",
+  mcpLogout: "nexus/mcp/logout",
   // Being added beside ListApprovals/RevokeApproval of gRPC; an older
   // daemon answers MethodNotFound.
   approvalsList: "nexus/approvals/list",
@@ -53,7 +55,10 @@ const Notifications = {
 };
 const Requests = {
   requestPermission: "nexus/requestPermission",
-  requestMcpTrust: "nexus/requestMcpTrust"
+  requestMcpTrust: "nexus/requestMcpTrust",
+  // LSP's, during nexus/mcp/login: {uri, external: true} opens the sign-in
+  // page in the browser (vscode-languageclient does it by itself).
+  showDocument: "window/showDocument"
 };
 const ErrorCodes = {
   MethodNotFound: -32601,

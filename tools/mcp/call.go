@@ -91,6 +91,8 @@ func (s *server) handler(tool string) tools.Handler {
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err() // the manager names the timeout or the cancel
+		case s.auth.callError(err) != nil:
+			return nil, s.auth.callError(err)
 		case errors.As(err, &wire) && wire.Code != codeRejectedByTransport:
 			return nil, tools.Errorf(tools.CodeExecutionFailed, "MCP server %q: %s (JSON-RPC error %d)", s.cfg.Name, wire.Message, wire.Code)
 		}

@@ -43,6 +43,10 @@ type ServerConfig struct {
 	AllowTools, DenyTools []string
 	// Lazy servers start on first use instead of with the daemon.
 	Lazy bool
+	// OAuth is the entry's "oauth" block (http servers): how the hub is
+	// authorized by the server. nil signs in with the defaults when the
+	// server asks (see [OAuthConfig]).
+	OAuth *OAuthConfig
 	// Err is set when this entry is invalid; the hub reports it as the server's failure
 	// and the other servers are unaffected.
 	Err error
@@ -298,6 +302,7 @@ func (e *entryParser) parse(raw json.RawMessage) ServerConfig {
 		env, headers              map[string]string
 		enabled, disabled         *bool
 		tools                     map[string]json.RawMessage
+		oauth                     json.RawMessage
 	)
 	for _, key := range slices.Sorted(maps.Keys(fields)) {
 		v := fields[key]
@@ -330,6 +335,8 @@ func (e *entryParser) parse(raw json.RawMessage) ServerConfig {
 			cfg.StartupTimeout = e.duration(key, v)
 		case "tools":
 			e.decode(key, v, &tools, `an object with "allow" and "deny"`)
+		case "oauth":
+			oauth = v
 		default:
 			e.warnf("unknown key %q ignored", key)
 		}
@@ -388,6 +395,7 @@ func (e *entryParser) parse(raw json.RawMessage) ServerConfig {
 	}
 	cfg.URL = e.expand("url", rawURL)
 	cfg.Headers = e.expandMap("headers", headers)
+	cfg.OAuth = e.oauth(oauth, &cfg)
 
 	switch {
 	case command != "" && rawURL != "":

@@ -42,6 +42,9 @@ const (
 	// StatePendingApproval is a server whose entry the person has not
 	// approved (or not as it is now): it is not started.
 	StatePendingApproval = "pending_approval"
+	// StateNeedsAuth is a server that waits for the person to sign in
+	// (oauth.go): its tools are unavailable until then.
+	StateNeedsAuth = "needs_auth"
 )
 
 // Status is the state of one server. The hub publishes a Status on the bus
@@ -105,6 +108,11 @@ type Options struct {
 	// HTTPTransport carries the requests to HTTP servers (default
 	// http.DefaultTransport).
 	HTTPTransport http.RoundTripper
+	// AuthDir keeps the OAuth tokens of the servers the person signed in to
+	// (default [AuthDir] of the workspace); LoginTimeout bounds a sign-in
+	// (default 5 minutes).
+	AuthDir      string
+	LoginTimeout time.Duration
 }
 
 // ErrUnknownServer is the error for a server name that is not configured.
@@ -174,6 +182,12 @@ func New(opts Options) *Hub {
 	}
 	if opts.HTTPTransport == nil {
 		opts.HTTPTransport = http.DefaultTransport
+	}
+	if opts.AuthDir == "" {
+		opts.AuthDir = AuthDir(opts.Workspace)
+	}
+	if opts.LoginTimeout <= 0 {
+		opts.LoginTimeout = 5 * time.Minute
 	}
 	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)

@@ -30,6 +30,9 @@ type server struct {
 	hub *Hub
 	cfg ServerConfig
 	pin string // of cfg.Launch()
+	// auth authorizes the requests of an http server (oauth.go); nil for
+	// stdio.
+	auth *serverAuth
 
 	life        context.Context // ends when the server is closed
 	approved    chan struct{}   // closed once the person approved the entry
@@ -68,6 +71,7 @@ func (h *Hub) start(cfg ServerConfig) *server {
 		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Since: time.Now(), Launch: launch},
 	}
 	s.status.Pin = s.pin
+	s.auth = newServerAuth(h, cfg)
 	s.status.Trusted = cfg.Err == nil && h.trust.Trusted(cfg.Name, s.pin)
 	if s.status.Trusted {
 		s.approveOnce.Do(func() { close(s.approved) })
@@ -223,6 +227,13 @@ func (s *server) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if s.auth.authFailure(lastErr) { // for the person to sign in: no restarts
+			if !s.awaitSignIn(ctx, lastErr) {
+				return
+			}
+			crashes = 0
+			continue
+		}
 		if lastErr == nil { // a restart was asked for
 			crashes = 0
 			s.setStatus(func(st *Status) { st.State, st.Error, st.Restarts, st.PID = StateStarting, "", st.Restarts+1, 0 })
@@ -307,6 +318,8 @@ func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean boo
 		case <-conn.ended:
 			markDead(errServerGone)
 			return time.Since(readyAt), conn.cleanExit(), conn.endError()
+		case err := <-s.auth.needed():
+			return time.Since(readyAt), false, err
 		}
 	}
 }
@@ -427,6 +440,7 @@ func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, er
 	live := newLiveness(s.cfg.URL, s.hub.opts.HTTPTransport)
 	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL,
 		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, live}}}
+	s.auth.attach(t)
 	session, err := client.Connect(ctx, t, sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)

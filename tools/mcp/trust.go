@@ -28,9 +28,11 @@ import (
 // Launch is what a server entry runs, after ${VAR} expansion: for stdio the
 // command, its arguments, working directory, its own environment variables
 // and the names of those it inherits from the daemon; for http the URL and
-// headers. It is what the person sees when asked to approve, and what the
-// approval is pinned to ([Launch.Pin]); the other keys of an entry (lazy,
-// timeouts, tool filters, enabled) change nothing that runs.
+// headers, and how it signs in to the server (the oauth block, secrets by
+// the names of their variables). It is what the person sees when asked to
+// approve, and what the approval is pinned to ([Launch.Pin]); the other keys
+// of an entry (lazy, timeouts, tool filters, enabled) change nothing that
+// runs.
 type Launch struct {
 	Transport  string            `json:"transport"`
 	Command    string            `json:"command,omitempty"`
@@ -40,12 +42,13 @@ type Launch struct {
 	InheritEnv []string          `json:"inheritEnv,omitempty"`
 	URL        string            `json:"url,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
+	OAuth      *LaunchOAuth      `json:"oauth,omitempty"`
 }
 
 // Launch returns the values the server runs with.
 func (c ServerConfig) Launch() Launch {
 	if c.Transport == "http" {
-		return Launch{Transport: c.Transport, URL: c.URL, Headers: c.Headers}
+		return Launch{Transport: c.Transport, URL: c.URL, Headers: c.Headers, OAuth: c.OAuth.launch()}
 	}
 	return Launch{Transport: c.Transport, Command: c.Command, Args: c.Args, Cwd: c.Cwd, Env: c.Env, InheritEnv: c.InheritEnv}
 }

@@ -37,6 +37,8 @@ export const Methods = {
   mcpResourcesUnsubscribe: 'nexus/mcp/resources/unsubscribe',
   mcpPromptsList: 'nexus/mcp/prompts/list',
   mcpPromptsGet: 'nexus/mcp/prompts/get',
+  mcpLogin: 'nexus/mcp/login',
+  mcpLogout: 'nexus/mcp/logout',
   // Being added beside ListApprovals/RevokeApproval of gRPC; an older
   // daemon answers MethodNotFound.
   approvalsList: 'nexus/approvals/list',
@@ -68,6 +70,9 @@ export const Notifications = {
 export const Requests = {
   requestPermission: 'nexus/requestPermission',
   requestMcpTrust: 'nexus/requestMcpTrust',
+  // LSP's, during nexus/mcp/login: {uri, external: true} opens the sign-in
+  // page in the browser (vscode-languageclient does it by itself).
+  showDocument: 'window/showDocument',
 } as const;
 
 /** JSON-RPC error codes of nexus/ methods (README, "The editor protocol"). */
@@ -352,6 +357,19 @@ export interface ToolCallsCancelResult {
 
 // ---- MCP servers ------------------------------------------------------------------
 
+/** mcp.LaunchOAuth: how an http entry signs in; secrets by variable name. */
+export interface McpOAuth {
+  /** authorization_code (a person signs in) or client_credentials. */
+  grant: string;
+  clientId?: string;
+  clientSecretEnv?: string;
+  privateKeyEnv?: string;
+  signingAlgorithm?: string;
+  scopes?: string[];
+  clientMetadataUrl?: string;
+  redirectPort?: number;
+}
+
 /** mcp.Launch: what an MCP server entry runs. */
 export interface McpLaunch {
   transport: string;
@@ -362,12 +380,13 @@ export interface McpLaunch {
   inheritEnv?: string[];
   url?: string;
   headers?: Record<string, string>;
+  oauth?: McpOAuth;
 }
 
 /** mcpServerWire: nexus/mcp/servers entries and nexus/mcpServerStatus. */
 export interface McpServer {
   name: string;
-  /** starting, ready, failed, disabled, pending_approval (tools/mcp's states). */
+  /** starting, ready, failed, disabled, pending_approval, needs_auth (sign in: nexus/mcp/login): tools/mcp's states. */
   state: string;
   transport?: string;
   source?: string;
@@ -451,6 +470,22 @@ export interface McpPromptGetParams {
 /** resultJson is the rendered prompt: {description, messages}. */
 export interface McpPromptGetResult {
   resultJson: string;
+}
+/** nexus/mcp/login: answered once signed in; meanwhile the daemon asks the
+ * editor to open the authorization URL (window/showDocument, external). */
+export interface McpLoginParams {
+  name: string;
+}
+export interface McpLoginResult {
+  server: McpServer;
+}
+export interface McpLogoutParams {
+  name: string;
+}
+export interface McpLogoutResult {
+  server: McpServer;
+  /** false when there were no tokens to delete. */
+  signedOut: boolean;
 }
 
 // ---- remembered answers ---------------------------------------------------------------
@@ -624,6 +659,13 @@ export interface McpTrustRequest {
   options: string[];
 }
 
+/** LSP's ShowDocumentParams as nexusd sends them (window/showDocument);
+ * the answer is {success: boolean}. */
+export interface ShowDocumentParams {
+  uri: string;
+  external: boolean;
+}
+
 /** The params and result of every method, by name, for typed calls. */
 export interface MethodTypes {
   'nexus/definitions/get': [DefGetParams, DefGetResult];
@@ -653,6 +695,8 @@ export interface MethodTypes {
   'nexus/mcp/resources/unsubscribe': [McpResourceParams, EmptyResult];
   'nexus/mcp/prompts/list': [McpServerParams, McpPromptsResult];
   'nexus/mcp/prompts/get': [McpPromptGetParams, McpPromptGetResult];
+  'nexus/mcp/login': [McpLoginParams, McpLoginResult];
+  'nexus/mcp/logout': [McpLogoutParams, McpLogoutResult];
   'nexus/approvals/list': [ApprovalsListParams, ApprovalsListResult];
   'nexus/approvals/revoke': [ApprovalsRevokeParams, ApprovalsRevokeResult];
   'nexus/agent/sessions/new': [AgentNewParams, AgentSessionResult];

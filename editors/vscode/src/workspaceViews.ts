@@ -8,7 +8,18 @@ import type { CancellationToken, LanguageClient } from 'vscode-languageclient/no
 import { Coalescer } from './activityModel';
 import type { Daemon, Daemons } from './daemon';
 import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
-import { call, type DefEntry, type HistoryEntry, type McpLaunch, type McpServer, type McpTrustRequest, Methods, Notifications, Requests } from './protocol';
+import {
+  call,
+  type DefEntry,
+  type HistoryEntry,
+  type McpLaunch,
+  type McpLoginResult,
+  type McpServer,
+  type McpTrustRequest,
+  Methods,
+  Notifications,
+  Requests,
+} from './protocol';
 
 export const DEF_SCHEME = 'nexus-def';
 
@@ -260,6 +271,8 @@ type McpNode = FolderNode | { kind: 'server'; daemon: Daemon; server: McpServer 
 export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposable {
   /** The servers of each daemon, by daemon id, then by name. */
   private readonly servers = new Map<string, Map<string, McpServer>>();
+  /** The servers (daemon id NUL name) already said to need a sign-in. */
+  private readonly offered = new Set<string>();
   private readonly changed = new vscode.EventEmitter<McpNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly refresh = new Coalescer(() => this.changed.fire(undefined));
@@ -278,6 +291,8 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
       vscode.commands.registerCommand('nexus.restartMcpServer', (n?: McpNode) => this.restart(n)),
       vscode.commands.registerCommand('nexus.trustMcpServer', (n?: McpNode) => this.trust(n)),
       vscode.commands.registerCommand('nexus.openMcpConfig', (n?: McpNode) => this.openConfig(n)),
+      vscode.commands.registerCommand('nexus.signInMcpServer', (n?: McpNode) => this.signIn(n)),
+      vscode.commands.registerCommand('nexus.signOutMcpServer', (n?: McpNode) => this.signOut(n)),
     );
   }
 
@@ -294,6 +309,7 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
     client.onNotification(Notifications.mcpServerStatus, (s: McpServer) => {
       this.of(d).set(s.name, s);
       this.refresh.poke();
+      this.offerSignIn(d, s);
     });
     client.onRequest(Requests.requestMcpTrust, (p: McpTrustRequest, token: CancellationToken) => this.askTrust(d, p, token));
   }
@@ -316,6 +332,63 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
       new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined))),
     ]);
     return pick === 'Trust' ? 'allow' : 'reject';
+  }
+
+  /** offerSignIn says, once each time a server comes to need the person
+   * to sign in, that it does, with a Sign in button. */
+  private offerSignIn(d: Daemon, s: McpServer): void {
+    const key = `${d.id}\0${s.name}`;
+    if (s.state !== 'needs_auth') {
+      this.offered.delete(key);
+      return;
+    }
+    if (this.offered.has(key)) {
+      return;
+    }
+    this.offered.add(key);
+    void vscode.window
+      .showInformationMessage(inFolder(this.daemons, d, `Nexus: the MCP server "${s.name}" needs you to sign in.`), 'Sign in')
+      .then((pick) => (pick === 'Sign in' ? this.signIn({ kind: 'server', daemon: d, server: this.of(d).get(s.name) ?? s }) : undefined));
+  }
+
+  /** signIn signs the person in to an http server (nexus/mcp/login): the
+   * daemon has the browser open the sign-in page, and answers once done. */
+  private async signIn(n?: McpNode): Promise<void> {
+    const t = await this.target(n, (x) => x.transport === 'http', 'MCP server to sign in to');
+    const client = t?.daemon.current;
+    if (!t || !client) {
+      return;
+    }
+    const name = t.server.name;
+    try {
+      const r = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Nexus: signing in to ${name} in your browser…`, cancellable: true },
+        (_, token) => client.sendRequest<McpLoginResult>(Methods.mcpLogin, { name }, token),
+      );
+      this.of(t.daemon).set(r.server.name, r.server);
+      this.refresh.poke();
+      void vscode.window.showInformationMessage(`Nexus: signed in to ${name}.`);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: signing in to ${name} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** signOut deletes a server's tokens (nexus/mcp/logout). */
+  private async signOut(n?: McpNode): Promise<void> {
+    const t = await this.target(n, (x) => x.transport === 'http', 'MCP server to sign out of');
+    const client = t?.daemon.current;
+    if (!t || !client) {
+      return;
+    }
+    const name = t.server.name;
+    try {
+      const r = await call(client, Methods.mcpLogout, { name });
+      this.of(t.daemon).set(r.server.name, r.server);
+      this.refresh.poke();
+      void vscode.window.showInformationMessage(r.signedOut ? `Nexus: signed out of ${name}.` : `Nexus: ${name} had no sign-in.`);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Nexus: signing out of ${name} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   /** target is the server a command acts on: the node it was given, or
@@ -391,6 +464,9 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
     try {
       const r = await call(client, Methods.mcpServers, {});
       this.servers.set(d.id, new Map((r.servers ?? []).map((s) => [s.name, s])));
+      for (const s of r.servers ?? []) {
+        this.offerSignIn(d, s);
+      }
     } catch (err) {
       d.output.appendLine(`[nexus] nexus/mcp/servers: ${String(err)}`);
     }
@@ -434,9 +510,10 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
     item.tooltip = [s.error, s.launch ? launchText(s.launch) : '', s.source]
       .filter(Boolean)
       .join('\n');
-    const icons: Record<string, string> = { ready: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin', disabled: 'circle-slash' };
+    const icons: Record<string, string> = { ready: 'pass', failed: 'error', pending_approval: 'shield', starting: 'loading~spin', disabled: 'circle-slash', needs_auth: 'key' };
     item.iconPath = new vscode.ThemeIcon(icons[s.state] ?? 'circle-outline');
-    item.contextValue = `mcp.${s.state}`;
+    // mcp.<state>, and .http for a server one may sign in to.
+    item.contextValue = `mcp.${s.state}${s.transport === 'http' ? '.http' : ''}`;
     return item;
   }
 

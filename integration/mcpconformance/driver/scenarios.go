@@ -124,7 +124,7 @@ type oauthConfig struct {
 	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
 	// PrivateKeyEnv and SigningAlgorithm are for private_key_jwt client
 	// authentication (auth/client-credentials-jwt): a PEM key in the
-	// variable. Not in the agreed contract yet; proposed by this driver.
+	// variable.
 	PrivateKeyEnv    string `json:"privateKeyEnv,omitempty"`
 	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
 }

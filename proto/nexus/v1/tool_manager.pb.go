@@ -1502,7 +1502,8 @@ func (x *RevokeApprovalResponse) GetRevoked() bool {
 // McpServer is the state of one configured MCP server. state is one of
 // starting, ready, failed, disabled (lazy servers not yet used are
 // disabled with lazy true), pending_approval (an entry the person has not
-// approved, or not as it is now: it is not started).
+// approved, or not as it is now: it is not started), needs_auth (an http
+// server that waits for the person to sign in: LoginMcpServer).
 type McpServer struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1653,18 +1654,20 @@ func (x *McpServer) GetTrusted() bool {
 
 // McpLaunch is what an MCP server entry runs, after ${VAR} expansion:
 // command, args, cwd, env and the names of the daemon's variables it
-// inherits (stdio), or url and headers (http).
+// inherits (stdio), or url, headers and the oauth block (http).
 type McpLaunch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// transport is stdio or http.
-	Transport     string            `protobuf:"bytes,1,opt,name=transport,proto3" json:"transport,omitempty"`
-	Command       string            `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
-	Args          []string          `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
-	Cwd           string            `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	Env           map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	InheritEnv    []string          `protobuf:"bytes,6,rep,name=inherit_env,json=inheritEnv,proto3" json:"inherit_env,omitempty"`
-	Url           string            `protobuf:"bytes,7,opt,name=url,proto3" json:"url,omitempty"`
-	Headers       map[string]string `protobuf:"bytes,8,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Transport  string            `protobuf:"bytes,1,opt,name=transport,proto3" json:"transport,omitempty"`
+	Command    string            `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	Args       []string          `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	Cwd        string            `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Env        map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	InheritEnv []string          `protobuf:"bytes,6,rep,name=inherit_env,json=inheritEnv,proto3" json:"inherit_env,omitempty"`
+	Url        string            `protobuf:"bytes,7,opt,name=url,proto3" json:"url,omitempty"`
+	Headers    map[string]string `protobuf:"bytes,8,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// oauth is the entry's oauth block: how the hub signs in to the server.
+	Oauth         *McpOAuth `protobuf:"bytes,9,opt,name=oauth,proto3" json:"oauth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1755,6 +1758,116 @@ func (x *McpLaunch) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *McpLaunch) GetOauth() *McpOAuth {
+	if x != nil {
+		return x.Oauth
+	}
+	return nil
+}
+
+// McpOAuth is the oauth block of an http server's entry; secrets are named
+// by the daemon's environment variables that hold them, never sent.
+type McpOAuth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// grant is authorization_code (a person signs in) or client_credentials.
+	Grant             string   `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	ClientId          string   `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientSecretEnv   string   `protobuf:"bytes,3,opt,name=client_secret_env,json=clientSecretEnv,proto3" json:"client_secret_env,omitempty"`
+	PrivateKeyEnv     string   `protobuf:"bytes,4,opt,name=private_key_env,json=privateKeyEnv,proto3" json:"private_key_env,omitempty"`
+	SigningAlgorithm  string   `protobuf:"bytes,5,opt,name=signing_algorithm,json=signingAlgorithm,proto3" json:"signing_algorithm,omitempty"`
+	Scopes            []string `protobuf:"bytes,6,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	ClientMetadataUrl string   `protobuf:"bytes,7,opt,name=client_metadata_url,json=clientMetadataUrl,proto3" json:"client_metadata_url,omitempty"`
+	RedirectPort      int32    `protobuf:"varint,8,opt,name=redirect_port,json=redirectPort,proto3" json:"redirect_port,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *McpOAuth) Reset() {
+	*x = McpOAuth{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpOAuth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpOAuth) ProtoMessage() {}
+
+func (x *McpOAuth) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpOAuth.ProtoReflect.Descriptor instead.
+func (*McpOAuth) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *McpOAuth) GetGrant() string {
+	if x != nil {
+		return x.Grant
+	}
+	return ""
+}
+
+func (x *McpOAuth) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *McpOAuth) GetClientSecretEnv() string {
+	if x != nil {
+		return x.ClientSecretEnv
+	}
+	return ""
+}
+
+func (x *McpOAuth) GetPrivateKeyEnv() string {
+	if x != nil {
+		return x.PrivateKeyEnv
+	}
+	return ""
+}
+
+func (x *McpOAuth) GetSigningAlgorithm() string {
+	if x != nil {
+		return x.SigningAlgorithm
+	}
+	return ""
+}
+
+func (x *McpOAuth) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *McpOAuth) GetClientMetadataUrl() string {
+	if x != nil {
+		return x.ClientMetadataUrl
+	}
+	return ""
+}
+
+func (x *McpOAuth) GetRedirectPort() int32 {
+	if x != nil {
+		return x.RedirectPort
+	}
+	return 0
+}
+
 type ListMcpServersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1763,7 +1876,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1888,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1901,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
 }
 
 type ListMcpServersResponse struct {
@@ -1800,7 +1913,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1812,7 +1925,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1825,7 +1938,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -1844,7 +1957,7 @@ type RestartMcpServerRequest struct {
 
 func (x *RestartMcpServerRequest) Reset() {
 	*x = RestartMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1856,7 +1969,7 @@ func (x *RestartMcpServerRequest) String() string {
 func (*RestartMcpServerRequest) ProtoMessage() {}
 
 func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1869,7 +1982,7 @@ func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RestartMcpServerRequest) GetName() string {
@@ -1887,7 +2000,7 @@ type RestartMcpServerResponse struct {
 
 func (x *RestartMcpServerResponse) Reset() {
 	*x = RestartMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2012,7 @@ func (x *RestartMcpServerResponse) String() string {
 func (*RestartMcpServerResponse) ProtoMessage() {}
 
 func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2025,7 @@ func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
 }
 
 type TrustMcpServerRequest struct {
@@ -1927,7 +2040,7 @@ type TrustMcpServerRequest struct {
 
 func (x *TrustMcpServerRequest) Reset() {
 	*x = TrustMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2052,7 @@ func (x *TrustMcpServerRequest) String() string {
 func (*TrustMcpServerRequest) ProtoMessage() {}
 
 func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2065,7 @@ func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TrustMcpServerRequest) GetName() string {
@@ -1978,7 +2091,7 @@ type TrustMcpServerResponse struct {
 
 func (x *TrustMcpServerResponse) Reset() {
 	*x = TrustMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1990,7 +2103,7 @@ func (x *TrustMcpServerResponse) String() string {
 func (*TrustMcpServerResponse) ProtoMessage() {}
 
 func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2003,7 +2116,7 @@ func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TrustMcpServerResponse) GetServer() *McpServer {
@@ -2011,6 +2124,276 @@ func (x *TrustMcpServerResponse) GetServer() *McpServer {
 		return x.Server
 	}
 	return nil
+}
+
+type LoginMcpServerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoginMcpServerRequest) Reset() {
+	*x = LoginMcpServerRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoginMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoginMcpServerRequest) ProtoMessage() {}
+
+func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoginMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*LoginMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *LoginMcpServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// LoginMcpServerEvent is one step of a sign-in: first authorization_url,
+// to open in the person's browser; last done.
+type LoginMcpServerEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*LoginMcpServerEvent_AuthorizationUrl
+	//	*LoginMcpServerEvent_Done
+	Event         isLoginMcpServerEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoginMcpServerEvent) Reset() {
+	*x = LoginMcpServerEvent{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoginMcpServerEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoginMcpServerEvent) ProtoMessage() {}
+
+func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoginMcpServerEvent.ProtoReflect.Descriptor instead.
+func (*LoginMcpServerEvent) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *LoginMcpServerEvent) GetEvent() isLoginMcpServerEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *LoginMcpServerEvent) GetAuthorizationUrl() string {
+	if x != nil {
+		if x, ok := x.Event.(*LoginMcpServerEvent_AuthorizationUrl); ok {
+			return x.AuthorizationUrl
+		}
+	}
+	return ""
+}
+
+func (x *LoginMcpServerEvent) GetDone() *LoginMcpServerDone {
+	if x != nil {
+		if x, ok := x.Event.(*LoginMcpServerEvent_Done); ok {
+			return x.Done
+		}
+	}
+	return nil
+}
+
+type isLoginMcpServerEvent_Event interface {
+	isLoginMcpServerEvent_Event()
+}
+
+type LoginMcpServerEvent_AuthorizationUrl struct {
+	AuthorizationUrl string `protobuf:"bytes,1,opt,name=authorization_url,json=authorizationUrl,proto3,oneof"`
+}
+
+type LoginMcpServerEvent_Done struct {
+	Done *LoginMcpServerDone `protobuf:"bytes,2,opt,name=done,proto3,oneof"`
+}
+
+func (*LoginMcpServerEvent_AuthorizationUrl) isLoginMcpServerEvent_Event() {}
+
+func (*LoginMcpServerEvent_Done) isLoginMcpServerEvent_Event() {}
+
+type LoginMcpServerDone struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the server's state once signed in.
+	Server        *McpServer `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoginMcpServerDone) Reset() {
+	*x = LoginMcpServerDone{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoginMcpServerDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoginMcpServerDone) ProtoMessage() {}
+
+func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoginMcpServerDone.ProtoReflect.Descriptor instead.
+func (*LoginMcpServerDone) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *LoginMcpServerDone) GetServer() *McpServer {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+type LogoutMcpServerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutMcpServerRequest) Reset() {
+	*x = LogoutMcpServerRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutMcpServerRequest) ProtoMessage() {}
+
+func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*LogoutMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *LogoutMcpServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type LogoutMcpServerResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Server *McpServer             `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// signed_out is false when there were no tokens to delete.
+	SignedOut     bool `protobuf:"varint,2,opt,name=signed_out,json=signedOut,proto3" json:"signed_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutMcpServerResponse) Reset() {
+	*x = LogoutMcpServerResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutMcpServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutMcpServerResponse) ProtoMessage() {}
+
+func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutMcpServerResponse.ProtoReflect.Descriptor instead.
+func (*LogoutMcpServerResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *LogoutMcpServerResponse) GetServer() *McpServer {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *LogoutMcpServerResponse) GetSignedOut() bool {
+	if x != nil {
+		return x.SignedOut
+	}
+	return false
 }
 
 type McpResource struct {
@@ -2027,7 +2410,7 @@ type McpResource struct {
 
 func (x *McpResource) Reset() {
 	*x = McpResource{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2422,7 @@ func (x *McpResource) String() string {
 func (*McpResource) ProtoMessage() {}
 
 func (x *McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2435,7 @@ func (x *McpResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
 func (*McpResource) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *McpResource) GetServerName() string {
@@ -2107,7 +2490,7 @@ type ListMcpResourcesRequest struct {
 
 func (x *ListMcpResourcesRequest) Reset() {
 	*x = ListMcpResourcesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2502,7 @@ func (x *ListMcpResourcesRequest) String() string {
 func (*ListMcpResourcesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2515,7 @@ func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListMcpResourcesRequest) GetServerName() string {
@@ -2151,7 +2534,7 @@ type ListMcpResourcesResponse struct {
 
 func (x *ListMcpResourcesResponse) Reset() {
 	*x = ListMcpResourcesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2546,7 @@ func (x *ListMcpResourcesResponse) String() string {
 func (*ListMcpResourcesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2559,7 @@ func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListMcpResourcesResponse) GetResources() []*McpResource {
@@ -2196,7 +2579,7 @@ type ReadMcpResourceRequest struct {
 
 func (x *ReadMcpResourceRequest) Reset() {
 	*x = ReadMcpResourceRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2591,7 @@ func (x *ReadMcpResourceRequest) String() string {
 func (*ReadMcpResourceRequest) ProtoMessage() {}
 
 func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2604,7 @@ func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReadMcpResourceRequest) GetServerName() string {
@@ -2250,7 +2633,7 @@ type ReadMcpResourceResponse struct {
 
 func (x *ReadMcpResourceResponse) Reset() {
 	*x = ReadMcpResourceResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2645,7 @@ func (x *ReadMcpResourceResponse) String() string {
 func (*ReadMcpResourceResponse) ProtoMessage() {}
 
 func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2658,7 @@ func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReadMcpResourceResponse) GetContentsJson() string {
@@ -2299,7 +2682,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2694,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2707,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *McpPrompt) GetServerName() string {
@@ -2371,7 +2754,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2766,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2779,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListMcpPromptsRequest) GetServerName() string {
@@ -2415,7 +2798,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2810,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2823,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -2461,7 +2844,7 @@ type GetMcpPromptRequest struct {
 
 func (x *GetMcpPromptRequest) Reset() {
 	*x = GetMcpPromptRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2473,7 +2856,7 @@ func (x *GetMcpPromptRequest) String() string {
 func (*GetMcpPromptRequest) ProtoMessage() {}
 
 func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +2869,7 @@ func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetMcpPromptRequest) GetServerName() string {
@@ -2520,7 +2903,7 @@ type GetMcpPromptResponse struct {
 
 func (x *GetMcpPromptResponse) Reset() {
 	*x = GetMcpPromptResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2915,7 @@ func (x *GetMcpPromptResponse) String() string {
 func (*GetMcpPromptResponse) ProtoMessage() {}
 
 func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2928,7 @@ func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetMcpPromptResponse) GetResultJson() string {
@@ -2570,7 +2953,7 @@ type McpResourceTemplate struct {
 
 func (x *McpResourceTemplate) Reset() {
 	*x = McpResourceTemplate{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2965,7 @@ func (x *McpResourceTemplate) String() string {
 func (*McpResourceTemplate) ProtoMessage() {}
 
 func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2978,7 @@ func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResourceTemplate.ProtoReflect.Descriptor instead.
 func (*McpResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *McpResourceTemplate) GetServerName() string {
@@ -2650,7 +3033,7 @@ type ListMcpResourceTemplatesRequest struct {
 
 func (x *ListMcpResourceTemplatesRequest) Reset() {
 	*x = ListMcpResourceTemplatesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +3045,7 @@ func (x *ListMcpResourceTemplatesRequest) String() string {
 func (*ListMcpResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +3058,7 @@ func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListMcpResourceTemplatesRequest) GetServerName() string {
@@ -2694,7 +3077,7 @@ type ListMcpResourceTemplatesResponse struct {
 
 func (x *ListMcpResourceTemplatesResponse) Reset() {
 	*x = ListMcpResourceTemplatesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +3089,7 @@ func (x *ListMcpResourceTemplatesResponse) String() string {
 func (*ListMcpResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +3102,7 @@ func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListMcpResourceTemplatesResponse) GetTemplates() []*McpResourceTemplate {
@@ -2742,7 +3125,7 @@ type WatchMcpChangesRequest struct {
 
 func (x *WatchMcpChangesRequest) Reset() {
 	*x = WatchMcpChangesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +3137,7 @@ func (x *WatchMcpChangesRequest) String() string {
 func (*WatchMcpChangesRequest) ProtoMessage() {}
 
 func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +3150,7 @@ func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMcpChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchMcpChangesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *WatchMcpChangesRequest) GetServerName() string {
@@ -2800,7 +3183,7 @@ type McpChange struct {
 
 func (x *McpChange) Reset() {
 	*x = McpChange{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +3195,7 @@ func (x *McpChange) String() string {
 func (*McpChange) ProtoMessage() {}
 
 func (x *McpChange) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +3208,7 @@ func (x *McpChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpChange.ProtoReflect.Descriptor instead.
 func (*McpChange) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *McpChange) GetServerName() string {
@@ -3000,7 +3383,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	" \x01(\x05R\x03pid\x12+\n" +
 	"\x06launch\x18\v \x01(\v2\x13.nexus.v1.McpLaunchR\x06launch\x12\x10\n" +
 	"\x03pin\x18\f \x01(\tR\x03pin\x12\x18\n" +
-	"\atrusted\x18\r \x01(\bR\atrusted\"\xfc\x02\n" +
+	"\atrusted\x18\r \x01(\bR\atrusted\"\xa6\x03\n" +
 	"\tMcpLaunch\x12\x1c\n" +
 	"\ttransport\x18\x01 \x01(\tR\ttransport\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
@@ -3010,13 +3393,23 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\vinherit_env\x18\x06 \x03(\tR\n" +
 	"inheritEnv\x12\x10\n" +
 	"\x03url\x18\a \x01(\tR\x03url\x12:\n" +
-	"\aheaders\x18\b \x03(\v2 .nexus.v1.McpLaunch.HeadersEntryR\aheaders\x1a6\n" +
+	"\aheaders\x18\b \x03(\v2 .nexus.v1.McpLaunch.HeadersEntryR\aheaders\x12(\n" +
+	"\x05oauth\x18\t \x01(\v2\x12.nexus.v1.McpOAuthR\x05oauth\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x17\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xab\x02\n" +
+	"\bMcpOAuth\x12\x14\n" +
+	"\x05grant\x18\x01 \x01(\tR\x05grant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12*\n" +
+	"\x11client_secret_env\x18\x03 \x01(\tR\x0fclientSecretEnv\x12&\n" +
+	"\x0fprivate_key_env\x18\x04 \x01(\tR\rprivateKeyEnv\x12+\n" +
+	"\x11signing_algorithm\x18\x05 \x01(\tR\x10signingAlgorithm\x12\x16\n" +
+	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12.\n" +
+	"\x13client_metadata_url\x18\a \x01(\tR\x11clientMetadataUrl\x12#\n" +
+	"\rredirect_port\x18\b \x01(\x05R\fredirectPort\"\x17\n" +
 	"\x15ListMcpServersRequest\"G\n" +
 	"\x16ListMcpServersResponse\x12-\n" +
 	"\aservers\x18\x01 \x03(\v2\x13.nexus.v1.McpServerR\aservers\"-\n" +
@@ -3027,7 +3420,21 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03pin\x18\x02 \x01(\tR\x03pin\"E\n" +
 	"\x16TrustMcpServerResponse\x12+\n" +
-	"\x06server\x18\x01 \x01(\v2\x13.nexus.v1.McpServerR\x06server\"\xa9\x01\n" +
+	"\x06server\x18\x01 \x01(\v2\x13.nexus.v1.McpServerR\x06server\"+\n" +
+	"\x15LoginMcpServerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x81\x01\n" +
+	"\x13LoginMcpServerEvent\x12-\n" +
+	"\x11authorization_url\x18\x01 \x01(\tH\x00R\x10authorizationUrl\x122\n" +
+	"\x04done\x18\x02 \x01(\v2\x1c.nexus.v1.LoginMcpServerDoneH\x00R\x04doneB\a\n" +
+	"\x05event\"A\n" +
+	"\x12LoginMcpServerDone\x12+\n" +
+	"\x06server\x18\x01 \x01(\v2\x13.nexus.v1.McpServerR\x06server\",\n" +
+	"\x16LogoutMcpServerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"e\n" +
+	"\x17LogoutMcpServerResponse\x12+\n" +
+	"\x06server\x18\x01 \x01(\v2\x13.nexus.v1.McpServerR\x06server\x12\x1d\n" +
+	"\n" +
+	"signed_out\x18\x02 \x01(\bR\tsignedOut\"\xa9\x01\n" +
 	"\vMcpResource\x12\x1f\n" +
 	"\vserver_name\x18\x01 \x01(\tR\n" +
 	"serverName\x12\x10\n" +
@@ -3092,7 +3499,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"serverName\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03uri\x18\x03 \x01(\tR\x03uri\x12.\n" +
-	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time2\xaf\v\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time2\xdb\f\n" +
 	"\vToolManager\x12D\n" +
 	"\tListTools\x12\x1a.nexus.v1.ListToolsRequest\x1a\x1b.nexus.v1.ListToolsResponse\x12\\\n" +
 	"\x11GetToolDefinition\x12\".nexus.v1.GetToolDefinitionRequest\x1a#.nexus.v1.GetToolDefinitionResponse\x12J\n" +
@@ -3104,7 +3511,9 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x0eRevokeApproval\x12\x1f.nexus.v1.RevokeApprovalRequest\x1a .nexus.v1.RevokeApprovalResponse\x12S\n" +
 	"\x0eListMcpServers\x12\x1f.nexus.v1.ListMcpServersRequest\x1a .nexus.v1.ListMcpServersResponse\x12Y\n" +
 	"\x10RestartMcpServer\x12!.nexus.v1.RestartMcpServerRequest\x1a\".nexus.v1.RestartMcpServerResponse\x12S\n" +
-	"\x0eTrustMcpServer\x12\x1f.nexus.v1.TrustMcpServerRequest\x1a .nexus.v1.TrustMcpServerResponse\x12Y\n" +
+	"\x0eTrustMcpServer\x12\x1f.nexus.v1.TrustMcpServerRequest\x1a .nexus.v1.TrustMcpServerResponse\x12R\n" +
+	"\x0eLoginMcpServer\x12\x1f.nexus.v1.LoginMcpServerRequest\x1a\x1d.nexus.v1.LoginMcpServerEvent0\x01\x12V\n" +
+	"\x0fLogoutMcpServer\x12 .nexus.v1.LogoutMcpServerRequest\x1a!.nexus.v1.LogoutMcpServerResponse\x12Y\n" +
 	"\x10ListMcpResources\x12!.nexus.v1.ListMcpResourcesRequest\x1a\".nexus.v1.ListMcpResourcesResponse\x12V\n" +
 	"\x0fReadMcpResource\x12 .nexus.v1.ReadMcpResourceRequest\x1a!.nexus.v1.ReadMcpResourceResponse\x12S\n" +
 	"\x0eListMcpPrompts\x12\x1f.nexus.v1.ListMcpPromptsRequest\x1a .nexus.v1.ListMcpPromptsResponse\x12M\n" +
@@ -3124,7 +3533,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
@@ -3150,94 +3559,108 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*RevokeApprovalResponse)(nil),           // 21: nexus.v1.RevokeApprovalResponse
 	(*McpServer)(nil),                        // 22: nexus.v1.McpServer
 	(*McpLaunch)(nil),                        // 23: nexus.v1.McpLaunch
-	(*ListMcpServersRequest)(nil),            // 24: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),           // 25: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),          // 26: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),         // 27: nexus.v1.RestartMcpServerResponse
-	(*TrustMcpServerRequest)(nil),            // 28: nexus.v1.TrustMcpServerRequest
-	(*TrustMcpServerResponse)(nil),           // 29: nexus.v1.TrustMcpServerResponse
-	(*McpResource)(nil),                      // 30: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),          // 31: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),         // 32: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),           // 33: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),          // 34: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                        // 35: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),            // 36: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),           // 37: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),              // 38: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),             // 39: nexus.v1.GetMcpPromptResponse
-	(*McpResourceTemplate)(nil),              // 40: nexus.v1.McpResourceTemplate
-	(*ListMcpResourceTemplatesRequest)(nil),  // 41: nexus.v1.ListMcpResourceTemplatesRequest
-	(*ListMcpResourceTemplatesResponse)(nil), // 42: nexus.v1.ListMcpResourceTemplatesResponse
-	(*WatchMcpChangesRequest)(nil),           // 43: nexus.v1.WatchMcpChangesRequest
-	(*McpChange)(nil),                        // 44: nexus.v1.McpChange
-	nil,                                      // 45: nexus.v1.McpLaunch.EnvEntry
-	nil,                                      // 46: nexus.v1.McpLaunch.HeadersEntry
-	nil,                                      // 47: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),            // 48: google.protobuf.Timestamp
+	(*McpOAuth)(nil),                         // 24: nexus.v1.McpOAuth
+	(*ListMcpServersRequest)(nil),            // 25: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),           // 26: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),          // 27: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),         // 28: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),            // 29: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),           // 30: nexus.v1.TrustMcpServerResponse
+	(*LoginMcpServerRequest)(nil),            // 31: nexus.v1.LoginMcpServerRequest
+	(*LoginMcpServerEvent)(nil),              // 32: nexus.v1.LoginMcpServerEvent
+	(*LoginMcpServerDone)(nil),               // 33: nexus.v1.LoginMcpServerDone
+	(*LogoutMcpServerRequest)(nil),           // 34: nexus.v1.LogoutMcpServerRequest
+	(*LogoutMcpServerResponse)(nil),          // 35: nexus.v1.LogoutMcpServerResponse
+	(*McpResource)(nil),                      // 36: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),          // 37: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),         // 38: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),           // 39: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),          // 40: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                        // 41: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),            // 42: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),           // 43: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),              // 44: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),             // 45: nexus.v1.GetMcpPromptResponse
+	(*McpResourceTemplate)(nil),              // 46: nexus.v1.McpResourceTemplate
+	(*ListMcpResourceTemplatesRequest)(nil),  // 47: nexus.v1.ListMcpResourceTemplatesRequest
+	(*ListMcpResourceTemplatesResponse)(nil), // 48: nexus.v1.ListMcpResourceTemplatesResponse
+	(*WatchMcpChangesRequest)(nil),           // 49: nexus.v1.WatchMcpChangesRequest
+	(*McpChange)(nil),                        // 50: nexus.v1.McpChange
+	nil,                                      // 51: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 52: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 53: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 54: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	8,  // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	48, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	48, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	54, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	54, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	9,  // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	10, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	11, // 7: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
 	7,  // 8: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	48, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	54, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
 	17, // 10: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	48, // 11: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	54, // 11: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
 	23, // 12: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	45, // 13: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	46, // 14: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
-	22, // 15: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
-	22, // 16: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	30, // 17: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
-	35, // 18: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	47, // 19: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	40, // 20: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
-	48, // 21: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
-	1,  // 22: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 23: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 24: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	12, // 25: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	13, // 26: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	15, // 27: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	18, // 28: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	20, // 29: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	24, // 30: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	26, // 31: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	28, // 32: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	31, // 33: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	33, // 34: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	36, // 35: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	38, // 36: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	41, // 37: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
-	43, // 38: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
-	2,  // 39: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 40: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 41: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 42: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	14, // 43: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	16, // 44: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	19, // 45: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	21, // 46: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	25, // 47: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	27, // 48: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	29, // 49: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	32, // 50: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	34, // 51: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	37, // 52: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	39, // 53: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	42, // 54: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
-	44, // 55: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
-	39, // [39:56] is the sub-list for method output_type
-	22, // [22:39] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	51, // 13: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	52, // 14: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	24, // 15: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
+	22, // 16: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
+	22, // 17: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	33, // 18: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
+	22, // 19: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
+	22, // 20: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	36, // 21: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
+	41, // 22: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
+	53, // 23: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	46, // 24: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
+	54, // 25: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	1,  // 26: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 27: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 28: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	12, // 29: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	13, // 30: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	15, // 31: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	18, // 32: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	20, // 33: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	25, // 34: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	27, // 35: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	29, // 36: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	31, // 37: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
+	34, // 38: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
+	37, // 39: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	39, // 40: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	42, // 41: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	44, // 42: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	47, // 43: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	49, // 44: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	2,  // 45: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 46: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 47: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 48: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	14, // 49: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	16, // 50: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	19, // 51: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	21, // 52: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	26, // 53: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	28, // 54: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	30, // 55: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	32, // 56: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
+	35, // 57: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
+	38, // 58: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	40, // 59: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	43, // 60: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	45, // 61: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	48, // 62: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	50, // 63: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	45, // [45:64] is the sub-list for method output_type
+	26, // [26:45] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -3245,13 +3668,17 @@ func file_nexus_v1_tool_manager_proto_init() {
 	if File_nexus_v1_tool_manager_proto != nil {
 		return
 	}
+	file_nexus_v1_tool_manager_proto_msgTypes[32].OneofWrappers = []any{
+		(*LoginMcpServerEvent_AuthorizationUrl)(nil),
+		(*LoginMcpServerEvent_Done)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

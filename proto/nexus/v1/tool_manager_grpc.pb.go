@@ -30,6 +30,8 @@ const (
 	ToolManager_ListMcpServers_FullMethodName           = "/nexus.v1.ToolManager/ListMcpServers"
 	ToolManager_RestartMcpServer_FullMethodName         = "/nexus.v1.ToolManager/RestartMcpServer"
 	ToolManager_TrustMcpServer_FullMethodName           = "/nexus.v1.ToolManager/TrustMcpServer"
+	ToolManager_LoginMcpServer_FullMethodName           = "/nexus.v1.ToolManager/LoginMcpServer"
+	ToolManager_LogoutMcpServer_FullMethodName          = "/nexus.v1.ToolManager/LogoutMcpServer"
 	ToolManager_ListMcpResources_FullMethodName         = "/nexus.v1.ToolManager/ListMcpResources"
 	ToolManager_ReadMcpResource_FullMethodName          = "/nexus.v1.ToolManager/ReadMcpResource"
 	ToolManager_ListMcpPrompts_FullMethodName           = "/nexus.v1.ToolManager/ListMcpPrompts"
@@ -72,6 +74,16 @@ type ToolManagerClient interface {
 	// only: an app token gets PERMISSION_DENIED). With pin, the entry must
 	// still be the one shown (FAILED_PRECONDITION when it changed).
 	TrustMcpServer(ctx context.Context, in *TrustMcpServerRequest, opts ...grpc.CallOption) (*TrustMcpServerResponse, error)
+	// LoginMcpServer signs the person in to an http server with OAuth (the
+	// authorization code grant): the stream sends the authorization URL for
+	// the person's browser, then done once the tokens are kept, and the
+	// server, if it waited in state needs_auth, connects. A sign-in that fails
+	// or times out ends the stream with its status (FAILED_PRECONDITION, with
+	// the reason); cancelling the stream ends the sign-in. Admin token only.
+	LoginMcpServer(ctx context.Context, in *LoginMcpServerRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LoginMcpServerEvent], error)
+	// LogoutMcpServer deletes the OAuth tokens of a server and disconnects it.
+	// Admin token only.
+	LogoutMcpServer(ctx context.Context, in *LogoutMcpServerRequest, opts ...grpc.CallOption) (*LogoutMcpServerResponse, error)
 	// ListMcpResources lists the resources of one server, or of all ready ones.
 	ListMcpResources(ctx context.Context, in *ListMcpResourcesRequest, opts ...grpc.CallOption) (*ListMcpResourcesResponse, error)
 	// ReadMcpResource reads one resource of a server.
@@ -219,6 +231,35 @@ func (c *toolManagerClient) TrustMcpServer(ctx context.Context, in *TrustMcpServ
 	return out, nil
 }
 
+func (c *toolManagerClient) LoginMcpServer(ctx context.Context, in *LoginMcpServerRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LoginMcpServerEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[1], ToolManager_LoginMcpServer_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LoginMcpServerRequest, LoginMcpServerEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolManager_LoginMcpServerClient = grpc.ServerStreamingClient[LoginMcpServerEvent]
+
+func (c *toolManagerClient) LogoutMcpServer(ctx context.Context, in *LogoutMcpServerRequest, opts ...grpc.CallOption) (*LogoutMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LogoutMcpServerResponse)
+	err := c.cc.Invoke(ctx, ToolManager_LogoutMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolManagerClient) ListMcpResources(ctx context.Context, in *ListMcpResourcesRequest, opts ...grpc.CallOption) (*ListMcpResourcesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListMcpResourcesResponse)
@@ -271,7 +312,7 @@ func (c *toolManagerClient) ListMcpResourceTemplates(ctx context.Context, in *Li
 
 func (c *toolManagerClient) WatchMcpChanges(ctx context.Context, in *WatchMcpChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[McpChange], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[1], ToolManager_WatchMcpChanges_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[2], ToolManager_WatchMcpChanges_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -322,6 +363,16 @@ type ToolManagerServer interface {
 	// only: an app token gets PERMISSION_DENIED). With pin, the entry must
 	// still be the one shown (FAILED_PRECONDITION when it changed).
 	TrustMcpServer(context.Context, *TrustMcpServerRequest) (*TrustMcpServerResponse, error)
+	// LoginMcpServer signs the person in to an http server with OAuth (the
+	// authorization code grant): the stream sends the authorization URL for
+	// the person's browser, then done once the tokens are kept, and the
+	// server, if it waited in state needs_auth, connects. A sign-in that fails
+	// or times out ends the stream with its status (FAILED_PRECONDITION, with
+	// the reason); cancelling the stream ends the sign-in. Admin token only.
+	LoginMcpServer(*LoginMcpServerRequest, grpc.ServerStreamingServer[LoginMcpServerEvent]) error
+	// LogoutMcpServer deletes the OAuth tokens of a server and disconnects it.
+	// Admin token only.
+	LogoutMcpServer(context.Context, *LogoutMcpServerRequest) (*LogoutMcpServerResponse, error)
 	// ListMcpResources lists the resources of one server, or of all ready ones.
 	ListMcpResources(context.Context, *ListMcpResourcesRequest) (*ListMcpResourcesResponse, error)
 	// ReadMcpResource reads one resource of a server.
@@ -382,6 +433,12 @@ func (UnimplementedToolManagerServer) RestartMcpServer(context.Context, *Restart
 }
 func (UnimplementedToolManagerServer) TrustMcpServer(context.Context, *TrustMcpServerRequest) (*TrustMcpServerResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method TrustMcpServer not implemented")
+}
+func (UnimplementedToolManagerServer) LoginMcpServer(*LoginMcpServerRequest, grpc.ServerStreamingServer[LoginMcpServerEvent]) error {
+	return status.Errorf(codes.Unimplemented, "method LoginMcpServer not implemented")
+}
+func (UnimplementedToolManagerServer) LogoutMcpServer(context.Context, *LogoutMcpServerRequest) (*LogoutMcpServerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method LogoutMcpServer not implemented")
 }
 func (UnimplementedToolManagerServer) ListMcpResources(context.Context, *ListMcpResourcesRequest) (*ListMcpResourcesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListMcpResources not implemented")
@@ -613,6 +670,35 @@ func _ToolManager_TrustMcpServer_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolManager_LoginMcpServer_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(LoginMcpServerRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolManagerServer).LoginMcpServer(m, &grpc.GenericServerStream[LoginMcpServerRequest, LoginMcpServerEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolManager_LoginMcpServerServer = grpc.ServerStreamingServer[LoginMcpServerEvent]
+
+func _ToolManager_LogoutMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LogoutMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).LogoutMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_LogoutMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).LogoutMcpServer(ctx, req.(*LogoutMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ToolManager_ListMcpResources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListMcpResourcesRequest)
 	if err := dec(in); err != nil {
@@ -762,6 +848,10 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ToolManager_TrustMcpServer_Handler,
 		},
 		{
+			MethodName: "LogoutMcpServer",
+			Handler:    _ToolManager_LogoutMcpServer_Handler,
+		},
+		{
 			MethodName: "ListMcpResources",
 			Handler:    _ToolManager_ListMcpResources_Handler,
 		},
@@ -786,6 +876,11 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchToolCalls",
 			Handler:       _ToolManager_WatchToolCalls_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "LoginMcpServer",
+			Handler:       _ToolManager_LoginMcpServer_Handler,
 			ServerStreams: true,
 		},
 		{
