@@ -153,6 +153,9 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	cfg := p.Config
+	if err := l.CheckDefinitionsRoot(l.Resolve(cfg.Definitions.Root)); err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%s: %w", l.Config, err)
+	}
 	if p.tcpAddr, err = tcpAddress(ctx, opts.GRPCAddr, cfg.GRPC.Address, opts.InsecureTCP, lookupHost); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -542,5 +543,22 @@ func TestSecuritySandboxModes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSecurityDefinitionsRootHoldingNexus: a definitions root that holds
+// .nexus ("." or above the workspace) is refused at start, naming the key:
+// the tokens, history and sessions would otherwise be definition files,
+// readable by tool calls and committed to the history.
+func TestSecurityDefinitionsRootHoldingNexus(t *testing.T) {
+	for _, root := range []string{".", ".."} {
+		ws := newWorkspace(t, "definitions:\n  root: \""+root+"\"\n")
+		out, err := exec.Command(filepath.Join(binDir, "nexusd"), "--workspace", ws).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "invalid configuration") || !strings.Contains(string(out), "holds the daemon's own directory") {
+			t.Errorf("root %q: nexusd %v\n%s", root, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(ws, ".nexus", "history.git")); err == nil {
+			t.Errorf("root %q: a history was made before the refusal", root)
+		}
 	}
 }

@@ -770,7 +770,7 @@ func describe(n *yaml.Node) string {
 
 // check reports values that decoded but are not allowed.
 func (d *decoder) check(c *Config) {
-	d.nonEmpty("definitions.root", c.Definitions.Root, ` (write "." for the workspace root)`)
+	d.nonEmpty("definitions.root", c.Definitions.Root, ` (a directory of the workspace, such as "definitions"; not one that holds .nexus)`)
 	d.positiveAtMost("definitions.debounce", c.Definitions.Debounce, 10*time.Second)
 
 	if d.oneOf("runtime.backend", c.Runtime.Backend, "bbolt", "redis") && c.Runtime.Backend == "redis" {

@@ -425,7 +425,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown definitions key", yamlText("definitions:", "  watcher: true"),
 			`c.yaml:2:3: unknown key "watcher" in definitions (known: root, maxFileSize, watch, debounce)`},
 		{"empty root", yamlText("definitions:", `  root: ""`),
-			`c.yaml:2:9: definitions.root: must not be empty (write "." for the workspace root)`},
+			`c.yaml:2:9: definitions.root: must not be empty (a directory of the workspace, such as "definitions"; not one that holds .nexus)`},
 		{"bad app id", yamlText("apps:", "  - id: My-App"),
 			`c.yaml:2:9: apps[0].id: "My-App" is not a valid app id (1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit)`},
 		{"app id starts with dash", yamlText("apps:", "  - id: -app"),

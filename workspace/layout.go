@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // NexusDir is the daemon's directory in a workspace.
@@ -60,6 +62,24 @@ func (l Layout) Resolve(p string) string {
 		return p
 	}
 	return filepath.Join(l.Workspace, p)
+}
+
+// CheckDefinitionsRoot refuses a definitions root that holds .nexus (the
+// workspace root itself, or a directory above it): the daemon's tokens,
+// history and sessions would be definition files, readable by tool calls
+// and committed to the history.
+func (l Layout) CheckDefinitionsRoot(root string) error {
+	real := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	rel, err := filepath.Rel(real(root), real(l.Nexus))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil // .nexus is not under it
+	}
+	return fmt.Errorf("definitions.root %s holds the daemon's own directory %s (its tokens, history and sessions): choose a directory that does not, such as %q", root, l.Nexus, "definitions")
 }
 
 // Launchers are the workspace paths whose content makes something run
