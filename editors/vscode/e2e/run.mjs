@@ -904,7 +904,7 @@ const scenarios = [
         if (fs.existsSync(path.join(s.ws, '.nexus/definitions/planner/rejected.md'))) {
           throw new Error('the rejected write wrote its file');
         }
-        await waitTreeItem(s.page, 'Tool Activity', writeFile, (d) => d.includes('error'));
+        await waitTreeItem(s.page, 'Tool Activity', writeFile, (d) => d.startsWith('denied'));
       } finally {
         tm.close();
       }
@@ -1127,11 +1127,11 @@ const scenarios = [
         }
         await waitFor('Pending Approvals to empty', async () => (await treeItems(s.page, 'Pending Approvals')).length === 0);
         await waitFor('the status bar to read "$(check) Nexus"', async () => (await statusBarText(s.page)) === '$(check) Nexus');
-        // Tool Activity: every call of the agent ended (the calls cancelled
-        // while they waited end as errors), none left running.
+        // Tool Activity: every call of the agent ended, the ones that waited
+        // read "cancelled" (an error with code cancelled), none left running.
         await waitFor('every write_file call in Tool Activity to end', async () => {
           const rows = (await treeItems(s.page, 'Tool Activity')).filter((r) => writeFile.some((l) => r.label.includes(l)));
-          return rows.length > 0 && rows.every((r) => /^(error|cancelled)\b/.test(r.description));
+          return rows.length > 0 && rows.every((r) => /^cancelled\b/.test(r.description));
         });
         await waitFor('every tool-call card to show failed', async () => (await chat.locator('.entry.tool:not(.status-failed)').count()) === 0);
       }

@@ -17,6 +17,7 @@ import {
   isFinal,
   label,
   normalizeFilter,
+  shownStatus,
 } from './activityModel';
 import type { Daemon, Daemons } from './daemon';
 import { folderItem, type FolderNode, forget, roots } from './folders';
@@ -187,10 +188,10 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     const item = new vscode.TreeItem(label(c), vscode.TreeItemCollapsibleState.None);
     item.id = `call:${c.toolCallId}`;
     item.description = describe(c);
-    item.iconPath = new vscode.ThemeIcon(icon(c.status));
+    item.iconPath = new vscode.ThemeIcon(icon(shownStatus(c)));
     item.contextValue = contextValue(c);
     const tip = new vscode.MarkdownString();
-    tip.appendMarkdown(`**${c.serverName ? c.serverName + '/' : ''}${c.toolName}** — ${c.status}\n\n`);
+    tip.appendMarkdown(`**${c.serverName ? c.serverName + '/' : ''}${c.toolName}** — ${shownStatus(c)}\n\n`);
     if (c.icerc?.intent) {
       tip.appendMarkdown(`Intent: ${c.icerc.intent}\n\n`);
     }

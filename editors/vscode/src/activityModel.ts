@@ -82,9 +82,22 @@ export function duration(c: ToolCall, now: number = Date.now()): string {
   return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
+/** shownStatus is a call's status as the person reads it: a call that
+ * ended in error because it was cancelled (code cancelled) reads
+ * "cancelled", one denied by the policy or the person "denied". */
+export function shownStatus(c: ToolCall): string {
+  if (c.status === 'error' && c.error?.code === 'cancelled') {
+    return 'cancelled';
+  }
+  if (c.status === 'error' && c.error?.code === 'permission_denied') {
+    return 'denied';
+  }
+  return c.status;
+}
+
 /** describe is a call's tree item description: status · author-or-app · duration. */
 export function describe(c: ToolCall, now?: number): string {
-  return [c.status, who(c), duration(c, now)].filter((s) => s !== '').join(' · ');
+  return [shownStatus(c), who(c), duration(c, now)].filter((s) => s !== '').join(' · ');
 }
 
 /** label is a call's title, or its tool name. */
@@ -215,11 +228,11 @@ export class ActivityModel {
   /** matches tells whether a call passes the filter. */
   matches(c: ToolCall): boolean {
     const { text, status } = this.filter;
-    if (status && c.status.toLowerCase() !== status) {
+    if (status && c.status.toLowerCase() !== status && shownStatus(c) !== status) {
       return false;
     }
     if (text) {
-      const hay = [c.toolName, c.title, c.serverName, c.author, c.appId, c.status, c.icerc?.intent, c.toolCallId]
+      const hay = [c.toolName, c.title, c.serverName, c.author, c.appId, shownStatus(c), c.icerc?.intent, c.toolCallId]
         .filter(Boolean)
         .join('\n')
         .toLowerCase();

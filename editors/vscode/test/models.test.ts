@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { CancellationToken } from 'vscode-jsonrpc/node.js';
-import { ActivityModel, Coalescer, describe, groupOf, icon } from '../src/activityModel';
+import { ActivityModel, Coalescer, describe, groupOf, icon, shownStatus } from '../src/activityModel';
 import { answerOf, PendingApprovals, promptMessage } from '../src/approvalsModel';
 import { classifyStderr, overallState, RestartBudget, servedFolders, statusText } from '../src/lifecycle';
 import { mcpLogLine } from '../src/logs';
@@ -261,4 +261,20 @@ test('multi-root: the served folders, one state for several daemons, and each da
   } finally {
     await Promise.all([da.close(), db.close()]);
   }
+});
+
+test('activity: a cancelled or denied call reads so, with a slashed icon; the filter takes either word', () => {
+  const base = { toolCallId: 'x', toolName: 'write_file', startedAt: '2026-11-25T00:00:00Z', endedAt: '2026-11-25T00:00:01Z' } as ToolCall;
+  const cancelled = { ...base, status: 'error', error: { code: 'cancelled', message: 'the call was cancelled' } } as ToolCall;
+  const denied = { ...base, toolCallId: 'y', status: 'error', error: { code: 'permission_denied', message: 'rejected' } } as ToolCall;
+  const failed = { ...base, toolCallId: 'z', status: 'error', error: { code: 'execution_failed', message: 'boom' } } as ToolCall;
+  assert.deepEqual([cancelled, denied, failed].map(shownStatus), ['cancelled', 'denied', 'error']);
+  assert.deepEqual([cancelled, denied, failed].map((c) => icon(shownStatus(c))), ['circle-slash', 'circle-slash', 'error']);
+  assert.match(describe(cancelled), /^cancelled · /);
+  const m = new ActivityModel();
+  m.reset([cancelled, denied, failed]);
+  m.setFilter({ status: 'cancelled' });
+  assert.deepEqual(m.view().flatMap((g) => g.calls.map((c) => c.toolCallId)), ['x']);
+  m.setFilter({ status: 'error' });
+  assert.equal(m.view().flatMap((g) => g.calls).length, 3);
 });
