@@ -43,6 +43,10 @@ type ServerConfig struct {
 	AllowTools, DenyTools []string
 	// Lazy servers start on first use instead of with the daemon.
 	Lazy bool
+	// Unprefixed asks the MCP gateway (nexusd mcp) to show the server's
+	// tools and prompts under their own names rather than
+	// SERVER<separator>NAME, where no other name is the same.
+	Unprefixed bool
 	// OAuth is the entry's "oauth" block (http servers): how the hub is
 	// authorized by the server. nil signs in with the defaults when the
 	// server asks (see [OAuthConfig]).
@@ -329,6 +333,8 @@ func (e *entryParser) parse(raw json.RawMessage) ServerConfig {
 			e.decode(key, v, &disabled, "true or false")
 		case "lazy":
 			e.decode(key, v, &cfg.Lazy, "true or false")
+		case "unprefixed":
+			e.decode(key, v, &cfg.Unprefixed, "true or false")
 		case "callTimeout":
 			cfg.CallTimeout = e.duration(key, v)
 		case "startupTimeout":

@@ -61,6 +61,8 @@ type Status struct {
 	Restarts int
 	Since    time.Time
 	Lazy     bool
+	// Unprefixed is the entry's "unprefixed" (see [ServerConfig]).
+	Unprefixed bool
 	// PID is the process of a running stdio server, else 0.
 	PID int
 	// Launch is what the entry runs, and Pin its hash: what the person

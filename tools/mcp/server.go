@@ -68,7 +68,7 @@ func (h *Hub) start(cfg ServerConfig) *server {
 		hashes: map[string]string{}, settled: make(chan struct{}),
 		wakeCh: make(chan struct{}, 1), restartCh: make(chan struct{}, 1), refreshCh: make(chan struct{}, 1),
 		stop: stop, done: make(chan struct{}),
-		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Since: time.Now(), Launch: launch},
+		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Unprefixed: cfg.Unprefixed, Since: time.Now(), Launch: launch},
 	}
 	s.status.Pin = s.pin
 	s.auth = newServerAuth(h, cfg)

@@ -1,0 +1,370 @@
+// Package gateway serves Nexus to MCP clients: the core tools and the
+// tools, resources and prompts of every McpHub server, over the MCP
+// protocol (nexusd mcp on stdio, /mcp over Streamable HTTP). Start with
+// [New] and [Gateway.Server].
+//
+// Every tools/call is a Nexus tool call through the [tools.Manager]:
+// validated, decided by the policy (an ask reaches the editor's prompt),
+// audited and published on the bus with the caller's party as its author.
+// A client's notifications/cancelled cancels the call; the call's progress
+// reaches the client as notifications/progress when it asked with a
+// progress token.
+//
+// Names: core tools keep their names; a hub server's tools and prompts are
+// SERVER<separator>NAME (mcp.separator, "__" by default), or their own
+// names for a server whose entry says "unprefixed": true and no other
+// name is the same. A name an MCP client could not use (not
+// ^[a-zA-Z0-9_-]{1,64}$) is left out, with a warning in the daemon log.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	Tools     *tools.Manager
+	Hub       *mcp.Hub
+	Bus       *events.Bus
+	Logger    *slog.Logger
+	Workspace string
+	// BlobDir is the hub's blob directory (default
+	// <workspace>/.nexus/mcp/blobs): results' files are read back from it.
+	BlobDir string
+	// Separator joins a server's name and a tool's or prompt's name
+	// (mcp.separator); default "__".
+	Separator string
+	Version   string
+}
+
+// Gateway holds one MCP server per party (the person, each app), all
+// showing the same tools, and keeps their lists in step with the
+// manager's tools and the hub's servers.
+type Gateway struct {
+	opts   Options
+	logger *slog.Logger
+
+	mu sync.Mutex
+	// servers are the MCP servers by party key.
+	servers map[string]*partyServer
+	// toolRefs maps each exposed tool name to the tool, and toolDefs keeps
+	// what was last added, to add again only what changed.
+	toolRefs map[string]toolRef
+	toolDefs map[string]string
+	// prompts likewise.
+	promptRefs map[string]promptRef
+	promptDefs map[string]string
+	// resources are the exposed resource URIs and templates, by server.
+	resources       map[string]string
+	templates       map[string]string
+	resourceEntries map[string]resourceEntry
+	templateEntries map[string]resourceEntry
+}
+
+type toolRef struct{ server, name string }
+
+type promptRef struct {
+	server, name string
+	prompt       mcp.Prompt
+}
+
+type partyServer struct {
+	party  access.Party
+	server *sdk.Server
+}
+
+// New returns a gateway; [Gateway.Run] keeps it in step.
+func New(opts Options) *Gateway {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Separator == "" {
+		opts.Separator = "__"
+	}
+	return &Gateway{opts: opts, logger: opts.Logger, servers: map[string]*partyServer{},
+		toolRefs: map[string]toolRef{}, toolDefs: map[string]string{},
+		promptRefs: map[string]promptRef{}, promptDefs: map[string]string{},
+		resources: map[string]string{}, templates: map[string]string{}}
+}
+
+// validName is what MCP clients accept as a tool name (Claude Code, the
+// OpenAI API); the spec allows more, the clients do not.
+var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Run keeps the servers' tools, prompts and resources in step with the
+// manager and the hub until ctx ends: at every change of a server's state
+// or lists, the lists are computed again and only what changed is added
+// or removed, so that clients get list_changed notifications for real
+// changes only.
+func (g *Gateway) Run(ctx context.Context) {
+	sub := g.opts.Bus.Subscribe(func(ev any) bool {
+		switch ev.(type) {
+		case mcp.Status, mcp.ListChanged:
+			return true
+		}
+		return false
+	}, 256)
+	defer sub.Close()
+	g.sync(ctx)
+	// Changes come in bursts (a server starting publishes several
+	// statuses): sync once a burst is over.
+	var timer <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if timer == nil {
+				timer = time.After(20 * time.Millisecond)
+			}
+		case <-timer:
+			timer = nil
+			g.sync(ctx)
+		}
+	}
+}
+
+// Server returns the MCP server of party, made on first use. Its tool
+// calls act as party.
+func (g *Gateway) Server(party access.Party) *sdk.Server {
+	key := party.String()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ps, ok := g.servers[key]; ok {
+		return ps.server
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "nexus", Title: "Nexus", Version: g.opts.Version}, &sdk.ServerOptions{
+		Logger: g.logger,
+		Instructions: "Nexus: the workspace's tools (read_file, write_file, execute_command, ...) and the tools of its MCP servers " +
+			"(SERVER" + g.opts.Separator + "tool). Every call is checked by the workspace's permission policy and audited.",
+		Capabilities: &sdk.ServerCapabilities{
+			Tools:     &sdk.ToolCapabilities{ListChanged: true},
+			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
+			Resources: &sdk.ResourceCapabilities{ListChanged: true},
+		},
+	})
+	ps := &partyServer{party: party, server: s}
+	g.servers[key] = ps
+	for name, ref := range g.toolRefs {
+		if d, ok := g.opts.Tools.Lookup(ref.name, ref.server); ok {
+			s.AddTool(g.sdkTool(name, d), g.toolHandler(ps, ref))
+		}
+	}
+	for name, ref := range g.promptRefs {
+		s.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ref))
+	}
+	g.addResourcesLocked(s)
+	return s
+}
+
+// sync computes the exposed names again and updates every server.
+func (g *Gateway) sync(ctx context.Context) {
+	unprefixed := map[string]bool{}
+	var ready []string
+	for _, st := range g.opts.Hub.Servers() {
+		unprefixed[st.Name] = st.Unprefixed
+		if st.State == mcp.StateReady {
+			ready = append(ready, st.Name)
+		}
+	}
+	defs := g.opts.Tools.List("")
+	refs := map[string]toolRef{}
+	hashes := map[string]string{}
+	byName := map[string]tools.Definition{}
+	// Core tools first, then prefixed names, then unprefixed ones where
+	// free: a name already taken stays prefixed.
+	for pass := 0; pass < 3; pass++ {
+		for _, d := range defs {
+			var name string
+			switch {
+			case d.ServerName == "" && pass == 0:
+				name = d.Name
+			case d.ServerName != "" && pass == 1 && !unprefixed[d.ServerName]:
+				name = d.ServerName + g.opts.Separator + d.Name
+			case d.ServerName != "" && pass == 2 && unprefixed[d.ServerName]:
+				name = d.Name
+				if _, taken := refs[name]; taken {
+					name = d.ServerName + g.opts.Separator + d.Name
+				}
+			default:
+				continue
+			}
+			if !validName.MatchString(name) {
+				g.logger.Warn("MCP gateway: a tool is left out: its name is not one MCP clients accept (^[a-zA-Z0-9_-]{1,64}$)",
+					"server", d.ServerName, "tool", d.Name, "name", name)
+				continue
+			}
+			if prev, taken := refs[name]; taken {
+				g.logger.Warn("MCP gateway: a tool is left out: another has the same name", "server", d.ServerName, "tool", d.Name,
+					"name", name, "kept", prev.server+"/"+prev.name)
+				continue
+			}
+			refs[name] = toolRef{d.ServerName, d.Name}
+			byName[name] = d
+			hash, _ := json.Marshal(d)
+			hashes[name] = string(hash)
+		}
+	}
+	prompts := g.promptsOf(ctx, ready, unprefixed)
+	resources, templates := g.resourcesOf(ctx, ready)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var gone []string
+	for name := range g.toolRefs {
+		if _, ok := refs[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	var changed []string
+	for name, h := range hashes {
+		if g.toolDefs[name] != h {
+			changed = append(changed, name)
+		}
+	}
+	g.toolRefs, g.toolDefs = refs, hashes
+	for _, ps := range g.servers {
+		if len(gone) > 0 {
+			ps.server.RemoveTools(gone...)
+		}
+		for _, name := range changed {
+			ps.server.AddTool(g.sdkTool(name, byName[name]), g.toolHandler(ps, refs[name]))
+		}
+	}
+	g.updatePromptsLocked(prompts)
+	g.updateResourcesLocked(resources, templates)
+}
+
+// sdkTool is the MCP tool of a definition, under name.
+func (g *Gateway) sdkTool(name string, d tools.Definition) *sdk.Tool {
+	t := &sdk.Tool{Name: name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema}
+	if len(d.OutputSchema) > 0 {
+		t.OutputSchema = d.OutputSchema
+	}
+	switch d.Kind {
+	case tools.KindRead:
+		t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
+	case tools.KindDelete:
+		yes := true
+		t.Annotations = &sdk.ToolAnnotations{DestructiveHint: &yes}
+	}
+	return t
+}
+
+// toolHandler runs a tools/call as a Nexus tool call of ps's party.
+func (g *Gateway) toolHandler(ps *partyServer, ref toolRef) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		er := tools.ExecuteRequest{ToolName: ref.name, ServerName: ref.server, Arguments: args, Party: ps.party}
+		if token := req.Params.GetProgressToken(); token != nil {
+			er.OnUpdate = progressSender(ctx, req.Session, token)
+		}
+		call := g.opts.Tools.Execute(ctx, er)
+		return g.result(ref, call), nil
+	}
+}
+
+// progressSender returns an OnUpdate that sends each new progress of the
+// call to the client. OnUpdate must not block, so a goroutine sends the
+// latest one.
+func progressSender(ctx context.Context, session *sdk.ServerSession, token any) func(tools.Call) {
+	var (
+		mu      sync.Mutex
+		last    *tools.Progress
+		pending bool
+	)
+	wake := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+			mu.Lock()
+			p := *last
+			pending = false
+			mu.Unlock()
+			session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}()
+	return func(c tools.Call) {
+		if c.Progress == nil || c.Done() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if last != nil && *last == *c.Progress {
+			return
+		}
+		p := *c.Progress
+		last = &p
+		if !pending {
+			pending = true
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// result is the MCP result of a finished call. A hub tool's result is the
+// server's own (its images and binary resources, which the hub keeps as
+// files, read back); a core tool's is its JSON as text and, when it is an
+// object, as structured content. A call that ended in error is an isError
+// result saying its code and message.
+func (g *Gateway) result(ref toolRef, call tools.Call) *sdk.CallToolResult {
+	if call.Status == tools.StatusCompleted {
+		if ref.server != "" {
+			res, err := g.hubResult(call.ResultJSON)
+			if err == nil {
+				return res
+			}
+			g.logger.Warn("MCP gateway: a hub result could not be read back", "server", ref.server, "tool", ref.name, "error", err.Error())
+		}
+		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(call.ResultJSON)}}}
+		var obj map[string]any
+		if json.Unmarshal(call.ResultJSON, &obj) == nil && obj != nil {
+			res.StructuredContent = obj
+		}
+		return res
+	}
+	code, msg := tools.CodeExecutionFailed, "the call failed"
+	if call.Error != nil {
+		code, msg = call.Error.Code, call.Error.Message
+	}
+	// An MCP tool's own isError result keeps its content.
+	if ref.server != "" && code == tools.CodeExecutionFailed && len(call.ResultJSON) > 0 {
+		if res, err := g.hubResult(call.ResultJSON); err == nil && res.IsError {
+			return res
+		}
+	}
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%s: %s", code, msg)}}}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
