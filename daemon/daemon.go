@@ -48,6 +48,15 @@ type Options struct {
 	// Stdio, when set, is the editor's connection (nexusd --stdio): the
 	// daemon serves it with JSON-RPC and stops when the editor goes.
 	Stdio *Stdio
+	// MCPAddr is the MCP gateway's Streamable HTTP address (loopback
+	// host:port); it overrides mcp.http.address.
+	MCPAddr string
+	// MCPStdio, when set, is an MCP client's connection (nexusd mcp with
+	// no daemon running): the daemon serves it one MCP session as
+	// MCPParty (an agent acting for the person when zero) and stops when
+	// the client goes.
+	MCPStdio *Stdio
+	MCPToken string
 	// InsecureTCP allows plain TCP (no TLS) on a loopback address; without
 	// it, a TCP address (GRPCAddr or grpc.address) refuses to start.
 	InsecureTCP bool
@@ -111,6 +120,7 @@ type Parts struct {
 	layout      layout
 	cfgSnapshot string
 	tcpAddr     string
+	mcpAddr     string
 	socket      string // the unix socket's path
 	permissions rpc.Permissions
 	adminToken  string
@@ -157,6 +167,9 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, fmt.Errorf("invalid configuration:\n%s: %w", l.Config, err)
 	}
 	if p.tcpAddr, err = tcpAddress(ctx, opts.GRPCAddr, cfg.GRPC.Address, opts.InsecureTCP, lookupHost); err != nil {
+		return nil, err
+	}
+	if p.mcpAddr, err = mcpHTTPAddress(ctx, opts.MCPAddr, cfg.MCP.HTTP.Address, lookupHost); err != nil {
 		return nil, err
 	}
 	logger, logLevel, closeLog, err := newLogger(opts, cfg)
@@ -240,11 +253,12 @@ func (p *Parts) Serve(ctx context.Context) error {
 	// largest definition file (twice, in a diff) or the largest tool
 	// arguments; a larger one is refused before it is read.
 	maxMsg := max(int(cfg.GRPC.MaxMessageSize), max(2*int(cfg.Definitions.MaxFileSize), int(cfg.Tools.MaxArgumentsSize))+1<<20)
+	auth := rpc.NewAuthenticator(p.adminToken, p.apps, p.appTokens)
 	srv := rpc.NewServer(rpc.Config{
 		Definitions:    p.Definitions,
 		Runtime:        p.Runtime,
 		Bus:            p.Bus,
-		Auth:           rpc.NewAuthenticator(p.adminToken, p.apps, p.appTokens),
+		Auth:           auth,
 		Logger:         logger,
 		MaxMessageSize: maxMsg,
 		Tools:          p.Tools,
@@ -260,8 +274,28 @@ func (p *Parts) Serve(ctx context.Context) error {
 		return err
 	}
 	defer os.Remove(sock)
+	mcpCtx, stopMCP := context.WithCancel(ctx)
+	defer stopMCP()
+	doors, err := p.openMCPDoors(mcpCtx, auth, maxMsg)
+	if err != nil {
+		unixLis.Close()
+		return err
+	}
+	defer doors.close()
+	var mcpParty access.Party
+	if opts.MCPStdio != nil {
+		mcpParty = access.Person("mcp").Agent("mcp")
+		if opts.MCPToken != "" {
+			var ok bool
+			if mcpParty, ok = doors.auth(opts.MCPToken); !ok {
+				unixLis.Close()
+				return errors.New("nexusd mcp: the token (--token-file or NEXUS_TOKEN) is not the token of an app of .nexus/config.yaml")
+			}
+		}
+	}
 	listeners := []net.Listener{unixLis}
-	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.AdminToken}
+	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.AdminToken,
+		MCPSocket: doors.sock.Addr().String(), MCPURL: doors.url()}
 	if p.tcpAddr != "" {
 		tl, err := net.Listen("tcp", p.tcpAddr)
 		if err != nil {
@@ -278,9 +312,19 @@ func (p *Parts) Serve(ctx context.Context) error {
 	}
 	defer os.Remove(l.DaemonJSON)
 	logger.Info("nexusd ready", "workspace", ws, "grpc", info.GRPCAddress, "tcp", info.GRPCTCPAddress,
-		"version", opts.Version, "head", p.Definitions.Head(), "apps", len(p.apps))
+		"version", opts.Version, "head", p.Definitions.Head(), "apps", len(p.apps), "mcp", info.MCPURL)
 
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { doors.gw.Run(gctx); return nil })
+	g.Go(func() error { return doors.serveSocket(mcpCtx) })
+	g.Go(doors.serveHTTP)
+	if opts.MCPStdio != nil {
+		g.Go(func() error {
+			err := doors.serveStdio(gctx, opts.MCPStdio, mcpParty)
+			logger.Info("MCP client connection ended")
+			return err
+		})
+	}
 	g.Go(func() error {
 		if err := p.MCP.Watch(gctx, nil); err != nil {
 			logger.Warn("MCP configuration files are not watched: edits apply at the next start", "error", err.Error())
@@ -337,6 +381,8 @@ func (p *Parts) Serve(ctx context.Context) error {
 		p.Tools.Close()         // cancels running tool calls (their processes are killed)
 		p.MCP.Close()           // stops the MCP servers
 		p.Bus.Close()           // ends watch streams, so that graceful stop can finish
+		stopMCP()               // ends the MCP sessions
+		doors.close()
 		done := make(chan struct{})
 		go func() { srv.GracefulStop(); close(done) }()
 		select {

@@ -28,7 +28,7 @@ func acquireLock(path string) (*workspaceLock, error) {
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
 			}
-			return nil, fmt.Errorf("another nexusd (pid %s) is already running for this workspace (lock %s)", pid, path)
+			return nil, lockedError(fmt.Sprintf("another nexusd (pid %s) is already running for this workspace (lock %s)", pid, path))
 		}
 		return nil, fmt.Errorf("workspace lock: %w", err)
 	}
@@ -43,3 +43,12 @@ func (l *workspaceLock) release() {
 	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 	l.f.Close()
 }
+
+// ErrLocked is the error of Open when another daemon holds the
+// workspace's lock (errors.Is).
+var ErrLocked = errors.New("the workspace is locked by another nexusd")
+
+type lockedError string
+
+func (e lockedError) Error() string        { return string(e) }
+func (e lockedError) Is(target error) bool { return target == ErrLocked }

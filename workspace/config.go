@@ -126,6 +126,19 @@ type MCPConfig struct {
 	MaxRestarts int    `yaml:"maxRestarts"`
 	// Separator joins a server name and a tool name; never empty.
 	Separator string `yaml:"separator"`
+	// HTTP is the MCP gateway's Streamable HTTP endpoint (nexusd
+	// --mcp-addr overrides its address).
+	HTTP MCPHTTPConfig `yaml:"http"`
+}
+
+// MCPHTTPConfig is mcp.http: where the daemon serves MCP clients over
+// Streamable HTTP (/mcp), and which browser origins and host names besides
+// loopback ones it accepts.
+type MCPHTTPConfig struct {
+	// Address is empty for none, or a loopback "host:port".
+	Address        string   `yaml:"address"`
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+	AllowedHosts   []string `yaml:"allowedHosts"`
 }
 
 // LLMConfig is the llm section: the models the agent may talk to, as

@@ -119,6 +119,10 @@ type DaemonInfo struct {
 	GRPCAddress    string `json:"grpcAddress"`
 	GRPCTCPAddress string `json:"grpcTcpAddress,omitempty"`
 	AdminTokenFile string `json:"adminTokenFile"`
+	// MCPSocket is the MCP gateway's unix socket (nexusd mcp connects to
+	// it), MCPURL its Streamable HTTP endpoint when one is served.
+	MCPSocket string `json:"mcpSocket,omitempty"`
+	MCPURL    string `json:"mcpUrl,omitempty"`
 }
 
 // WriteFileAtomic writes a file readable only by this user (0600), so that

@@ -27,6 +27,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == command.HelperArg {
 		os.Exit(command.HelperMain(os.Args[2:]))
 	}
+	run := run
+	if len(os.Args) > 1 && os.Args[1] == "mcp" {
+		run = func(ctx context.Context, args []string) error { return runMCP(ctx, args[1:]) }
+	}
 	if err := run(context.Background(), os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
