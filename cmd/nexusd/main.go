@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Workspace, "workspace", ".", "the workspace `dir`ectory")
 	fs.BoolVar(&stdio, "stdio", false, "speak JSON-RPC to an editor on stdin/stdout")
 	fs.StringVar(&opts.GRPCAddr, "grpc-addr", "", "also serve gRPC on this TCP `address` (host:port); needs --insecure-tcp")
+	fs.StringVar(&opts.MCPAddr, "mcp-addr", "", "serve MCP clients over Streamable HTTP at http://`address`/mcp (loopback host:port; mcp.http.address)")
 	fs.BoolVar(&opts.InsecureTCP, "insecure-tcp", false, "serve gRPC over plain TCP, without TLS, on a loopback address (--grpc-addr or grpc.address)")
 	fs.StringVar(&opts.LogFile, "log-file", "", "write the log to this `file` instead of stderr")
 	fs.StringVar(&opts.LogLevel, "log-level", "", "log `level`: debug, info, warn or error (default from config: info)")
