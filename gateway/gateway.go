@@ -74,6 +74,8 @@ type Gateway struct {
 	templates       map[string]string
 	resourceEntries map[string]resourceEntry
 	templateEntries map[string]resourceEntry
+	// subs are the hub subscriptions the clients asked for, by URI.
+	subs map[string]*subscription
 }
 
 type toolRef struct{ server, name string }
@@ -99,7 +101,7 @@ func New(opts Options) *Gateway {
 	return &Gateway{opts: opts, logger: opts.Logger, servers: map[string]*partyServer{},
 		toolRefs: map[string]toolRef{}, toolDefs: map[string]string{},
 		promptRefs: map[string]promptRef{}, promptDefs: map[string]string{},
-		resources: map[string]string{}, templates: map[string]string{}}
+		resources: map[string]string{}, templates: map[string]string{}, subs: map[string]*subscription{}}
 }
 
 // validName is what MCP clients accept as a tool name (Claude Code, the
@@ -114,12 +116,13 @@ var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 func (g *Gateway) Run(ctx context.Context) {
 	sub := g.opts.Bus.Subscribe(func(ev any) bool {
 		switch ev.(type) {
-		case mcp.Status, mcp.ListChanged:
+		case mcp.Status, mcp.ListChanged, mcp.ResourceUpdated:
 			return true
 		}
 		return false
 	}, 256)
 	defer sub.Close()
+	defer g.closeSubscriptions()
 	g.sync(ctx)
 	// Changes come in bursts (a server starting publishes several
 	// statuses): sync once a burst is over.
@@ -128,9 +131,13 @@ func (g *Gateway) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-sub.C:
+		case ev, ok := <-sub.C:
 			if !ok {
 				return
+			}
+			if u, ok := ev.(mcp.ResourceUpdated); ok {
+				g.resourceUpdated(ctx, u)
+				continue
 			}
 			if timer == nil {
 				timer = time.After(20 * time.Millisecond)
@@ -158,8 +165,10 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 		Capabilities: &sdk.ServerCapabilities{
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
-			Resources: &sdk.ResourceCapabilities{ListChanged: true},
+			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
 		},
+		SubscribeHandler:   g.subscribe,
+		UnsubscribeHandler: g.unsubscribe,
 	})
 	ps := &partyServer{party: party, server: s}
 	g.servers[key] = ps

@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexuscocreate/nexus/tools/mcp"
+)
+
+// Resource subscriptions: a client's resources/subscribe becomes a
+// subscription of the gateway at the hub (one per URI, however many
+// clients subscribed), and the hub's ResourceUpdated reaches the clients
+// the go-sdk knows subscribed. The hub's subscription ends when the last
+// client unsubscribes; one of a client that went without unsubscribing
+// lasts until the daemon stops.
+
+type subscription struct {
+	n       int
+	release func()
+}
+
+func (g *Gateway) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	uri := req.Params.URI
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.subs[uri]; ok {
+		s.n++
+		return nil
+	}
+	e, ok := g.resourceEntries[uri]
+	if !ok {
+		return fmt.Errorf("no MCP server has the resource %s", uri)
+	}
+	release, err := g.opts.Hub.Subscribe(ctx, e.server, uri)
+	if err != nil {
+		return err
+	}
+	g.subs[uri] = &subscription{n: 1, release: release}
+	return nil
+}
+
+func (g *Gateway) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.subs[req.Params.URI]; ok {
+		if s.n--; s.n == 0 {
+			s.release()
+			delete(g.subs, req.Params.URI)
+		}
+	}
+	return nil
+}
+
+// resourceUpdated tells every server's subscribed sessions.
+func (g *Gateway) resourceUpdated(ctx context.Context, ev mcp.ResourceUpdated) {
+	g.mu.Lock()
+	servers := make([]*sdk.Server, 0, len(g.servers))
+	for _, ps := range g.servers {
+		servers = append(servers, ps.server)
+	}
+	g.mu.Unlock()
+	for _, s := range servers {
+		s.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: ev.URI})
+	}
+}
+
+// closeSubscriptions ends the gateway's subscriptions at the hub.
+func (g *Gateway) closeSubscriptions() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for uri, s := range g.subs {
+		s.release()
+		delete(g.subs, uri)
+	}
+}
