@@ -289,6 +289,9 @@ func (g *Gateway) toolHandler(ps *partyServer, ref toolRef) sdk.ToolHandler {
 		if token := req.Params.GetProgressToken(); token != nil {
 			er.OnUpdate = progressSender(ctx, req.Session, token)
 		}
+		if ref.server != "" {
+			defer g.forwardLogs(ctx, req.Session, ref.server)()
+		}
 		call := g.opts.Tools.Execute(ctx, er)
 		return g.result(ref, call), nil
 	}
@@ -376,4 +379,29 @@ func (g *Gateway) result(ref toolRef, call tools.Call) *sdk.CallToolResult {
 // sortedKeys returns m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// forwardLogs sends the log messages (notifications/message) of server to
+// the calling client while its call runs, at the level the client set
+// (none until it sets one); a message of another call to the same server
+// at the same time goes along too. It returns the function that stops it.
+func (g *Gateway) forwardLogs(ctx context.Context, session *sdk.ServerSession, server string) (stop func()) {
+	sub := g.opts.Bus.Subscribe(func(ev any) bool {
+		m, ok := ev.(mcp.LogMessage)
+		return ok && m.Server == server
+	}, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range sub.C {
+			m := ev.(mcp.LogMessage)
+			var data any
+			json.Unmarshal(m.Data, &data)
+			session.Log(ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger, Data: data})
+		}
+	}()
+	return func() {
+		sub.Close()
+		<-done
+	}
 }
