@@ -17,7 +17,8 @@
 #
 # server: the scenarios an MCP server must pass, against the endpoint URL,
 # compared with integration/mcpconformance/expected-server.txt (or FILE).
-# "nexusd mcp" does not exist yet, so URL is needed. --go-sdk proves the
+# URL is needed: nexusd's gateway (/mcp) fronting the everything-server is
+# set up as README "Nexus as an MCP server" says. --go-sdk proves the
 # harness on the go-sdk's everything-server (the go.mod version), compared
 # with expected-server-go-sdk.txt.
 #
@@ -66,7 +67,7 @@ if [ "$mode" = client ] && [ -n "$url$expected$gosdk" ]; then
 	usage
 fi
 if [ "$mode" = server ] && [ -z "$url$gosdk" ]; then
-	echo "mcp-conformance: nexusd mcp (the MCP gateway) does not exist yet: pass --url URL of an MCP endpoint, or --go-sdk" >&2
+	echo "mcp-conformance: pass --url URL of an MCP endpoint (nexusd's /mcp: see README \"Nexus as an MCP server\"), or --go-sdk" >&2
 	exit 2
 fi
 if [ -n "$url" ] && [ -n "$gosdk" ]; then

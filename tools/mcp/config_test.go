@@ -120,11 +120,11 @@ func TestLoadConfigEntry(t *testing.T) {
 		{
 			name: "all options",
 			entry: `{"command": "srv", "args": ["-v"], "cwd": "/opt/srv", "env": {"A": "1"}, "inheritEnv": ["PATH_EXTRA"],
-				"lazy": true, "callTimeout": "1m30s", "startupTimeout": 2.5,
+				"lazy": true, "callTimeout": "1m30s", "startupTimeout": 2.5, "unprefixed": true,
 				"tools": {"allow": ["read_*", "list"], "deny": ["read_secret"]}}`,
 			want: func(c *ServerConfig, ws string) {
 				c.Args, c.Cwd, c.Env = []string{"-v"}, "/opt/srv", map[string]string{"A": "1"}
-				c.InheritEnv, c.Lazy = []string{"PATH_EXTRA"}, true
+				c.InheritEnv, c.Lazy, c.Unprefixed = []string{"PATH_EXTRA"}, true, true
 				c.CallTimeout, c.StartupTimeout = 90*time.Second, 2500*time.Millisecond
 				c.AllowTools, c.DenyTools = []string{"read_*", "list"}, []string{"read_secret"}
 			},
