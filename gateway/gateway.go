@@ -397,6 +397,7 @@ func (g *Gateway) forwardLogs(ctx context.Context, session *sdk.ServerSession, s
 			m := ev.(mcp.LogMessage)
 			var data any
 			json.Unmarshal(m.Data, &data)
+			//lint:ignore SA1019 logging is deprecated only by the draft 2026-07-28 (SEP-2577); clients speak 2025-11-25 and before, where it is current.
 			session.Log(ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger, Data: data})
 		}
 	}()
