@@ -7,6 +7,7 @@
 #   scripts/mcp-conformance.sh [client] [SCENARIO...]
 #   scripts/mcp-conformance.sh server --url URL [--expected FILE] [SCENARIO...]
 #   scripts/mcp-conformance.sh server --go-sdk [SCENARIO...]
+#   scripts/mcp-conformance.sh server [--nexusd] [SCENARIO...]
 #
 # client (the default; make test-mcp-conformance): the McpHub, driven only
 # through the real nexusd and nexus. For each client scenario (all of
@@ -49,7 +50,7 @@ mode=client
 case "${1:-}" in
 client | server) mode=$1; shift ;;
 esac
-url= expected= gosdk=
+url= expected= gosdk= nexusd=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--url) [ $# -ge 2 ] || usage; url=$2; shift 2 ;;
@@ -57,21 +58,21 @@ while [ $# -gt 0 ]; do
 	--expected) [ $# -ge 2 ] || usage; expected=$2; shift 2 ;;
 	--expected=*) expected=${1#--expected=}; shift ;;
 	--go-sdk) gosdk=1; shift ;;
+	--nexusd) nexusd=1; shift ;;
 	-h | --help) usage ;;
 	-*) echo "mcp-conformance: unknown option $1" >&2; usage ;;
 	*) break ;;
 	esac
 done
-if [ "$mode" = client ] && [ -n "$url$expected$gosdk" ]; then
-	echo "mcp-conformance: --url, --expected and --go-sdk are for server mode" >&2
+if [ "$mode" = client ] && [ -n "$url$expected$gosdk$nexusd" ]; then
+	echo "mcp-conformance: --url, --expected, --go-sdk and --nexusd are for server mode" >&2
 	usage
 fi
 if [ "$mode" = server ] && [ -z "$url$gosdk" ]; then
-	echo "mcp-conformance: pass --url URL of an MCP endpoint (nexusd's /mcp: see README \"Nexus as an MCP server\"), or --go-sdk" >&2
-	exit 2
+	nexusd=1 # the default: nexusd's /mcp in front of the go-sdk's everything-server
 fi
-if [ -n "$url" ] && [ -n "$gosdk" ]; then
-	echo "mcp-conformance: --url or --go-sdk, not both" >&2
+if [ $(( ${url:+1} + ${gosdk:-0} + ${nexusd:-0} )) -gt 1 ]; then
+	echo "mcp-conformance: one of --url, --go-sdk and --nexusd" >&2
 	exit 2
 fi
 src=integration/mcpconformance
@@ -161,7 +162,51 @@ if [ "$mode" = client ]; then
 	go build -o "$cache/driver" ./$src/driver
 	export NEXUSD=$PWD/bin/nexusd NEXUS=$PWD/bin/nexus
 else
-	if [ -n "$gosdk" ]; then
+	free_port() {
+		"$node" -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'
+	}
+	wait_port() { # PORT PID LOG
+		for _ in $(seq 300); do
+			"$node" -e 'require("net").connect(process.argv[1], "127.0.0.1").on("connect", () => process.exit(0)).on("error", () => process.exit(1))' "$1" && return 0
+			kill -0 "$2" 2>/dev/null || { cat "$3" >&2; exit 1; }
+			sleep 0.1
+		done
+		echo "mcp-conformance: nothing listens on $1" >&2
+		exit 1
+	}
+	if [ -n "$nexusd" ]; then
+		# README "Nexus as an MCP server": the go-sdk's everything-server
+		# (stdio) behind the hub, unprefixed and allowed, served by nexusd's
+		# /mcp; the suite sends no token, so tokenproxy adds the admin one.
+		make --no-print-directory build >/dev/null
+		go build -o "$cache/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+		go build -o "$cache/tokenproxy" ./$src/tokenproxy
+		ws=$results/workspace
+		rm -rf "$ws" && mkdir -p "$ws/.nexus"
+		mcp_port=$(free_port)
+		printf 'tools:\n  policy:\n    "everything/*": allow\nmcp:\n  http:\n    address: 127.0.0.1:%s\n' "$mcp_port" >"$ws/.nexus/config.yaml"
+		printf '{"mcpServers": {"everything": {"command": "%s", "unprefixed": true}}}\n' "$PWD/$cache/everything-server" >"$ws/.nexus/mcp.json"
+		bin/nexusd --workspace "$ws" >"$results/nexusd.log" 2>&1 &
+		nexusd_pid=$!
+		trap 'kill $proxy_pid $nexusd_pid 2>/dev/null; wait $proxy_pid $nexusd_pid 2>/dev/null' EXIT
+		proxy_pid=
+		wait_port "$mcp_port" $nexusd_pid "$results/nexusd.log"
+		bin/nexus --workspace "$ws" mcp trust everything >/dev/null
+		for i in $(seq 300); do
+			bin/nexus --workspace "$ws" --json mcp ls 2>/dev/null | grep -q '"state": *"ready"' && break
+			if [ "$i" = 300 ]; then
+				echo "mcp-conformance: the everything-server did not get ready behind nexusd:" >&2
+				bin/nexus --workspace "$ws" mcp ls >&2
+				exit 1
+			fi
+			sleep 0.1
+		done
+		port=$(free_port)
+		"$cache/tokenproxy" -listen "127.0.0.1:$port" -to "http://127.0.0.1:$mcp_port/mcp" -token-file "$ws/.nexus/run/admin.token" >"$results/tokenproxy.log" 2>&1 &
+		proxy_pid=$!
+		wait_port "$port" $proxy_pid "$results/tokenproxy.log"
+		url=http://127.0.0.1:$port/mcp
+	elif [ -n "$gosdk" ]; then
 		go build -o "$cache/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
 		port=$("$node" -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
 		url=http://127.0.0.1:$port
