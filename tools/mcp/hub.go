@@ -94,6 +94,16 @@ type Options struct {
 	// workspace). A file that cannot be read trusts nothing: every server
 	// waits, and approving says why it cannot be recorded.
 	TrustFile string
+	// Elicitation declares the elicitation capability (form and url modes)
+	// and puts servers' questions to the person through Tools (see
+	// elicit.go); ElicitTimeout bounds the wait for an answer (default 10
+	// minutes).
+	Elicitation   bool
+	ElicitTimeout time.Duration
+	// Sampling, when set, declares the sampling capability and answers
+	// servers' sampling requests with a model, once the person approves
+	// (see sampling.go).
+	Sampling *Sampling
 }
 
 // ErrUnknownServer is the error for a server name that is not configured.
@@ -122,6 +132,9 @@ type Hub struct {
 	// progress maps a progress token (the tool call id) to the call's
 	// progress function.
 	progress sync.Map
+	// inflight are the calls running on each server, to tell which call a
+	// server's question belongs to.
+	inflight inflight
 }
 
 // New returns a hub with no servers.
@@ -158,6 +171,9 @@ func New(opts Options) *Hub {
 	}
 	if opts.TrustFile == "" {
 		opts.TrustFile = TrustFile(opts.Workspace)
+	}
+	if opts.ElicitTimeout <= 0 {
+		opts.ElicitTimeout = 10 * time.Minute
 	}
 	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)

@@ -404,6 +404,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 				}
 			}
 		},
+		// Questions to the person and to the model (elicit.go, sampling.go).
+		Capabilities:         s.hub.capabilities(),
+		ElicitationHandler:   s.elicitationHandler(),
+		CreateMessageHandler: s.samplingHandler(), //lint:ignore SA1019 servers use sampling until 2026-07-28
 	})
 	if s.cfg.Transport == "http" {
 		return s.connectHTTP(ctx, client)
