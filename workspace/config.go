@@ -126,6 +126,19 @@ type MCPConfig struct {
 	MaxRestarts int    `yaml:"maxRestarts"`
 	// Separator joins a server name and a tool name; never empty.
 	Separator string `yaml:"separator"`
+	// Sampling answers MCP servers' sampling requests with a model.
+	Sampling MCPSamplingConfig `yaml:"sampling"`
+}
+
+// MCPSamplingConfig is mcp.sampling: the llm profile that answers MCP
+// servers' sampling requests (none: servers are told the client does not
+// sample), the profiles their model hints may pick instead (default: every
+// llm profile), and a cap on the tokens a request may ask for (0: none
+// beyond the profile's maxOutputTokens).
+type MCPSamplingConfig struct {
+	Profile   string   `yaml:"profile"`
+	Profiles  []string `yaml:"profiles"`
+	MaxTokens int      `yaml:"maxTokens"`
 }
 
 // LLMConfig is the llm section: the models the agent may talk to, as
@@ -795,6 +808,7 @@ func (d *decoder) check(c *Config) {
 	d.nonEmpty("mcp.separator", c.MCP.Separator, "")
 
 	d.llm(&c.LLM)
+	d.sampling(&c.MCP.Sampling, &c.LLM)
 	d.atLeast("agent.maxSteps", c.Agent.MaxSteps, 1)
 
 	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
@@ -864,6 +878,24 @@ func (d *decoder) llm(c *LLMConfig) {
 		c.Default = c.ProfileNames()[0]
 	case hasKey(c.Profiles, "default"):
 		c.Default = "default"
+	}
+}
+
+// sampling checks mcp.sampling: the profiles it names are llm profiles.
+func (d *decoder) sampling(s *MCPSamplingConfig, llm *LLMConfig) {
+	d.atLeast("mcp.sampling.maxTokens", s.MaxTokens, 0)
+	known := func(path, name string) {
+		if _, ok := llm.Profiles[name]; !ok && !d.bad[path] && !d.badUnder("llm") {
+			d.fail(path, d.nodes[path], "%q is not an llm profile (profiles: %s)", name, strings.Join(llm.ProfileNames(), ", "))
+		}
+	}
+	if s.Profile != "" {
+		known("mcp.sampling.profile", s.Profile)
+	} else if len(s.Profiles) > 0 {
+		d.fail("mcp.sampling.profiles", d.nodes["mcp.sampling.profiles"], "needs mcp.sampling.profile, the profile that answers when no hint picks another")
+	}
+	for i, p := range s.Profiles {
+		known(fmt.Sprintf("mcp.sampling.profiles[%d]", i), p)
 	}
 }
 
