@@ -28,7 +28,7 @@ func TestProtocolTS(t *testing.T) {
 
 	s := &Server{}
 	s.opts.Agent = new(agent.Service) // the table with the agent's methods too
-	names := []string{requestPermission, requestMcpTrust}
+	names := []string{requestPermission, requestMcpTrust, requestElicitation}
 	for name := range s.methodTable() {
 		names = append(names, name)
 	}
@@ -51,6 +51,8 @@ func TestProtocolTS(t *testing.T) {
 		{"Progress", tools.Progress{}},
 		{"McpServer", mcpServerWire{}},
 		{"McpTrustRequest", mcpTrustRequest{}},
+		{"ElicitationParams", elicitationParams{}},
+		{"ElicitationResult", elicitationResult{}},
 		{"DefinitionChanged", definitionChangeWire{}},
 		{"RuntimeChanged", runtimeChangeWire{}},
 		{"LogEntry", logWire{}},

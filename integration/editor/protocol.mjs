@@ -44,7 +44,8 @@ const Notifications = {
 };
 const Requests = {
   requestPermission: "nexus/requestPermission",
-  requestMcpTrust: "nexus/requestMcpTrust"
+  requestMcpTrust: "nexus/requestMcpTrust",
+  requestElicitation: "nexus/requestElicitation"
 };
 const ErrorCodes = {
   MethodNotFound: -32601,
