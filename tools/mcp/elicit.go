@@ -4,7 +4,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 
@@ -131,7 +130,7 @@ func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		q.Mode = tools.ElicitForm
 	}
 	if q.Mode == tools.ElicitForm && p.RequestedSchema != nil {
-		if q.Schema, err = json.Marshal(p.RequestedSchema); err != nil {
+		if q.Schema, err = orderedSchema(p.RequestedSchema, fieldOrder(p.Meta)); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestedSchema: " + err.Error()}
 		}
 	}

@@ -484,3 +484,48 @@ func TestElicitationTwoCallsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldOrder: the form's fields keep the order the server wrote them
+// in, over both transports (the SDK alone decodes them into a map).
+func TestFieldOrder(t *testing.T) {
+	order := `{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"string"},"mid":{"type":"integer"},"beta":{"type":"boolean"}}}`
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			th := newTestHub(t, Options{Elicitation: true})
+			cfg, _ := askingHTTP(t)
+			if transport == "stdio" {
+				cfg = askingStdio(t)
+			}
+			p := newPerson(func(*tools.Elicitation) tools.ElicitResult { return tools.ElicitResult{Action: tools.ElicitDecline} })
+			th.m.SetElicitor(p.elicit)
+			th.applyTrusted(map[string]ServerConfig{"asking": cfg})
+			th.waitState(t, "asking", StateReady)
+			wantText(t, th.call(t, "asking", "ask", askArgs(order)), "decline")
+			q := <-p.asked
+			if want := `{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"string"},"mid":{"type":"integer"},"beta":{"type":"boolean"}}}`; string(q.Schema) != want {
+				t.Fatalf("schema %s\nwant %s", q.Schema, want)
+			}
+		})
+	}
+}
+
+func TestWithFieldOrder(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"b":{},"a":{}}}}}` + "\n":                              `"_meta":{"nexus/fieldOrder":["b","a"]}`,
+		`data: {"jsonrpc":"2.0","id":1,"result":{"inputRequests":{"q":{"method":"elicitation/create","params":{"_meta":{"x":1},"requestedSchema":{"properties":{"y":{},"x":{}}}}}}}}` + "\r\n": `"_meta":{"nexus/fieldOrder":["y","x"],"x":1}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}` + "\n": ``,
+		`data: not json "requestedSchema"` + "\n":                 ``,
+	} {
+		got := string(withFieldOrder([]byte(in)))
+		if want == "" {
+			if got != in {
+				t.Errorf("%q changed to %q", in, got)
+			}
+			continue
+		}
+		if !strings.Contains(got, want) || !strings.HasSuffix(got, in[len(strings.TrimRight(in, "\r\n")):]) ||
+			strings.HasPrefix(in, "data:") != strings.HasPrefix(got, "data: ") {
+			t.Errorf("%q became %q, want it to hold %s", in, got, want)
+		}
+	}
+}

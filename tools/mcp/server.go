@@ -417,7 +417,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 
 func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, error) {
 	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, fieldOrderTransport{http.DefaultTransport}}}}
 	session, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)
@@ -469,7 +469,7 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, e
 		stderr.Flush()
 		close(c.exited)
 	}()
-	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: fieldOrderReader(stdout), Writer: stdin}, nil)
 	if err != nil {
 		c.cmd.Process.Kill()
 		syscall.Kill(-c.pid, syscall.SIGKILL)

@@ -5,6 +5,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -62,11 +63,12 @@ func (a *Asking) Server() *mcp.Server {
 			if r, ok := req.Params.InputResponses["q"]; ok {
 				return a.outcome("ask", r, nil)
 			}
-			var schema any
+			var schema any // raw: the fields keep their order
 			if in.Schema != "" {
-				if err := json.Unmarshal([]byte(in.Schema), &schema); err != nil {
-					return nil, nil, err
+				if !json.Valid([]byte(in.Schema)) {
+					return nil, nil, fmt.Errorf("schema is not JSON: %s", in.Schema)
 				}
+				schema = json.RawMessage(in.Schema)
 			}
 			return ask(&mcp.ElicitParams{Mode: "form", Message: in.Message, RequestedSchema: schema}), nil, nil
 		})
