@@ -70,6 +70,18 @@ func (p Party) Agent(session string) Party {
 	return Party{app: p.app, author: "agent:" + session, agent: true}
 }
 
+// MCPServer is an MCP server acting on its own initiative during a call
+// made by app appID ("" for the person): its sampling requests. Its author
+// is "mcp:<server>"; like an agent's, its calls are never the person's own
+// act, and it may touch what the app (with no grants) or the person may.
+func MCPServer(name, appID string) Party {
+	p := Party{author: "mcp:" + name, agent: true}
+	if appID != "" {
+		p.app = &App{ID: appID}
+	}
+	return p
+}
+
 // IsAgent reports whether p is an agent session acting for someone.
 func (p Party) IsAgent() bool { return p.agent }
 

@@ -224,6 +224,10 @@ type PromptOptions struct {
 	// Ask answers the permission requests of the prompt's tool calls (the
 	// terminal that prompted); nil leaves them to the editor.
 	Ask policy.Approver
+	// Elicit answers the questions MCP servers ask the person during the
+	// prompt's tool calls (the terminal that prompted); nil leaves them to
+	// the editor.
+	Elicit tools.Elicitor
 }
 
 // PromptResult is how a prompt ended.
@@ -325,12 +329,17 @@ func (s *Service) profile(name string) (llm.Profile, error) {
 	if !ok {
 		return llm.Profile{}, &ConfigError{Err: fmt.Errorf("no llm profile %q (profiles: %s)", name, strings.Join(cfg.ProfileNames(), ", "))}
 	}
+	return Profile(name, p), nil
+}
+
+// Profile is the llm.Profile of a configured profile.
+func Profile(name string, p workspace.LLMProfile) llm.Profile {
 	return llm.Profile{
 		Name: name, Provider: p.Provider, API: p.API, Model: p.Model, APIKeyEnv: p.APIKeyEnv,
 		BaseURL: p.BaseURL, Temperature: p.Temperature, MaxOutputTokens: p.MaxOutputTokens,
 		ContextWindow: p.ContextWindow, ExtraBody: p.ExtraBody,
 		Prices: llm.Prices{Input: p.Prices.Input, Output: p.Prices.Output, Cached: p.Prices.Cached},
-	}, nil
+	}
 }
 
 // currency is the label of a profile's prices.

@@ -39,6 +39,7 @@ type Session struct {
 	busy     bool
 	stop     context.CancelCauseFunc
 	ask      policy.Approver
+	elicit   tools.Elicitor // the prompt's, for its calls' questions
 	log      *sessionLog
 	ctx      *Context  // the DCM, re-read when its file changes
 	ctxStamp fileStamp // of the context file when ctx was read
@@ -113,6 +114,12 @@ func (ss *Session) asker() policy.Approver {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.ask
+}
+
+func (ss *Session) elicitor() tools.Elicitor {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.elicit
 }
 
 // add appends a message to the history and the file.
@@ -214,17 +221,17 @@ func (ss *Session) addUsageLocked(u llm.Usage) {
 }
 
 // begin marks the session busy with a prompt and returns its context.
-func (ss *Session) begin(ctx context.Context, ask policy.Approver) (context.Context, func(), error) {
+func (ss *Session) begin(ctx context.Context, opts PromptOptions) (context.Context, func(), error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.busy {
 		return nil, nil, ErrBusy
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	ss.busy, ss.stop, ss.ask = true, cancel, ask
+	ss.busy, ss.stop, ss.ask, ss.elicit = true, cancel, opts.Ask, opts.Elicit
 	return ctx, func() {
 		ss.mu.Lock()
-		ss.busy, ss.stop, ss.ask = false, nil, nil
+		ss.busy, ss.stop, ss.ask, ss.elicit = false, nil, nil, nil
 		err := ss.syncLocked()
 		ss.mu.Unlock()
 		cancel(nil)

@@ -320,7 +320,8 @@ func (ss *Session) runTools(ctx context.Context, o *offer, calls []llm.ToolCall,
 func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit func(Update)) (ToolResult, bool) {
 	res := ToolResult{CallID: c.ID, Name: c.Name}
 	d, known := o.byKey[c.Name]
-	req := tools.ExecuteRequest{ToolName: c.Name, Party: ss.party, TaskID: ss.id, RequestID: c.ID, Arguments: c.Arguments}
+	req := tools.ExecuteRequest{ToolName: c.Name, Party: ss.party, TaskID: ss.id, RequestID: c.ID, Arguments: c.Arguments,
+		Elicit: ss.elicitor()}
 	if known {
 		req.ToolName, req.ServerName = d.Name, d.ServerName
 		req.Arguments, req.Intent, req.ExpectedOutcome = splitICERC(d, c.Arguments)

@@ -18,7 +18,7 @@ const maxMalformedSteps = 3
 
 // prompt runs one prompt of the session (see Service.Prompt).
 func (ss *Session) prompt(ctx context.Context, text string, opts PromptOptions) (PromptResult, error) {
-	ctx, end, err := ss.begin(ctx, opts.Ask)
+	ctx, end, err := ss.begin(ctx, opts)
 	if err != nil {
 		return PromptResult{}, err
 	}

@@ -16,7 +16,7 @@ type Update struct {
 	// "agent_message_chunk", "agent_thought_chunk", "tool_call",
 	// "tool_call_update", "plan", "available_commands_update",
 	// "usage_update"; and Nexus's "retry", "permission_request",
-	// "command_output".
+	// "elicitation_request", "elicitation_withdrawn", "command_output".
 	SessionUpdate string `json:"sessionUpdate"`
 	// Content is a ContentBlock for the chunks and command_output, and a
 	// []ToolCallContent for tool calls.
@@ -47,6 +47,10 @@ type Update struct {
 	// permission_request: a tool call waits for the person; answer it
 	// with the request id (the gRPC door's AnswerPermission).
 	Permission *PermissionRequest `json:"permission,omitempty"`
+	// elicitation_request: an MCP server asks the person during a tool
+	// call; answer it with its request id (the gRPC door's
+	// AnswerElicitation). elicitation_withdrawn: it is no longer open.
+	Elicitation *tools.Elicitation `json:"elicitation,omitempty"`
 }
 
 // ContentBlock is an ACP content block; Nexus sends text.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
@@ -284,7 +287,24 @@ type chatUpdate struct {
 		WaitMs  int64  `json:"waitMs"`
 		Error   string `json:"error"`
 	} `json:"retry"`
-	Permission *permissionRequest `json:"permission"`
+	Permission  *permissionRequest  `json:"permission"`
+	Elicitation *elicitationRequest `json:"elicitation"`
+}
+
+// elicitationRequest is an MCP server's question of an elicitation_request
+// update (tools.Elicitation's JSON).
+type elicitationRequest struct {
+	RequestID string `json:"requestId"`
+	Server    string `json:"server"`
+	ToolCall  *struct {
+		ID         string `json:"toolCallId"`
+		ToolName   string `json:"toolName"`
+		ServerName string `json:"serverName"`
+	} `json:"toolCall"`
+	Mode            string          `json:"mode"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"`
+	URL             string          `json:"url"`
 }
 
 type permissionRequest struct {
@@ -339,7 +359,7 @@ type streamMsg struct {
 func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signal) (*nexusv1.PromptResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.agent.Prompt(ctx, &nexusv1.PromptRequest{SessionId: c.id, Text: text, AskPermissions: c.lines != nil})
+	stream, err := c.agent.Prompt(ctx, &nexusv1.PromptRequest{SessionId: c.id, Text: text, AskPermissions: c.lines != nil, AskElicitation: c.lines != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -358,8 +378,8 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 		}
 	}()
 	var (
-		asks      []*permissionRequest // shown first, answered in order
-		held      []chatUpdate         // shown once the open requests are answered
+		asks      []chatAsk    // shown first, answered in order
+		held      []chatUpdate // shown once the open requests are answered
 		lastSig   time.Time
 		cancelled bool
 	)
@@ -368,6 +388,14 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 			c.show(up)
 		}
 		held = nil
+	}
+	next := func() {
+		if len(asks) > 0 {
+			asks[0].show()
+		} else {
+			c.status.endLine()
+			release()
+		}
 	}
 	for {
 		var answers <-chan string
@@ -394,18 +422,38 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 			if err := json.Unmarshal([]byte(sm.m.GetUpdateJson()), &up); err != nil {
 				return nil, fmt.Errorf("the daemon sent an update that is not JSON: %w", err)
 			}
-			if up.SessionUpdate == "permission_request" && up.Permission != nil {
+			var ask chatAsk
+			switch {
+			case up.SessionUpdate == "permission_request" && up.Permission != nil:
+				ask = &permissionAsk{c: c, base: base, p: up.Permission}
+			case up.SessionUpdate == "elicitation_request" && up.Elicitation != nil:
+				if ask = c.elicitationAsk(base, up.Elicitation); ask == nil {
+					continue
+				}
+			case up.SessionUpdate == "elicitation_withdrawn" && up.Elicitation != nil:
+				for i, a := range asks {
+					if a.id() == up.Elicitation.RequestID {
+						asks = slices.Delete(asks, i, i+1)
+						if i == 0 {
+							c.status.endLine()
+							fmt.Fprintf(c.status.w, "(MCP server %s's question was withdrawn)\n", up.Elicitation.Server)
+							next()
+						}
+						break
+					}
+				}
+				continue
+			}
+			if ask != nil {
 				if c.lines == nil || cancelled {
 					// No one is left to answer (stdin ended, or the turn is
 					// being cancelled): declined now, not at the timeout.
-					if _, err := c.agent.AnswerPermission(base, &nexusv1.AnswerPermissionRequest{SessionId: c.id, RequestId: up.Permission.RequestID, Answer: "reject_once"}); err != nil {
-						fmt.Fprintf(c.status.w, "the answer was not taken: %s\n", errorMessage(base, err))
-					}
+					ask.decline()
 					continue
 				}
-				asks = append(asks, up.Permission)
+				asks = append(asks, ask)
 				if len(asks) == 1 {
-					c.askPrompt(up.Permission)
+					ask.show()
 				}
 				continue
 			}
@@ -417,26 +465,20 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 				c.show(up)
 			}
 		case line, ok := <-answers:
-			ans := "reject_once"
-			if ok {
-				var valid bool
-				if ans, valid = parseAnswer(line); !valid {
-					fmt.Fprint(c.status.w, "Answer y, a, n or N: ")
-					continue
-				}
-			} else {
+			if !ok {
 				c.lines = nil // stdin ended: the open requests are declined
+				for _, a := range asks {
+					a.decline()
+				}
+				asks = nil
+				next()
+				continue
 			}
-			if _, err := c.agent.AnswerPermission(base, &nexusv1.AnswerPermissionRequest{SessionId: c.id, RequestId: asks[0].RequestID, Answer: ans}); err != nil {
-				fmt.Fprintf(c.status.w, "the answer was not taken: %s\n", errorMessage(base, err))
+			if !asks[0].feed(line) {
+				continue
 			}
 			asks = asks[1:]
-			if len(asks) > 0 {
-				c.askPrompt(asks[0])
-			} else {
-				c.status.endLine()
-				release()
-			}
+			next()
 		case <-sigs:
 			c.out.endLine()
 			if !lastSig.IsZero() && time.Since(lastSig) < 2*time.Second {
@@ -452,6 +494,106 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 			}
 		}
 	}
+}
+
+// chatAsk is a question put to the person at the terminal during a turn:
+// a permission request or an MCP server's question.
+type chatAsk interface {
+	id() string
+	show()
+	// feed takes a line of the answer and reports whether the question is
+	// answered (and the answer sent).
+	feed(line string) bool
+	// decline answers at once: no one is left to ask.
+	decline()
+}
+
+// permissionAsk is a permission request: y / a / n / N.
+type permissionAsk struct {
+	c    *chat
+	base context.Context
+	p    *permissionRequest
+}
+
+func (a *permissionAsk) id() string { return a.p.RequestID }
+func (a *permissionAsk) show()      { a.c.askPrompt(a.p) }
+func (a *permissionAsk) decline()   { a.send("reject_once") }
+
+func (a *permissionAsk) feed(line string) bool {
+	ans, valid := parseAnswer(line)
+	if !valid {
+		fmt.Fprint(a.c.status.w, "Answer y, a, n or N: ")
+		return false
+	}
+	a.send(ans)
+	return true
+}
+
+func (a *permissionAsk) send(ans string) {
+	if _, err := a.c.agent.AnswerPermission(a.base, &nexusv1.AnswerPermissionRequest{SessionId: a.c.id, RequestId: a.p.RequestID, Answer: ans}); err != nil {
+		fmt.Fprintf(a.c.status.w, "the answer was not taken: %s\n", errorMessage(a.base, err))
+	}
+}
+
+// elicitQuestion is an MCP server's question, asked field by field.
+type elicitQuestion struct {
+	c    *chat
+	base context.Context
+	q    *question
+}
+
+func (c *chat) elicitationAsk(base context.Context, r *elicitationRequest) chatAsk {
+	label := ""
+	if r.ToolCall != nil {
+		label = "the call " + r.ToolCall.ToolName
+		if r.ToolCall.ServerName != "" {
+			label = "the call " + r.ToolCall.ServerName + "/" + r.ToolCall.ToolName
+		}
+	}
+	q, err := newQuestion(r.RequestID, r.Server, label, r.Mode, r.Message, r.RequestedSchema, r.URL)
+	a := &elicitQuestion{c: c, base: base, q: q}
+	if err != nil {
+		a.q = &question{id: r.RequestID, server: r.Server}
+		fmt.Fprintf(c.status.w, "MCP server %s asked a question that cannot be shown (%v): declined\n", r.Server, err)
+		a.decline()
+		return nil
+	}
+	return a
+}
+
+func (a *elicitQuestion) id() string { return a.q.id }
+
+func (a *elicitQuestion) show() {
+	a.c.out.endLine()
+	a.c.status.endLine()
+	a.q.show(a.c.status.w)
+	a.c.status.col = !a.c.ttyIn
+}
+
+func (a *elicitQuestion) decline() { a.send("decline", "") }
+
+func (a *elicitQuestion) feed(line string) bool {
+	w := a.c.status.w
+	a.q.feed(line, false, w)
+	if !a.q.done() {
+		a.c.status.col = !a.c.ttyIn
+		return false
+	}
+	if err := a.send(a.q.action, a.q.contentJSON()); err != nil && status.Code(err) == codes.InvalidArgument {
+		fmt.Fprintf(w, "  the answer was refused: %s\n", errorMessage(a.base, err))
+		a.q.step, a.q.action, a.q.content = -1, "", map[string]any{}
+		a.q.prompt(w)
+		return false
+	}
+	return true
+}
+
+func (a *elicitQuestion) send(action, content string) error {
+	_, err := a.c.agent.AnswerElicitation(a.base, &nexusv1.AnswerElicitationRequest{SessionId: a.c.id, RequestId: a.q.id, Action: action, ContentJson: content})
+	if err != nil && status.Code(err) != codes.InvalidArgument {
+		fmt.Fprintf(a.c.status.w, "the answer was not taken: %s\n", errorMessage(a.base, err))
+	}
+	return err
 }
 
 // parseAnswer reads an answer to "Allow? [y]es once / [a]lways / [n]o / [N]ever".

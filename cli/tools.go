@@ -74,11 +74,22 @@ func (e *env) toolsCommand() *cobra.Command {
 		},
 	}
 	show.Flags().StringVar(&server, "server", "", "the MCP server `NAME` of the tool")
-	var argsJSON, app, intent string
+	var argsJSON, app, intent, elicit string
 	run := &cobra.Command{
 		Use:   "run NAME [--args JSON]",
 		Short: "Run a tool and show its status changes live",
-		Args:  argsBetween(1, 1),
+		Long: `Run a tool and show its status changes live (on stderr; the result on stdout).
+
+When the tool's MCP server asks the person something during the call (an
+elicitation: a form, or an address to visit), --elicit says who answers:
+  ask              this terminal, field by field (Enter takes the default);
+                   the default when stdin is a terminal
+  editor           the editor attached to the daemon, as for an app's call,
+                   and declined when there is none; the default otherwise
+  accept-defaults  every form accepted with its defaults (a form with a
+                   required field without one, and an address, declined)
+  decline          every question declined`,
+		Args: argsBetween(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if argsJSON == "" {
 				argsJSON = "{}"
@@ -86,20 +97,61 @@ func (e *env) toolsCommand() *cobra.Command {
 			if !json.Valid([]byte(argsJSON)) {
 				return usagef("--args is not valid JSON")
 			}
+			switch elicit {
+			case "":
+				elicit = elicitEditor
+				if isTerminal(e.stdin) {
+					elicit = elicitAsk
+				}
+			case elicitAsk, elicitEditor, elicitDefaults, elicitDecline:
+			default:
+				return usagef("--elicit is ask, editor, accept-defaults or decline, not %q", elicit)
+			}
 			return e.callTools(cmd.Context(), func(ctx context.Context, _ nexusv1.ToolManagerClient, c nexusv1.CoreFrameworkClient) error {
 				stream, err := c.ExecuteToolStream(ctx, &nexusv1.ExecuteToolRequest{ToolName: args[0], ServerName: server,
-					ArgumentsJson: argsJSON, RequestingAppId: app, Intent: intent})
+					ArgumentsJson: argsJSON, RequestingAppId: app, Intent: intent, AskElicitation: elicit != elicitEditor})
 				if err != nil {
 					return err
 				}
+				q := &callQuestions{e: e, c: c, ctx: ctx, mode: elicit}
+				msgs := make(chan streamCall)
+				go func() {
+					for {
+						call, err := stream.Recv()
+						select {
+						case msgs <- streamCall{call, err}:
+						case <-ctx.Done():
+							return
+						}
+						if err != nil {
+							return
+						}
+					}
+				}()
 				var last *nexusv1.ToolCall
 				for {
-					call, err := stream.Recv()
+					var call *nexusv1.ToolCall
+					select {
+					case m := <-msgs:
+						call, err = m.call, m.err
+					case line, ok := <-q.answers():
+						q.feed(line, !ok)
+						continue
+					}
 					if errors.Is(err, io.EOF) {
 						break
 					}
 					if err != nil {
 						return err
+					}
+					if el := call.GetElicitation(); el != nil {
+						if e.json {
+							if err := e.printJSON(call); err != nil {
+								return err
+							}
+						}
+						q.handle(call, el)
+						continue
 					}
 					last = call
 					if e.json {
@@ -134,6 +186,7 @@ func (e *env) toolsCommand() *cobra.Command {
 	run.Flags().StringVar(&server, "server", "", "the MCP server `NAME` of the tool")
 	run.Flags().StringVar(&app, "app", "", "run with the rules of app `ID`")
 	run.Flags().StringVar(&intent, "intent", "", "why the call is made, shown when permission is asked")
+	run.Flags().StringVar(&elicit, "elicit", "", "who answers the MCP server's questions: `ask`, editor, accept-defaults or decline (see above)")
 	cmd.AddCommand(ls, show, run)
 	return cmd
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"log/slog"
+	"strings"
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
@@ -38,6 +39,15 @@ func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Defin
 	if err != nil {
 		return nil, err
 	}
-	tp.approvers.Route(svc.ApproverFor)
+	tp.approvers.Route(func(call tools.Call) policy.Approver {
+		// An MCP server's sampling request is asked of whoever made the
+		// call it came in (the terminal of a chat, else the editor).
+		if strings.HasPrefix(call.Author, "mcp:") && call.RequestID != "" {
+			if parent, ok := tp.manager.Get(call.RequestID); ok && !parent.Done() {
+				call = parent
+			}
+		}
+		return svc.ApproverFor(call)
+	})
 	return svc, nil
 }

@@ -215,7 +215,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	}
 	p.Tools, p.Approvals, p.Approvers, p.permissions = tp.manager, tp.approvals, tp.approvers, tp.permissions
 	p.closers = append(p.closers, func() { p.Tools.Close() })
-	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, logLevel, opts.Version)
+	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, logLevel, opts)
 	p.closers = append(p.closers, func() { p.MCP.Close() })
 
 	if p.adminToken, err = l.writeAdminToken(); err != nil {

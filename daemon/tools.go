@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/state"
@@ -106,7 +108,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 // openMCP starts the McpHub with the servers of the workspace's MCP files.
 // A file that does not load is logged, and the daemon starts without its
 // servers; fixing the file applies it.
-func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus, logger *slog.Logger, level slog.Level, version string) *mcp.Hub {
+func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus, logger *slog.Logger, level slog.Level, opts Options) *mcp.Hub {
 	restart := cfg.MCP.Restart
 	if cfg.MCP.MaxRestarts == 0 {
 		restart = "never"
@@ -122,8 +124,35 @@ func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus
 		Restart:        restart,
 		MaxRestarts:    cfg.MCP.MaxRestarts,
 		OutputLimit:    int(cfg.Tools.OutputLimit),
-		Version:        version,
+		Version:        opts.Version,
+		Elicitation:    true,
+		Sampling:       sampling(cfg, opts, logger),
 	})
 	h.Reload(nil)
 	return h
+}
+
+// sampling is how the McpHub answers MCP servers' sampling requests: with
+// the llm profile of mcp.sampling.profile; nil (no sampling declared)
+// without one.
+func sampling(cfg *workspace.Config, opts Options, logger *slog.Logger) *mcp.Sampling {
+	sc := cfg.MCP.Sampling
+	if sc.Profile == "" {
+		return nil
+	}
+	names := sc.Profiles
+	if len(names) == 0 {
+		names = cfg.LLM.ProfileNames()
+	}
+	s := &mcp.Sampling{Profile: sc.Profile, MaxTokens: sc.MaxTokens, Profiles: map[string]llm.Profile{}, NewProvider: opts.NewProvider}
+	for _, n := range append(names, sc.Profile) {
+		s.Profiles[n] = agent.Profile(n, cfg.LLM.Profiles[n])
+	}
+	if s.NewProvider == nil {
+		getenv := opts.Getenv
+		s.NewProvider = func(p llm.Profile) (llm.Provider, error) {
+			return llm.New(p, llm.Options{Getenv: getenv, Logger: logger})
+		}
+	}
+	return s
 }

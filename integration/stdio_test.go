@@ -53,6 +53,7 @@ func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", 
 type rpcNote struct {
 	method string
 	params json.RawMessage
+	id     json.RawMessage // of a request
 }
 
 // editor is nexusd --stdio and the test's ends of its pipes. A reader
@@ -82,8 +83,11 @@ type editor struct {
 	// permission is the answer to nexus/requestPermission; default
 	// allow_once; "never": the request is left unanswered.
 	permission string
-	change     chan struct{}
-	readDone   chan struct{}
+	// elicit answers nexus/requestElicitation (nil: not a method of this
+	// editor); it returns the result, or nil to leave the request open.
+	elicit   func(params json.RawMessage) any
+	change   chan struct{}
+	readDone chan struct{}
 }
 
 // startEditor spawns nexusd --stdio on ws with real pipes.
@@ -234,12 +238,12 @@ func (e *editor) dispatch(body []byte) {
 	switch {
 	case m.Method != "" && m.ID != nil:
 		e.mu.Lock()
-		e.requests = append(e.requests, rpcNote{m.Method, m.Params})
+		e.requests = append(e.requests, rpcNote{method: m.Method, params: m.Params, id: m.ID})
 		e.mu.Unlock()
 		go e.answer(m)
 	case m.Method != "":
 		e.mu.Lock()
-		e.notes = append(e.notes, rpcNote{m.Method, m.Params})
+		e.notes = append(e.notes, rpcNote{method: m.Method, params: m.Params})
 		if e.onNote != nil {
 			e.onNote(m.Method, m.Params)
 		}
@@ -268,7 +272,16 @@ func (e *editor) dispatch(body []byte) {
 // waiting for approval) is not a method of this editor.
 func (e *editor) answer(m rpcMsg) {
 	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
-	if m.Method == "nexus/requestPermission" {
+	e.mu.Lock()
+	elicit := e.elicit
+	e.mu.Unlock()
+	if m.Method == "nexus/requestElicitation" && elicit != nil {
+		res := elicit(m.Params)
+		if res == nil {
+			return
+		}
+		reply["result"] = res
+	} else if m.Method == "nexus/requestPermission" {
 		e.mu.Lock()
 		ans := cmp.Or(e.permission, "allow_once")
 		e.mu.Unlock()

@@ -31,6 +31,9 @@ type agentService struct {
 	// ask_permissions that wait for AnswerPermission, by request id.
 	asksMu sync.Mutex
 	asks   map[string]*pendingAsk
+	// questions are the MCP servers' questions of prompts started with
+	// ask_elicitation, shared with ExecuteToolStream's.
+	questions *questions
 }
 
 var _ nexusv1.AgentServer = (*agentService)(nil)
@@ -42,8 +45,8 @@ type pendingAsk struct {
 	answer  chan policy.Answer
 }
 
-func newAgentService(svc *agent.Service, known apps) *agentService {
-	return &agentService{agent: svc, apps: known, asks: map[string]*pendingAsk{}}
+func newAgentService(svc *agent.Service, known apps, qs *questions) *agentService {
+	return &agentService{agent: svc, apps: known, asks: map[string]*pendingAsk{}, questions: qs}
 }
 
 func (s *agentService) NewSession(ctx context.Context, req *nexusv1.NewSessionRequest) (*nexusv1.NewSessionResponse, error) {
@@ -146,6 +149,15 @@ func (s *agentService) Prompt(req *nexusv1.PromptRequest, stream nexusv1.Agent_P
 		}
 		return sendErr
 	}
+	// Nothing is sent once the handler returns (a question withdrawn as
+	// the prompt's calls end).
+	defer func() {
+		sendMu.Lock()
+		if sendErr == nil {
+			sendErr = errNoStream
+		}
+		sendMu.Unlock()
+	}()
 	sendUpdate := func(u agent.Update) error {
 		b, err := json.Marshal(u)
 		if err != nil {
@@ -156,6 +168,19 @@ func (s *agentService) Prompt(req *nexusv1.PromptRequest, stream nexusv1.Agent_P
 	opts := agent.PromptOptions{OnUpdate: func(u agent.Update) { _ = sendUpdate(u) }}
 	if req.GetAskPermissions() {
 		opts.Ask = s.asker(req.GetSessionId(), c.party.AppID(), sendUpdate)
+	}
+	if req.GetAskElicitation() {
+		opts.Elicit = s.questions.elicitor(owner(ctx), req.GetSessionId(), func(q *tools.Elicitation, withdrawn bool) error {
+			kind := "elicitation_request"
+			if withdrawn {
+				kind = "elicitation_withdrawn"
+			}
+			u := agent.Update{SessionUpdate: kind, Elicitation: q}
+			if q.Call != nil {
+				u.ToolCallID = q.Call.ID
+			}
+			return sendUpdate(u)
+		})
 	}
 	res, err := s.agent.Prompt(ctx, c.party, req.GetSessionId(), req.GetText(), opts)
 	if err != nil {

@@ -54,13 +54,14 @@ func NewServer(cfg Config) *grpc.Server {
 		// is reused before a GC shrinks its stack again.
 		grpc.NumStreamWorkers(uint32(8*runtime.NumCPU())),
 	)
-	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps, mcp: cfg.MCP}
+	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps, mcp: cfg.MCP,
+		questions: newQuestions()}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{
 		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps, tools: ts,
 	})
 	nexusv1.RegisterToolManagerServer(srv, ts)
 	if cfg.Agent != nil {
-		nexusv1.RegisterAgentServer(srv, newAgentService(cfg.Agent, cfg.Auth.apps))
+		nexusv1.RegisterAgentServer(srv, newAgentService(cfg.Agent, cfg.Auth.apps, ts.questions))
 	}
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"google.golang.org/grpc/codes"
@@ -32,6 +33,9 @@ type toolService struct {
 	bus       *events.Bus
 	apps      apps
 	mcp       *mcp.Hub
+	// questions are MCP servers' questions put to the callers of
+	// ExecuteToolStream (and Agent's Prompt) that answer them.
+	questions *questions
 }
 
 var _ nexusv1.ToolManagerServer = (*toolService)(nil)
@@ -129,6 +133,32 @@ func (s *toolService) executeStream(ctx context.Context, req *nexusv1.ExecuteToo
 	if err != nil {
 		return err
 	}
+	var (
+		sendMu  sync.Mutex
+		sendErr error
+		ended   bool
+	)
+	sendOne := func(m *nexusv1.ToolCall) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		switch {
+		case ended:
+			return errNoStream
+		case sendErr == nil:
+			sendErr = send(m)
+		}
+		return sendErr
+	}
+	if req.GetAskElicitation() {
+		er.Elicit = s.questions.elicitor(owner(ctx), "", func(q *tools.Elicitation, withdrawn bool) error {
+			m := &nexusv1.ToolCall{}
+			if q.Call != nil {
+				m = toolCall(*q.Call)
+			}
+			m.Elicitation = elicitation(q, withdrawn)
+			return sendOne(m)
+		})
+	}
 	updates := make(chan tools.Call, 256)
 	er.OnUpdate = func(c tools.Call) {
 		if c.Done() {
@@ -144,12 +174,12 @@ func (s *toolService) executeStream(ctx context.Context, req *nexusv1.ExecuteToo
 		updates <- final
 		close(updates)
 	}()
-	var sendErr error
 	for c := range updates {
-		if sendErr == nil {
-			sendErr = send(toolCall(c))
-		}
+		_ = sendOne(toolCall(c))
 	}
+	sendMu.Lock()
+	defer sendMu.Unlock()
+	ended = true // a question withdrawn later is not sent after the stream ended
 	return sendErr
 }
 

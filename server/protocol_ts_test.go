@@ -29,7 +29,7 @@ func TestProtocolTS(t *testing.T) {
 
 	s := &Server{}
 	s.opts.Agent = new(agent.Service) // the table with the agent's methods too
-	names := []string{requestPermission, requestMcpTrust, showDocument}
+	names := []string{requestPermission, requestMcpTrust, showDocument, requestElicitation}
 	for name := range s.methodTable() {
 		names = append(names, name)
 	}
@@ -52,6 +52,8 @@ func TestProtocolTS(t *testing.T) {
 		{"Progress", tools.Progress{}},
 		{"McpServer", mcpServerWire{}},
 		{"McpTrustRequest", mcpTrustRequest{}},
+		{"ElicitationParams", elicitationParams{}},
+		{"ElicitationResult", elicitationResult{}},
 		{"DefinitionChanged", definitionChangeWire{}},
 		{"RuntimeChanged", runtimeChangeWire{}},
 		{"LogEntry", logWire{}},

@@ -173,6 +173,9 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	if s.opts.MCP != nil {
 		defer s.opts.MCP.SetTrustAsker(nil)
 	}
+	if s.opts.Tools != nil {
+		defer s.opts.Tools.SetElicitor(nil)
+	}
 
 	var err error
 	select {
@@ -279,6 +282,7 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	case "initialized":
 		s.attachApprover()
 		s.attachTrustAsker()
+		s.attachElicitor()
 		return nil, nil
 	case "shutdown":
 		s.phase.Store(phaseShutdown)
@@ -395,11 +399,12 @@ func (s *Server) initialize(ctx context.Context, raw jsonrpc2.RawMessage) (any, 
 		"serverInfo": map[string]string{"name": "nexusd", "version": s.opts.Info.Version},
 		"capabilities": map[string]any{
 			"nexus": map[string]any{
-				"methods":           s.methodNames(),
-				"notifications":     notificationNames,
-				"requestPermission": s.opts.Approvers != nil,
-				"requestMcpTrust":   s.opts.MCP != nil,
-				"workDoneProgress":  true,
+				"methods":            s.methodNames(),
+				"notifications":      notificationNames,
+				"requestPermission":  s.opts.Approvers != nil,
+				"requestMcpTrust":    s.opts.MCP != nil,
+				"requestElicitation": s.opts.Tools != nil,
+				"workDoneProgress":   true,
 			},
 		},
 		"nexus": s.opts.Info,

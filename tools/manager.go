@@ -82,6 +82,13 @@ type ExecuteRequest struct {
 	// OnUpdate, when set, sees every status change of this call, in order,
 	// on the executing goroutine; it must not block.
 	OnUpdate func(Call)
+	// Elicit, when set, answers the questions the call's tool asks the
+	// person (see Elicitation); nil leaves them to the manager's elicitor.
+	Elicit Elicitor
+	// Tool, when set, is run instead of a tool of the registry: a call the
+	// daemon makes of its own accord (an MCP server's sampling request),
+	// which no one can make by name. Its name and server name the call.
+	Tool *Tool
 }
 
 type toolKey struct{ server, name string }
@@ -101,6 +108,9 @@ type Manager struct {
 	toolsMu  sync.RWMutex
 	tools    map[toolKey]*registered
 	resolver func(ctx context.Context, server string) error
+
+	elicitorMu sync.Mutex
+	elicitor   Elicitor // see SetElicitor
 
 	// inflight counts the calls between their start and their end, so that
 	// Close can wait for them before it closes the audit log.
@@ -160,10 +170,17 @@ func (r *ring) all() []Call {
 
 type liveCall struct {
 	cancel context.CancelCauseFunc
+	elicit Elicitor
 
 	mu       sync.Mutex
 	call     Call
 	onUpdate func(Call)
+	// timer ends the call at deadline; while paused (AwaitPerson) it is
+	// stopped, with left to go.
+	timer    *time.Timer
+	deadline time.Time
+	paused   int
+	left     time.Duration
 }
 
 func init() {
@@ -234,13 +251,29 @@ func (m *Manager) Replace(t Tool) error {
 }
 
 func (m *Manager) register(t Tool, replace bool) error {
+	r, err := compile(t)
+	if err != nil {
+		return err
+	}
+	m.toolsMu.Lock()
+	defer m.toolsMu.Unlock()
+	k := toolKey{t.ServerName, t.Name}
+	if _, dup := m.tools[k]; dup && !replace {
+		return fmt.Errorf("tool %q of server %q is already registered", t.Name, t.ServerName)
+	}
+	m.tools[k] = r
+	return nil
+}
+
+// compile checks a tool and resolves its input schema.
+func compile(t Tool) (*registered, error) {
 	if t.Name == "" || t.Handler == nil {
-		return fmt.Errorf("tool %q: a name and a handler are required", t.Name)
+		return nil, fmt.Errorf("tool %q: a name and a handler are required", t.Name)
 	}
 	switch t.Risk {
 	case RiskLow, RiskMedium, RiskHigh:
 	default:
-		return fmt.Errorf("tool %q: risk %q is not low, medium or high", t.Name, t.Risk)
+		return nil, fmt.Errorf("tool %q: risk %q is not low, medium or high", t.Name, t.Risk)
 	}
 	if t.Kind == "" {
 		t.Kind = KindOther
@@ -250,20 +283,13 @@ func (m *Manager) register(t Tool, replace bool) error {
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(t.InputSchema, &s); err != nil {
-		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+		return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 	}
 	rs, err := s.Resolve(nil)
 	if err != nil {
-		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+		return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 	}
-	m.toolsMu.Lock()
-	defer m.toolsMu.Unlock()
-	k := toolKey{t.ServerName, t.Name}
-	if _, dup := m.tools[k]; dup && !replace {
-		return fmt.Errorf("tool %q of server %q is already registered", t.Name, t.ServerName)
-	}
-	m.tools[k] = &registered{Tool: t, schema: rs, quick: compileQuick(&s)}
-	return nil
+	return &registered{Tool: t, schema: rs, quick: compileQuick(&s)}, nil
 }
 
 // Unregister removes a tool; calls already running go on.
@@ -334,7 +360,10 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	}
 	req.Intent, req.ExpectedOutcome = keepText(req.Intent, KeptSize), keepText(req.ExpectedOutcome, KeptSize)
 	kept, cut := keepJSON(args, KeptSize)
-	lc := &liveCall{cancel: cancel, onUpdate: req.OnUpdate, call: Call{
+	if req.Tool != nil {
+		req.ToolName, req.ServerName = req.Tool.Name, req.Tool.ServerName
+	}
+	lc := &liveCall{cancel: cancel, onUpdate: req.OnUpdate, elicit: req.Elicit, call: Call{
 		ID: id.String(), ToolName: keepText(req.ToolName, maxIDSize), ServerName: keepText(req.ServerName, maxIDSize),
 		ArgumentsJSON: kept, ArgumentsTruncated: cut, Status: StatusInitiated, AppID: req.AppID,
 		Author: keepText(req.Author, maxIDSize),
@@ -369,14 +398,12 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	if err := m.checkSizes(req, args); err != nil {
 		return nil, err // before the arguments are parsed, or the request looked up
 	}
-	m.toolsMu.RLock()
-	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
-	m.toolsMu.RUnlock()
+	t, ok := m.lookup(req)
 	if ok {
 		lc.update(func(c *Call) { c.Title, c.Kind = t.Title, t.Kind })
 	}
 	var unresolved *Error
-	if !ok && req.ServerName != "" {
+	if !ok && req.ServerName != "" && req.Tool == nil {
 		if t, ok, unresolved = m.resolve(ctx, req); ok {
 			lc.update(func(c *Call) { c.Title, c.Kind = t.Title, t.Kind })
 		}
@@ -385,6 +412,10 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	if !ok {
 		if unresolved != nil {
 			return nil, unresolved
+		}
+		if req.Tool != nil {
+			_, err := compile(*req.Tool)
+			return nil, Errorf(CodeExecutionFailed, "%v", err)
 		}
 		return nil, unknownTool(req)
 	}
@@ -418,6 +449,9 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		// context.WithTimeout: one context and no child registration per call.
 		timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
 		defer timer.Stop()
+		lc.mu.Lock()
+		lc.timer, lc.deadline = timer, time.Now().Add(timeout)
+		lc.mu.Unlock()
 	}
 	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Party: req.Party, Progress: func(p, total float64, msg string) {
 		msg = keepText(msg, KeptSize)
@@ -436,6 +470,18 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		return nil, Errorf(CodeOutputLimit, "the result is %d bytes, over the limit of %d (tools.outputLimit)", len(out), m.opts.OutputLimit)
 	}
 	return out, nil
+}
+
+// lookup finds the tool of a request: its own, or the registry's.
+func (m *Manager) lookup(req *ExecuteRequest) (*registered, bool) {
+	if req.Tool != nil {
+		r, err := compile(*req.Tool)
+		return r, err == nil
+	}
+	m.toolsMu.RLock()
+	defer m.toolsMu.RUnlock()
+	t, ok := m.tools[toolKey{req.ServerName, req.ToolName}]
+	return t, ok
 }
 
 // checkSizes refuses a request whose arguments, names or ids are over

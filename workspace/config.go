@@ -129,6 +129,19 @@ type MCPConfig struct {
 	// HTTP is the MCP gateway's Streamable HTTP endpoint (nexusd
 	// --mcp-addr overrides its address).
 	HTTP MCPHTTPConfig `yaml:"http"`
+	// Sampling answers MCP servers' sampling requests with a model.
+	Sampling MCPSamplingConfig `yaml:"sampling"`
+}
+
+// MCPSamplingConfig is mcp.sampling: the llm profile that answers MCP
+// servers' sampling requests (none: servers are told the client does not
+// sample), the profiles their model hints may pick instead (default: every
+// llm profile), and a cap on the tokens a request may ask for (0: none
+// beyond the profile's maxOutputTokens).
+type MCPSamplingConfig struct {
+	Profile   string   `yaml:"profile"`
+	Profiles  []string `yaml:"profiles"`
+	MaxTokens int      `yaml:"maxTokens"`
 }
 
 // MCPHTTPConfig is mcp.http: where the daemon serves MCP clients over
@@ -808,6 +821,7 @@ func (d *decoder) check(c *Config) {
 	d.nonEmpty("mcp.separator", c.MCP.Separator, "")
 
 	d.llm(&c.LLM)
+	d.sampling(&c.MCP.Sampling, &c.LLM)
 	d.atLeast("agent.maxSteps", c.Agent.MaxSteps, 1)
 
 	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
@@ -877,6 +891,24 @@ func (d *decoder) llm(c *LLMConfig) {
 		c.Default = c.ProfileNames()[0]
 	case hasKey(c.Profiles, "default"):
 		c.Default = "default"
+	}
+}
+
+// sampling checks mcp.sampling: the profiles it names are llm profiles.
+func (d *decoder) sampling(s *MCPSamplingConfig, llm *LLMConfig) {
+	d.atLeast("mcp.sampling.maxTokens", s.MaxTokens, 0)
+	known := func(path, name string) {
+		if _, ok := llm.Profiles[name]; !ok && !d.bad[path] && !d.badUnder("llm") {
+			d.fail(path, d.nodes[path], "%q is not an llm profile (profiles: %s)", name, strings.Join(llm.ProfileNames(), ", "))
+		}
+	}
+	if s.Profile != "" {
+		known("mcp.sampling.profile", s.Profile)
+	} else if len(s.Profiles) > 0 {
+		d.fail("mcp.sampling.profiles", d.nodes["mcp.sampling.profiles"], "needs mcp.sampling.profile, the profile that answers when no hint picks another")
+	}
+	for i, p := range s.Profiles {
+		known(fmt.Sprintf("mcp.sampling.profiles[%d]", i), p)
 	}
 }
 

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -125,6 +126,7 @@ func anthropicParams(p Profile, req *Request) anthropic.MessageNewParams {
 	} else if t := p.Temperature; t != nil {
 		params.Temperature = param.NewOpt(*t)
 	}
+	params.StopSequences = req.Stop
 
 	var system []string
 	if s := strings.TrimSpace(req.System); s != "" {
@@ -142,10 +144,17 @@ func anthropicParams(p Profile, req *Request) anthropic.MessageNewParams {
 			}
 		case RoleUser:
 			results = -1
-			if m.Text == "" {
-				continue // Anthropic refuses empty text blocks
+			var blocks []anthropic.ContentBlockParamUnion
+			for _, img := range m.Images {
+				blocks = append(blocks, anthropic.NewImageBlockBase64(img.MIMEType, base64.StdEncoding.EncodeToString(img.Data)))
 			}
-			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Text)))
+			if m.Text != "" { // Anthropic refuses empty text blocks
+				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
+			}
+			if len(blocks) == 0 {
+				continue
+			}
+			params.Messages = append(params.Messages, anthropic.NewUserMessage(blocks...))
 		case RoleAssistant:
 			results = -1
 			var blocks []anthropic.ContentBlockParamUnion

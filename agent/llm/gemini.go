@@ -94,6 +94,11 @@ type (
 		ThoughtSignature string                  `json:"thoughtSignature,omitempty"`
 		FunctionCall     *geminiFunctionCall     `json:"functionCall,omitempty"`
 		FunctionResponse *geminiFunctionResponse `json:"functionResponse,omitempty"`
+		InlineData       *geminiBlob             `json:"inlineData,omitempty"`
+	}
+	geminiBlob struct {
+		MIMEType string `json:"mimeType"`
+		Data     []byte `json:"data"` // base64 in JSON
 	}
 	geminiFunctionCall struct {
 		ID   string          `json:"id,omitempty"`
@@ -116,6 +121,7 @@ type (
 	geminiGenConfig struct {
 		MaxOutputTokens int      `json:"maxOutputTokens,omitempty"`
 		Temperature     *float64 `json:"temperature,omitempty"`
+		StopSequences   []string `json:"stopSequences,omitempty"`
 	}
 )
 
@@ -145,8 +151,15 @@ func (g *geminiProvider) body(req *Request) ([]byte, error) {
 				system = append(system, m.Text)
 			}
 		case RoleUser:
+			var parts []geminiPart
+			for _, img := range m.Images {
+				parts = append(parts, geminiPart{InlineData: &geminiBlob{MIMEType: img.MIMEType, Data: img.Data}})
+			}
 			if m.Text != "" {
-				body.Contents = append(body.Contents, geminiContent{Role: "user", Parts: []geminiPart{{Text: m.Text}}})
+				parts = append(parts, geminiPart{Text: m.Text})
+			}
+			if len(parts) > 0 {
+				body.Contents = append(body.Contents, geminiContent{Role: "user", Parts: parts})
 			}
 		case RoleAssistant:
 			var parts []geminiPart
@@ -195,14 +208,14 @@ func (g *geminiProvider) body(req *Request) ([]byte, error) {
 		}
 		body.Tools = []geminiTool{{FunctionDeclarations: decls}}
 	}
-	gc := geminiGenConfig{MaxOutputTokens: req.MaxOutputTokens, Temperature: req.Temperature}
+	gc := geminiGenConfig{MaxOutputTokens: req.MaxOutputTokens, Temperature: req.Temperature, StopSequences: req.Stop}
 	if gc.MaxOutputTokens <= 0 {
 		gc.MaxOutputTokens = g.profile.MaxOutputTokens
 	}
 	if gc.Temperature == nil {
 		gc.Temperature = g.profile.Temperature
 	}
-	if gc.MaxOutputTokens > 0 || gc.Temperature != nil {
+	if gc.MaxOutputTokens > 0 || gc.Temperature != nil || len(gc.StopSequences) > 0 {
 		body.GenerationConfig = &gc
 	}
 	b, err := json.Marshal(body)

@@ -8,6 +8,7 @@ package llm
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"time"
 )
@@ -35,6 +36,21 @@ type Message struct {
 	// Tokens is the message's size in tokens as a provider reported it; 0
 	// when unknown (then it is estimated).
 	Tokens int `json:"tokens,omitempty"`
+	// Images go with a user message's text, to the adapters that take
+	// them (all four); the agent sends none, an MCP server's sampling
+	// request may.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is an image of a message: its MIME type and bytes.
+type Image struct {
+	MIMEType string `json:"mimeType"`
+	Data     []byte `json:"data"`
+}
+
+// dataURL is the image as a data: URL.
+func (i Image) dataURL() string {
+	return "data:" + i.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(i.Data)
 }
 
 // ToolCall is a model's request to run a tool.
@@ -77,6 +93,9 @@ type Request struct {
 	// MaxOutputTokens and Temperature override the profile's when set.
 	MaxOutputTokens int
 	Temperature     *float64
+	// Stop are sequences that end the answer where they appear (not sent
+	// by the Responses API, which has none).
+	Stop []string
 }
 
 // StopReason is why a model stopped.

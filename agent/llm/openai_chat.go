@@ -57,7 +57,18 @@ func (c *openAIChat) params(req *Request) (openai.ChatCompletionNewParams, error
 		case RoleSystem:
 			params.Messages = append(params.Messages, openai.SystemMessage(m.Text))
 		case RoleUser:
-			params.Messages = append(params.Messages, openai.UserMessage(m.Text))
+			if len(m.Images) == 0 {
+				params.Messages = append(params.Messages, openai.UserMessage(m.Text))
+				continue
+			}
+			var parts []openai.ChatCompletionContentPartUnionParam
+			if m.Text != "" {
+				parts = append(parts, openai.TextContentPart(m.Text))
+			}
+			for _, img := range m.Images {
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: img.dataURL()}))
+			}
+			params.Messages = append(params.Messages, openai.UserMessage(parts))
 		case RoleAssistant:
 			var a openai.ChatCompletionAssistantMessageParam
 			if m.Text != "" || len(m.ToolCalls) == 0 {
@@ -104,6 +115,9 @@ func (c *openAIChat) params(req *Request) (openai.ChatCompletionNewParams, error
 		} else {
 			params.MaxTokens = openai.Int(int64(n))
 		}
+	}
+	if len(req.Stop) > 0 {
+		params.Stop.OfStringArray = req.Stop
 	}
 	if t := req.Temperature; t != nil {
 		params.Temperature = openai.Float(*t)

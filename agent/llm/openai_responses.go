@@ -62,7 +62,21 @@ func (r *openAIResponses) params(req *Request) (responses.ResponseNewParams, err
 		case RoleSystem:
 			input = append(input, message(responses.EasyInputMessageRoleSystem, m.Text))
 		case RoleUser:
-			input = append(input, message(responses.EasyInputMessageRoleUser, m.Text))
+			if len(m.Images) == 0 {
+				input = append(input, message(responses.EasyInputMessageRoleUser, m.Text))
+				continue
+			}
+			var content responses.ResponseInputMessageContentListParam
+			if m.Text != "" {
+				content = append(content, responses.ResponseInputContentParamOfInputText(m.Text))
+			}
+			for _, img := range m.Images {
+				content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+					Detail: responses.ResponseInputImageDetailAuto, ImageURL: openai.String(img.dataURL())}})
+			}
+			input = append(input, responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
+				Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfInputItemContentList: content},
+			}})
 		case RoleAssistant:
 			if m.Text != "" || len(m.ToolCalls) == 0 {
 				input = append(input, message(responses.EasyInputMessageRoleAssistant, m.Text))

@@ -58,7 +58,8 @@ const Requests = {
   requestMcpTrust: "nexus/requestMcpTrust",
   // LSP's, during nexus/mcp/login: {uri, external: true} opens the sign-in
   // page in the browser (vscode-languageclient does it by itself).
-  showDocument: "window/showDocument"
+  showDocument: "window/showDocument",
+  requestElicitation: "nexus/requestElicitation"
 };
 const ErrorCodes = {
   MethodNotFound: -32601,

@@ -76,6 +76,11 @@ func (s *server) handler(tool string) tools.Handler {
 		defer stop()
 
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
+		if inv != nil {
+			var done func()
+			callCtx, done = s.hub.inflight.track(s.cfg.Name, inv.CallID, callCtx)
+			defer done()
+		}
 		if inv != nil && inv.CallID != "" {
 			params.SetProgressToken(inv.CallID)
 			if inv.Progress != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nexuscocreate/nexus/tools/mcp/mcptest"
 	"io"
 	"net"
 	"net/http"
@@ -29,7 +30,16 @@ import (
 // server on stdio that speaks only that version.
 const stdioServerEnv = "NEXUS_TEST_GOSDK_STDIO"
 
+// TestMain makes this test binary, re-run with an environment variable, a
+// stdio MCP server of the tests: a go-sdk server of a protocol version
+// (stdioServerEnv), or the asking server of elicit_test.go.
 func TestMain(m *testing.M) {
+	if os.Getenv("NEXUS_TEST_ASKING") == "stdio" {
+		if err := new(mcptest.Asking).ServeStdio(context.Background()); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if v := os.Getenv(stdioServerEnv); v != "" {
 		srv := newGoServer(v)
 		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {

@@ -115,6 +115,16 @@ type Options struct {
 	// (default 5 minutes).
 	AuthDir      string
 	LoginTimeout time.Duration
+	// Elicitation declares the elicitation capability (form and url modes)
+	// and puts servers' questions to the person through Tools (see
+	// elicit.go); ElicitTimeout bounds the wait for an answer (default 10
+	// minutes).
+	Elicitation   bool
+	ElicitTimeout time.Duration
+	// Sampling, when set, declares the sampling capability and answers
+	// servers' sampling requests with a model, once the person approves
+	// (see sampling.go).
+	Sampling *Sampling
 }
 
 // ErrUnknownServer is the error for a server name that is not configured.
@@ -145,6 +155,9 @@ type Hub struct {
 	progress sync.Map
 	// subs are the resource subscriptions (resources.go).
 	subs subscriptions
+	// inflight are the calls running on each server, to tell which call a
+	// server's question belongs to.
+	inflight inflight
 }
 
 // New returns a hub with no servers.
@@ -190,6 +203,9 @@ func New(opts Options) *Hub {
 	}
 	if opts.LoginTimeout <= 0 {
 		opts.LoginTimeout = 5 * time.Minute
+	}
+	if opts.ElicitTimeout <= 0 {
+		opts.ElicitTimeout = 10 * time.Minute
 	}
 	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)

@@ -424,6 +424,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 				}
 			}
 		},
+		// Questions to the person and to the model (elicit.go, sampling.go).
+		Capabilities:         s.hub.capabilities(),
+		ElicitationHandler:   s.elicitationHandler(),
+		CreateMessageHandler: s.samplingHandler(), //lint:ignore SA1019 servers use sampling until 2026-07-28
 	}
 	s.listen(opts) // logs, resource updates, list changes (notify.go)
 	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, opts)
@@ -439,7 +443,7 @@ func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, er
 	// server gone.
 	live := newLiveness(s.cfg.URL, s.hub.opts.HTTPTransport)
 	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL,
-		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, live}}}
+		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, fieldOrderTransport{live}}}}
 	s.auth.attach(t)
 	session, err := client.Connect(ctx, t, sessionOptions())
 	if err != nil {
@@ -492,7 +496,7 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, e
 		stderr.Flush()
 		close(c.exited)
 	}()
-	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, sessionOptions())
+	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: fieldOrderReader(stdout), Writer: stdin}, sessionOptions())
 	if err != nil {
 		c.cmd.Process.Kill()
 		syscall.Kill(-c.pid, syscall.SIGKILL)

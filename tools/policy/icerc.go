@@ -47,16 +47,25 @@ func BuildICERC(req Request, intent, expectedOutcome string) ICERC {
 	if strings.TrimSpace(expectedOutcome) == "" {
 		expectedOutcome = defaultOutcome(req.Tool)
 	}
+	risk := assessRisk(req)
+	if isSampling(req.Tool) {
+		risk = samplingRisk(req, RiskAssessment{Level: risk.Level})
+	}
 	return ICERC{
 		Intent:          intent,
 		Command:         renderCall(req),
 		ExpectedOutcome: expectedOutcome,
-		Risk:            assessRisk(req),
+		Risk:            risk,
 	}
 }
 
 func renderCall(req Request) string {
 	d := req.Tool
+	if isSampling(d) {
+		if s, ok := renderSampling(req); ok {
+			return s
+		}
+	}
 	if d.ServerName == "" {
 		switch d.Name {
 		case executeCommand:

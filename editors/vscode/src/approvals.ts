@@ -1,6 +1,7 @@
 // Permission prompts (nexus/requestPermission), the Pending Approvals view
-// of the requests not yet answered, and the Remembered Answers view of the
-// daemon's "always" answers (nexus/approvals/list, revoke).
+// of the requests not yet answered (and of MCP servers' questions, which
+// elicitation.ts asks), and the Remembered Answers view of the daemon's
+// "always" answers (nexus/approvals/list, revoke).
 
 import * as vscode from 'vscode';
 import type { CancellationToken, LanguageClient } from 'vscode-languageclient/node';
@@ -15,39 +16,53 @@ import {
   rememberedLabel,
 } from './approvalsModel';
 import type { Daemon, Daemons } from './daemon';
+import { type Question, questionTitle, type Questions } from './elicitationModel';
 import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
 import { type Approval, call, isMethodNotFound, Methods, type PermissionAnswer, type PermissionParams, Requests } from './protocol';
 
-export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.Disposable {
+/** A row of Pending Approvals: a permission request, or an MCP server's question. */
+type Waiting = Pending | Question;
+
+const isQuestion = (w: Waiting): w is Question => 'server' in w.params;
+
+export class ApprovalsView implements vscode.TreeDataProvider<Waiting>, vscode.Disposable {
   readonly pending = new PendingApprovals();
-  private readonly changed = new vscode.EventEmitter<Pending | undefined>();
+  private readonly changed = new vscode.EventEmitter<Waiting | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly pendingChanged = new vscode.EventEmitter<void>();
   /** A request was added, answered or cancelled (the chat's inline answers). */
   readonly onDidChangePending = this.pendingChanged.event;
-  private readonly view: vscode.TreeView<Pending>;
+  private readonly view: vscode.TreeView<Waiting>;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
     private readonly daemons: Daemons,
     private readonly remembered: RememberedView,
+    private readonly questions?: Questions,
   ) {
     this.view = vscode.window.createTreeView('nexus.approvals', { treeDataProvider: this });
+    const changed = () => {
+      this.changed.fire(undefined);
+      const n = this.pending.size;
+      const q = this.questions?.size ?? 0;
+      const parts = [n > 0 ? `${n} tool ${n === 1 ? 'call waits' : 'calls wait'} for your approval` : '', q > 0 ? `${q} ${q === 1 ? 'question waits' : 'questions wait'} for your answer` : ''];
+      this.view.badge = n + q > 0 ? { value: n + q, tooltip: parts.filter(Boolean).join('; ') } : undefined;
+    };
     this.disposables.push(
       this.view,
       this.pending.onDidChange(() => {
-        this.changed.fire(undefined);
+        changed();
         this.pendingChanged.fire();
-        const n = this.pending.size;
-        this.view.badge = n > 0 ? { value: n, tooltip: `${n} tool ${n === 1 ? 'call waits' : 'calls wait'} for your approval` } : undefined;
       }),
+      ...(questions ? [questions.onDidChange(changed)] : []),
       daemons.onWillStart(({ daemon, client }) => this.attach(daemon, client)),
       daemons.onDidChangeState((d) => {
         if (d.state !== 'ready') {
           this.pending.clear(d.id); // the daemon that asked is gone
         }
       }),
-      vscode.commands.registerCommand('nexus.answerApproval', (p?: Pending) => this.answer(p)),
+      vscode.commands.registerCommand('nexus.answerApproval', (p?: Waiting) =>
+        p && isQuestion(p) ? vscode.commands.executeCommand('nexus.openQuestion', p.id) : this.answer(p ?? this.selectedPending())),
     );
   }
 
@@ -85,8 +100,13 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
     return a ?? 'reject_once';
   }
 
+  private selectedPending(): Pending | undefined {
+    const s = this.view.selection[0];
+    return s && !isQuestion(s) ? s : undefined;
+  }
+
   private async answer(p?: Pending): Promise<void> {
-    let target: Pending | undefined = p ?? this.view.selection[0];
+    let target: Pending | undefined = p;
     if (!target) {
       const items = this.pending.list().map((x) => ({
         label: x.params.toolCall.toolName,
@@ -128,11 +148,14 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
     return this.pending.answerToolCall(toolCallId, a);
   }
 
-  getChildren(p?: Pending): Pending[] {
-    return p ? [] : this.pending.list();
+  getChildren(p?: Waiting): Waiting[] {
+    return p ? [] : [...this.pending.list(), ...(this.questions?.list() ?? [])];
   }
 
-  getTreeItem(p: Pending): vscode.TreeItem {
+  getTreeItem(p: Waiting): vscode.TreeItem {
+    if (isQuestion(p)) {
+      return this.questionItem(p);
+    }
     const item = new vscode.TreeItem(p.params.toolCall.toolName, vscode.TreeItemCollapsibleState.None);
     item.id = `approval:${p.id}`;
     const intent = p.params.icerc.intent || p.params.toolCall.icerc?.intent || '';
@@ -142,6 +165,18 @@ export class ApprovalsView implements vscode.TreeDataProvider<Pending>, vscode.D
     item.iconPath = new vscode.ThemeIcon('bell');
     item.contextValue = 'approval';
     item.command = { command: 'nexus.answerApproval', title: 'Answer', arguments: [p] };
+    return item;
+  }
+
+  private questionItem(q: Question): vscode.TreeItem {
+    const item = new vscode.TreeItem(`${q.params.server} asks`, vscode.TreeItemCollapsibleState.None);
+    item.id = `question:${q.id}`;
+    const folder = this.daemons.multi ? this.daemons.get(q.source ?? '')?.name : undefined;
+    item.description = folder ? `${folder} · ${q.params.message}` : q.params.message;
+    item.tooltip = `${questionTitle(q.params)}\n\n${q.params.message}${q.params.mode === 'url' ? `\n\n${q.params.url ?? ''}` : ''}`;
+    item.iconPath = new vscode.ThemeIcon('comment-discussion');
+    item.contextValue = 'question';
+    item.command = { command: 'nexus.openQuestion', title: 'Answer', arguments: [q.id] };
     return item;
   }
 

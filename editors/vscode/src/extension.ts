@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
 import { ChatView } from './chat';
+import { ElicitationView } from './elicitation';
 import { benchInit, benchMark } from './bench';
 import { daemonId, Daemons } from './daemon';
 import { DefinitionsView, McpView } from './workspaceViews';
@@ -18,11 +19,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const daemons = new Daemons();
   const activity = new ActivityView(daemons);
   const remembered = new RememberedView(daemons);
-  const approvals = new ApprovalsView(daemons, remembered);
+  const elicitation = new ElicitationView(context.extensionUri, daemons);
+  const approvals = new ApprovalsView(daemons, remembered, elicitation.questions);
   context.subscriptions.push(
     daemons,
     activity,
     remembered,
+    elicitation,
     approvals,
     new StatusBar(daemons, activity, approvals),
     new DefinitionsView(daemons),

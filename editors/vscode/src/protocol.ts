@@ -73,6 +73,7 @@ export const Requests = {
   // LSP's, during nexus/mcp/login: {uri, external: true} opens the sign-in
   // page in the browser (vscode-languageclient does it by itself).
   showDocument: 'window/showDocument',
+  requestElicitation: 'nexus/requestElicitation',
 } as const;
 
 /** JSON-RPC error codes of nexus/ methods (README, "The editor protocol"). */
@@ -165,6 +166,7 @@ export interface NexusCapabilities {
   notifications: string[];
   requestPermission: boolean;
   requestMcpTrust: boolean;
+  requestElicitation?: boolean;
   workDoneProgress: boolean;
 }
 
@@ -664,6 +666,64 @@ export interface McpTrustRequest {
 export interface ShowDocumentParams {
   uri: string;
   external: boolean;
+}
+
+/** The actions of an answer to nexus/requestElicitation. */
+export type ElicitationAction = 'accept' | 'decline' | 'cancel';
+
+/** elicitationParams: the params of nexus/requestElicitation, an MCP
+ * server's question to the person (elicitation/create) during a call: a
+ * form (mode "form", requestedSchema) or a URL to visit (mode "url"). */
+export interface ElicitationParams {
+  requestId: string;
+  server: string;
+  /** The call the question belongs to, when the daemon can tell. */
+  toolCall?: ToolCall;
+  mode: 'form' | 'url' | string;
+  message: string;
+  /** A flat JSON Schema object: string (format email, uri, date,
+   * date-time; minLength, maxLength), number and integer (minimum,
+   * maximum), boolean, enums (enum, enumNames, oneOf of {const, title}),
+   * and arrays of enums (items.enum or items.anyOf; minItems, maxItems);
+   * default, title, description, required. */
+  requestedSchema?: ElicitationSchema;
+  url?: string;
+  elicitationId?: string;
+}
+
+/** elicitationResult: the answer to nexus/requestElicitation. */
+export interface ElicitationResult {
+  action: ElicitationAction;
+  content?: Record<string, unknown>;
+}
+
+/** The requested schema of a form. */
+export interface ElicitationSchema {
+  type?: 'object';
+  title?: string;
+  description?: string;
+  properties?: Record<string, ElicitationField>;
+  required?: string[];
+}
+
+/** One field of a form (a primitive property of the requested schema). */
+export interface ElicitationField {
+  type?: 'string' | 'number' | 'integer' | 'boolean' | 'array';
+  title?: string;
+  description?: string;
+  default?: unknown;
+  format?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  enum?: string[];
+  enumNames?: string[];
+  oneOf?: { const: string; title?: string }[];
+  anyOf?: { const: string; title?: string }[];
+  items?: { type?: string; enum?: string[]; anyOf?: { const: string; title?: string }[] };
+  minItems?: number;
+  maxItems?: number;
 }
 
 /** The params and result of every method, by name, for typed calls. */

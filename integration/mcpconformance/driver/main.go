@@ -10,7 +10,8 @@
 // suite's server, starts nexusd on it ($NEXUSD, else nexusd beside the
 // driver), approves the server with "nexus mcp trust" ($NEXUS, else nexus
 // beside the driver), does what the scenario's plan says (see [plans]:
-// "nexus mcp login", "nexus tools ls", "nexus tools run") and stops nexusd
+// "nexus mcp login", "nexus tools ls", "nexus tools run", whose
+// elicitations are accepted with the defaults) and stops nexusd
 // with SIGTERM. It exits 0 when every step worked.
 //
 // "driver browse URL" is the browser that "nexus mcp login" runs: it GETs
@@ -134,7 +135,9 @@ func play(ctx context.Context, d *daemon, p plan) error {
 	if p.Tool == "" {
 		return nil
 	}
-	args := []string{"tools", "run", p.Tool, "--server", serverName}
+	// The suite's servers ask as the SDKs' conformance clients answer:
+	// every form accepted with its defaults (SEP-1034).
+	args := []string{"tools", "run", p.Tool, "--server", serverName, "--elicit", "accept-defaults"}
 	if p.Args != "" {
 		args = append(args, "--args", p.Args)
 	}

@@ -632,6 +632,11 @@ type PromptRequest struct {
 	// answered with AnswerPermission; a request still open when the stream
 	// ends is denied. Without it they go to the editor, as for any call.
 	AskPermissions bool `protobuf:"varint,3,opt,name=ask_permissions,json=askPermissions,proto3" json:"ask_permissions,omitempty"`
+	// ask_elicitation makes the questions MCP servers ask the person during
+	// the prompt's tool calls arrive in the stream as elicitation_request
+	// updates, to be answered with AnswerElicitation; elicitation_withdrawn
+	// says one is no longer open. Without it they go to the editor.
+	AskElicitation bool `protobuf:"varint,4,opt,name=ask_elicitation,json=askElicitation,proto3" json:"ask_elicitation,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -687,6 +692,13 @@ func (x *PromptRequest) GetAskPermissions() bool {
 	return false
 }
 
+func (x *PromptRequest) GetAskElicitation() bool {
+	if x != nil {
+		return x.AskElicitation
+	}
+	return false
+}
+
 // PromptResponse is one message of the Prompt stream: an update, or, last,
 // the result.
 type PromptResponse struct {
@@ -697,9 +709,12 @@ type PromptResponse struct {
 	// tool_call, tool_call_update (toolCallId is the Nexus tool call id that
 	// WatchToolCalls carries; status pending, in_progress, completed or
 	// failed), plan, available_commands_update, usage_update; and Nexus's
-	// retry, command_output (a special command's text, in content) and
+	// retry, command_output (a special command's text, in content),
 	// permission_request ({"permission": {"requestId", "toolCall", "icerc",
-	// "options"}}).
+	// "options"}}), elicitation_request ({"elicitation": {"requestId",
+	// "server", "toolCall", "mode", "message", "requestedSchema", "url",
+	// "elicitationId"}}) and elicitation_withdrawn ({"elicitation":
+	// {"requestId", ...}}).
 	UpdateJson string `protobuf:"bytes,1,opt,name=update_json,json=updateJson,proto3" json:"update_json,omitempty"`
 	// result is set on the last message only.
 	Result        *PromptResult `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
@@ -1032,7 +1047,7 @@ var File_nexus_v1_agent_proto protoreflect.FileDescriptor
 
 const file_nexus_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x14nexus/v1/agent.proto\x12\bnexus.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x03\n" +
+	"\x14nexus/v1/agent.proto\x12\bnexus.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bnexus/v1/tool_manager.proto\"\x8b\x03\n" +
 	"\fAgentSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -1074,12 +1089,13 @@ const file_nexus_v1_agent_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse\"k\n" +
+	"\x15DeleteSessionResponse\"\x94\x01\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12'\n" +
-	"\x0fask_permissions\x18\x03 \x01(\bR\x0easkPermissions\"a\n" +
+	"\x0fask_permissions\x18\x03 \x01(\bR\x0easkPermissions\x12'\n" +
+	"\x0fask_elicitation\x18\x04 \x01(\bR\x0easkElicitation\"a\n" +
 	"\x0ePromptResponse\x12\x1f\n" +
 	"\vupdate_json\x18\x01 \x01(\tR\n" +
 	"updateJson\x12.\n" +
@@ -1104,7 +1120,7 @@ const file_nexus_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06answer\x18\x03 \x01(\tR\x06answer\"\x1a\n" +
-	"\x18AnswerPermissionResponse2\x94\x04\n" +
+	"\x18AnswerPermissionResponse2\xf2\x04\n" +
 	"\x05Agent\x12G\n" +
 	"\n" +
 	"NewSession\x12\x1b.nexus.v1.NewSessionRequest\x1a\x1c.nexus.v1.NewSessionResponse\x12M\n" +
@@ -1113,7 +1129,8 @@ const file_nexus_v1_agent_proto_rawDesc = "" +
 	"\rDeleteSession\x12\x1e.nexus.v1.DeleteSessionRequest\x1a\x1f.nexus.v1.DeleteSessionResponse\x12=\n" +
 	"\x06Prompt\x12\x17.nexus.v1.PromptRequest\x1a\x18.nexus.v1.PromptResponse0\x01\x12;\n" +
 	"\x06Cancel\x12\x17.nexus.v1.CancelRequest\x1a\x18.nexus.v1.CancelResponse\x12Y\n" +
-	"\x10AnswerPermission\x12!.nexus.v1.AnswerPermissionRequest\x1a\".nexus.v1.AnswerPermissionResponseB7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
+	"\x10AnswerPermission\x12!.nexus.v1.AnswerPermissionRequest\x1a\".nexus.v1.AnswerPermissionResponse\x12\\\n" +
+	"\x11AnswerElicitation\x12\".nexus.v1.AnswerElicitationRequest\x1a#.nexus.v1.AnswerElicitationResponseB7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
 
 var (
 	file_nexus_v1_agent_proto_rawDescOnce sync.Once
@@ -1129,25 +1146,27 @@ func file_nexus_v1_agent_proto_rawDescGZIP() []byte {
 
 var file_nexus_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_nexus_v1_agent_proto_goTypes = []any{
-	(*AgentSession)(nil),             // 0: nexus.v1.AgentSession
-	(*AgentUsage)(nil),               // 1: nexus.v1.AgentUsage
-	(*AgentCost)(nil),                // 2: nexus.v1.AgentCost
-	(*NewSessionRequest)(nil),        // 3: nexus.v1.NewSessionRequest
-	(*NewSessionResponse)(nil),       // 4: nexus.v1.NewSessionResponse
-	(*ListSessionsRequest)(nil),      // 5: nexus.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 6: nexus.v1.ListSessionsResponse
-	(*LoadSessionRequest)(nil),       // 7: nexus.v1.LoadSessionRequest
-	(*LoadSessionResponse)(nil),      // 8: nexus.v1.LoadSessionResponse
-	(*DeleteSessionRequest)(nil),     // 9: nexus.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 10: nexus.v1.DeleteSessionResponse
-	(*PromptRequest)(nil),            // 11: nexus.v1.PromptRequest
-	(*PromptResponse)(nil),           // 12: nexus.v1.PromptResponse
-	(*PromptResult)(nil),             // 13: nexus.v1.PromptResult
-	(*CancelRequest)(nil),            // 14: nexus.v1.CancelRequest
-	(*CancelResponse)(nil),           // 15: nexus.v1.CancelResponse
-	(*AnswerPermissionRequest)(nil),  // 16: nexus.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil), // 17: nexus.v1.AnswerPermissionResponse
-	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
+	(*AgentSession)(nil),              // 0: nexus.v1.AgentSession
+	(*AgentUsage)(nil),                // 1: nexus.v1.AgentUsage
+	(*AgentCost)(nil),                 // 2: nexus.v1.AgentCost
+	(*NewSessionRequest)(nil),         // 3: nexus.v1.NewSessionRequest
+	(*NewSessionResponse)(nil),        // 4: nexus.v1.NewSessionResponse
+	(*ListSessionsRequest)(nil),       // 5: nexus.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),      // 6: nexus.v1.ListSessionsResponse
+	(*LoadSessionRequest)(nil),        // 7: nexus.v1.LoadSessionRequest
+	(*LoadSessionResponse)(nil),       // 8: nexus.v1.LoadSessionResponse
+	(*DeleteSessionRequest)(nil),      // 9: nexus.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),     // 10: nexus.v1.DeleteSessionResponse
+	(*PromptRequest)(nil),             // 11: nexus.v1.PromptRequest
+	(*PromptResponse)(nil),            // 12: nexus.v1.PromptResponse
+	(*PromptResult)(nil),              // 13: nexus.v1.PromptResult
+	(*CancelRequest)(nil),             // 14: nexus.v1.CancelRequest
+	(*CancelResponse)(nil),            // 15: nexus.v1.CancelResponse
+	(*AnswerPermissionRequest)(nil),   // 16: nexus.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),  // 17: nexus.v1.AnswerPermissionResponse
+	(*timestamppb.Timestamp)(nil),     // 18: google.protobuf.Timestamp
+	(*AnswerElicitationRequest)(nil),  // 19: nexus.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil), // 20: nexus.v1.AnswerElicitationResponse
 }
 var file_nexus_v1_agent_proto_depIdxs = []int32{
 	18, // 0: nexus.v1.AgentSession.created_at:type_name -> google.protobuf.Timestamp
@@ -1167,15 +1186,17 @@ var file_nexus_v1_agent_proto_depIdxs = []int32{
 	11, // 14: nexus.v1.Agent.Prompt:input_type -> nexus.v1.PromptRequest
 	14, // 15: nexus.v1.Agent.Cancel:input_type -> nexus.v1.CancelRequest
 	16, // 16: nexus.v1.Agent.AnswerPermission:input_type -> nexus.v1.AnswerPermissionRequest
-	4,  // 17: nexus.v1.Agent.NewSession:output_type -> nexus.v1.NewSessionResponse
-	6,  // 18: nexus.v1.Agent.ListSessions:output_type -> nexus.v1.ListSessionsResponse
-	8,  // 19: nexus.v1.Agent.LoadSession:output_type -> nexus.v1.LoadSessionResponse
-	10, // 20: nexus.v1.Agent.DeleteSession:output_type -> nexus.v1.DeleteSessionResponse
-	12, // 21: nexus.v1.Agent.Prompt:output_type -> nexus.v1.PromptResponse
-	15, // 22: nexus.v1.Agent.Cancel:output_type -> nexus.v1.CancelResponse
-	17, // 23: nexus.v1.Agent.AnswerPermission:output_type -> nexus.v1.AnswerPermissionResponse
-	17, // [17:24] is the sub-list for method output_type
-	10, // [10:17] is the sub-list for method input_type
+	19, // 17: nexus.v1.Agent.AnswerElicitation:input_type -> nexus.v1.AnswerElicitationRequest
+	4,  // 18: nexus.v1.Agent.NewSession:output_type -> nexus.v1.NewSessionResponse
+	6,  // 19: nexus.v1.Agent.ListSessions:output_type -> nexus.v1.ListSessionsResponse
+	8,  // 20: nexus.v1.Agent.LoadSession:output_type -> nexus.v1.LoadSessionResponse
+	10, // 21: nexus.v1.Agent.DeleteSession:output_type -> nexus.v1.DeleteSessionResponse
+	12, // 22: nexus.v1.Agent.Prompt:output_type -> nexus.v1.PromptResponse
+	15, // 23: nexus.v1.Agent.Cancel:output_type -> nexus.v1.CancelResponse
+	17, // 24: nexus.v1.Agent.AnswerPermission:output_type -> nexus.v1.AnswerPermissionResponse
+	20, // 25: nexus.v1.Agent.AnswerElicitation:output_type -> nexus.v1.AnswerElicitationResponse
+	18, // [18:26] is the sub-list for method output_type
+	10, // [10:18] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -1186,6 +1207,7 @@ func file_nexus_v1_agent_proto_init() {
 	if File_nexus_v1_agent_proto != nil {
 		return
 	}
+	file_nexus_v1_tool_manager_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

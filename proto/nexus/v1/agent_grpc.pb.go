@@ -19,13 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Agent_NewSession_FullMethodName       = "/nexus.v1.Agent/NewSession"
-	Agent_ListSessions_FullMethodName     = "/nexus.v1.Agent/ListSessions"
-	Agent_LoadSession_FullMethodName      = "/nexus.v1.Agent/LoadSession"
-	Agent_DeleteSession_FullMethodName    = "/nexus.v1.Agent/DeleteSession"
-	Agent_Prompt_FullMethodName           = "/nexus.v1.Agent/Prompt"
-	Agent_Cancel_FullMethodName           = "/nexus.v1.Agent/Cancel"
-	Agent_AnswerPermission_FullMethodName = "/nexus.v1.Agent/AnswerPermission"
+	Agent_NewSession_FullMethodName        = "/nexus.v1.Agent/NewSession"
+	Agent_ListSessions_FullMethodName      = "/nexus.v1.Agent/ListSessions"
+	Agent_LoadSession_FullMethodName       = "/nexus.v1.Agent/LoadSession"
+	Agent_DeleteSession_FullMethodName     = "/nexus.v1.Agent/DeleteSession"
+	Agent_Prompt_FullMethodName            = "/nexus.v1.Agent/Prompt"
+	Agent_Cancel_FullMethodName            = "/nexus.v1.Agent/Cancel"
+	Agent_AnswerPermission_FullMethodName  = "/nexus.v1.Agent/AnswerPermission"
+	Agent_AnswerElicitation_FullMethodName = "/nexus.v1.Agent/AnswerElicitation"
 )
 
 // AgentClient is the client API for Agent service.
@@ -74,6 +75,9 @@ type AgentClient interface {
 	// started with ask_permissions (a Nexus extension). NOT_FOUND when the
 	// request id is unknown or already answered.
 	AnswerPermission(ctx context.Context, in *AnswerPermissionRequest, opts ...grpc.CallOption) (*AnswerPermissionResponse, error)
+	// AnswerElicitation answers an elicitation_request update of a Prompt
+	// started with ask_elicitation (session_id is the prompt's session).
+	AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error)
 }
 
 type agentClient struct {
@@ -163,6 +167,16 @@ func (c *agentClient) AnswerPermission(ctx context.Context, in *AnswerPermission
 	return out, nil
 }
 
+func (c *agentClient) AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AnswerElicitationResponse)
+	err := c.cc.Invoke(ctx, Agent_AnswerElicitation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -209,6 +223,9 @@ type AgentServer interface {
 	// started with ask_permissions (a Nexus extension). NOT_FOUND when the
 	// request id is unknown or already answered.
 	AnswerPermission(context.Context, *AnswerPermissionRequest) (*AnswerPermissionResponse, error)
+	// AnswerElicitation answers an elicitation_request update of a Prompt
+	// started with ask_elicitation (session_id is the prompt's session).
+	AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -239,6 +256,9 @@ func (UnimplementedAgentServer) Cancel(context.Context, *CancelRequest) (*Cancel
 }
 func (UnimplementedAgentServer) AnswerPermission(context.Context, *AnswerPermissionRequest) (*AnswerPermissionResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method AnswerPermission not implemented")
+}
+func (UnimplementedAgentServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AnswerElicitation not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -380,6 +400,24 @@ func _Agent_AnswerPermission_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_AnswerElicitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerElicitationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).AnswerElicitation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_AnswerElicitation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).AnswerElicitation(ctx, req.(*AnswerElicitationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -410,6 +448,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AnswerPermission",
 			Handler:    _Agent_AnswerPermission_Handler,
+		},
+		{
+			MethodName: "AnswerElicitation",
+			Handler:    _Agent_AnswerElicitation_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -2349,7 +2349,7 @@ const file_nexus_v1_core_framework_proto_rawDesc = "" +
 	"\x12CHANGE_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05ADDED\x10\x01\x12\f\n" +
 	"\bMODIFIED\x10\x02\x12\v\n" +
-	"\aDELETED\x10\x032\xc1\r\n" +
+	"\aDELETED\x10\x032\x9f\x0e\n" +
 	"\rCoreFramework\x12q\n" +
 	"\x18GetDefinitionFileContent\x12).nexus.v1.GetDefinitionFileContentRequest\x1a*.nexus.v1.GetDefinitionFileContentResponse\x12q\n" +
 	"\x18SetDefinitionFileContent\x12).nexus.v1.SetDefinitionFileContentRequest\x1a*.nexus.v1.SetDefinitionFileContentResponse\x12b\n" +
@@ -2366,7 +2366,8 @@ const file_nexus_v1_core_framework_proto_rawDesc = "" +
 	"\x0fListRuntimeKeys\x12 .nexus.v1.ListRuntimeKeysRequest\x1a!.nexus.v1.ListRuntimeKeysResponse\x12T\n" +
 	"\x12WatchRuntimeValues\x12#.nexus.v1.WatchRuntimeValuesRequest\x1a\x17.nexus.v1.RuntimeChange0\x01\x12J\n" +
 	"\vExecuteTool\x12\x1c.nexus.v1.ExecuteToolRequest\x1a\x1d.nexus.v1.ExecuteToolResponse\x12G\n" +
-	"\x11ExecuteToolStream\x12\x1c.nexus.v1.ExecuteToolRequest\x1a\x12.nexus.v1.ToolCall0\x01\x12G\n" +
+	"\x11ExecuteToolStream\x12\x1c.nexus.v1.ExecuteToolRequest\x1a\x12.nexus.v1.ToolCall0\x01\x12\\\n" +
+	"\x11AnswerElicitation\x12\".nexus.v1.AnswerElicitationRequest\x1a#.nexus.v1.AnswerElicitationResponse\x12G\n" +
 	"\n" +
 	"LogMessage\x12\x1b.nexus.v1.LogMessageRequest\x1a\x1c.nexus.v1.LogMessageResponse\x12V\n" +
 	"\x0fCheckPermission\x12 .nexus.v1.CheckPermissionRequest\x1a!.nexus.v1.CheckPermissionResponseB7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
@@ -2425,8 +2426,10 @@ var file_nexus_v1_core_framework_proto_goTypes = []any{
 	nil,                                      // 36: nexus.v1.LogMessageRequest.ContextEntry
 	(*timestamppb.Timestamp)(nil),            // 37: google.protobuf.Timestamp
 	(*ExecuteToolRequest)(nil),               // 38: nexus.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),              // 39: nexus.v1.ExecuteToolResponse
-	(*ToolCall)(nil),                         // 40: nexus.v1.ToolCall
+	(*AnswerElicitationRequest)(nil),         // 39: nexus.v1.AnswerElicitationRequest
+	(*ExecuteToolResponse)(nil),              // 40: nexus.v1.ExecuteToolResponse
+	(*ToolCall)(nil),                         // 41: nexus.v1.ToolCall
+	(*AnswerElicitationResponse)(nil),        // 42: nexus.v1.AnswerElicitationResponse
 }
 var file_nexus_v1_core_framework_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.DefinitionEntry.type:type_name -> nexus.v1.EntryType
@@ -2455,28 +2458,30 @@ var file_nexus_v1_core_framework_proto_depIdxs = []int32{
 	30, // 23: nexus.v1.CoreFramework.WatchRuntimeValues:input_type -> nexus.v1.WatchRuntimeValuesRequest
 	38, // 24: nexus.v1.CoreFramework.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
 	38, // 25: nexus.v1.CoreFramework.ExecuteToolStream:input_type -> nexus.v1.ExecuteToolRequest
-	32, // 26: nexus.v1.CoreFramework.LogMessage:input_type -> nexus.v1.LogMessageRequest
-	34, // 27: nexus.v1.CoreFramework.CheckPermission:input_type -> nexus.v1.CheckPermissionRequest
-	3,  // 28: nexus.v1.CoreFramework.GetDefinitionFileContent:output_type -> nexus.v1.GetDefinitionFileContentResponse
-	5,  // 29: nexus.v1.CoreFramework.SetDefinitionFileContent:output_type -> nexus.v1.SetDefinitionFileContentResponse
-	7,  // 30: nexus.v1.CoreFramework.ApplyDefinitionDiff:output_type -> nexus.v1.ApplyDefinitionDiffResponse
-	9,  // 31: nexus.v1.CoreFramework.DeleteDefinitionFile:output_type -> nexus.v1.DeleteDefinitionFileResponse
-	11, // 32: nexus.v1.CoreFramework.RestoreDefinitionFile:output_type -> nexus.v1.RestoreDefinitionFileResponse
-	14, // 33: nexus.v1.CoreFramework.ListDefinitionDirectory:output_type -> nexus.v1.ListDefinitionDirectoryResponse
-	17, // 34: nexus.v1.CoreFramework.GetDefinitionFileHistory:output_type -> nexus.v1.GetDefinitionFileHistoryResponse
-	19, // 35: nexus.v1.CoreFramework.GetDefinitionFileDiff:output_type -> nexus.v1.GetDefinitionFileDiffResponse
-	21, // 36: nexus.v1.CoreFramework.WatchDefinitions:output_type -> nexus.v1.DefinitionChange
-	23, // 37: nexus.v1.CoreFramework.GetRuntimeValue:output_type -> nexus.v1.GetRuntimeValueResponse
-	25, // 38: nexus.v1.CoreFramework.SetRuntimeValue:output_type -> nexus.v1.SetRuntimeValueResponse
-	27, // 39: nexus.v1.CoreFramework.DeleteRuntimeValue:output_type -> nexus.v1.DeleteRuntimeValueResponse
-	29, // 40: nexus.v1.CoreFramework.ListRuntimeKeys:output_type -> nexus.v1.ListRuntimeKeysResponse
-	31, // 41: nexus.v1.CoreFramework.WatchRuntimeValues:output_type -> nexus.v1.RuntimeChange
-	39, // 42: nexus.v1.CoreFramework.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	40, // 43: nexus.v1.CoreFramework.ExecuteToolStream:output_type -> nexus.v1.ToolCall
-	33, // 44: nexus.v1.CoreFramework.LogMessage:output_type -> nexus.v1.LogMessageResponse
-	35, // 45: nexus.v1.CoreFramework.CheckPermission:output_type -> nexus.v1.CheckPermissionResponse
-	28, // [28:46] is the sub-list for method output_type
-	10, // [10:28] is the sub-list for method input_type
+	39, // 26: nexus.v1.CoreFramework.AnswerElicitation:input_type -> nexus.v1.AnswerElicitationRequest
+	32, // 27: nexus.v1.CoreFramework.LogMessage:input_type -> nexus.v1.LogMessageRequest
+	34, // 28: nexus.v1.CoreFramework.CheckPermission:input_type -> nexus.v1.CheckPermissionRequest
+	3,  // 29: nexus.v1.CoreFramework.GetDefinitionFileContent:output_type -> nexus.v1.GetDefinitionFileContentResponse
+	5,  // 30: nexus.v1.CoreFramework.SetDefinitionFileContent:output_type -> nexus.v1.SetDefinitionFileContentResponse
+	7,  // 31: nexus.v1.CoreFramework.ApplyDefinitionDiff:output_type -> nexus.v1.ApplyDefinitionDiffResponse
+	9,  // 32: nexus.v1.CoreFramework.DeleteDefinitionFile:output_type -> nexus.v1.DeleteDefinitionFileResponse
+	11, // 33: nexus.v1.CoreFramework.RestoreDefinitionFile:output_type -> nexus.v1.RestoreDefinitionFileResponse
+	14, // 34: nexus.v1.CoreFramework.ListDefinitionDirectory:output_type -> nexus.v1.ListDefinitionDirectoryResponse
+	17, // 35: nexus.v1.CoreFramework.GetDefinitionFileHistory:output_type -> nexus.v1.GetDefinitionFileHistoryResponse
+	19, // 36: nexus.v1.CoreFramework.GetDefinitionFileDiff:output_type -> nexus.v1.GetDefinitionFileDiffResponse
+	21, // 37: nexus.v1.CoreFramework.WatchDefinitions:output_type -> nexus.v1.DefinitionChange
+	23, // 38: nexus.v1.CoreFramework.GetRuntimeValue:output_type -> nexus.v1.GetRuntimeValueResponse
+	25, // 39: nexus.v1.CoreFramework.SetRuntimeValue:output_type -> nexus.v1.SetRuntimeValueResponse
+	27, // 40: nexus.v1.CoreFramework.DeleteRuntimeValue:output_type -> nexus.v1.DeleteRuntimeValueResponse
+	29, // 41: nexus.v1.CoreFramework.ListRuntimeKeys:output_type -> nexus.v1.ListRuntimeKeysResponse
+	31, // 42: nexus.v1.CoreFramework.WatchRuntimeValues:output_type -> nexus.v1.RuntimeChange
+	40, // 43: nexus.v1.CoreFramework.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	41, // 44: nexus.v1.CoreFramework.ExecuteToolStream:output_type -> nexus.v1.ToolCall
+	42, // 45: nexus.v1.CoreFramework.AnswerElicitation:output_type -> nexus.v1.AnswerElicitationResponse
+	33, // 46: nexus.v1.CoreFramework.LogMessage:output_type -> nexus.v1.LogMessageResponse
+	35, // 47: nexus.v1.CoreFramework.CheckPermission:output_type -> nexus.v1.CheckPermissionResponse
+	29, // [29:48] is the sub-list for method output_type
+	10, // [10:29] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name

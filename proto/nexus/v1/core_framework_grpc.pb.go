@@ -35,6 +35,7 @@ const (
 	CoreFramework_WatchRuntimeValues_FullMethodName       = "/nexus.v1.CoreFramework/WatchRuntimeValues"
 	CoreFramework_ExecuteTool_FullMethodName              = "/nexus.v1.CoreFramework/ExecuteTool"
 	CoreFramework_ExecuteToolStream_FullMethodName        = "/nexus.v1.CoreFramework/ExecuteToolStream"
+	CoreFramework_AnswerElicitation_FullMethodName        = "/nexus.v1.CoreFramework/AnswerElicitation"
 	CoreFramework_LogMessage_FullMethodName               = "/nexus.v1.CoreFramework/LogMessage"
 	CoreFramework_CheckPermission_FullMethodName          = "/nexus.v1.CoreFramework/CheckPermission"
 )
@@ -74,6 +75,9 @@ type CoreFrameworkClient interface {
 	ExecuteTool(ctx context.Context, in *ExecuteToolRequest, opts ...grpc.CallOption) (*ExecuteToolResponse, error)
 	// ExecuteToolStream runs a tool call and streams each of its status changes.
 	ExecuteToolStream(ctx context.Context, in *ExecuteToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ToolCall], error)
+	// AnswerElicitation answers a question of ExecuteToolStream's call
+	// (ask_elicitation); only the caller that was asked may answer it.
+	AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error)
 	LogMessage(ctx context.Context, in *LogMessageRequest, opts ...grpc.CallOption) (*LogMessageResponse, error)
 	CheckPermission(ctx context.Context, in *CheckPermissionRequest, opts ...grpc.CallOption) (*CheckPermissionResponse, error)
 }
@@ -273,6 +277,16 @@ func (c *coreFrameworkClient) ExecuteToolStream(ctx context.Context, in *Execute
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoreFramework_ExecuteToolStreamClient = grpc.ServerStreamingClient[ToolCall]
 
+func (c *coreFrameworkClient) AnswerElicitation(ctx context.Context, in *AnswerElicitationRequest, opts ...grpc.CallOption) (*AnswerElicitationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AnswerElicitationResponse)
+	err := c.cc.Invoke(ctx, CoreFramework_AnswerElicitation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *coreFrameworkClient) LogMessage(ctx context.Context, in *LogMessageRequest, opts ...grpc.CallOption) (*LogMessageResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(LogMessageResponse)
@@ -328,6 +342,9 @@ type CoreFrameworkServer interface {
 	ExecuteTool(context.Context, *ExecuteToolRequest) (*ExecuteToolResponse, error)
 	// ExecuteToolStream runs a tool call and streams each of its status changes.
 	ExecuteToolStream(*ExecuteToolRequest, grpc.ServerStreamingServer[ToolCall]) error
+	// AnswerElicitation answers a question of ExecuteToolStream's call
+	// (ask_elicitation); only the caller that was asked may answer it.
+	AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error)
 	LogMessage(context.Context, *LogMessageRequest) (*LogMessageResponse, error)
 	CheckPermission(context.Context, *CheckPermissionRequest) (*CheckPermissionResponse, error)
 	mustEmbedUnimplementedCoreFrameworkServer()
@@ -387,6 +404,9 @@ func (UnimplementedCoreFrameworkServer) ExecuteTool(context.Context, *ExecuteToo
 }
 func (UnimplementedCoreFrameworkServer) ExecuteToolStream(*ExecuteToolRequest, grpc.ServerStreamingServer[ToolCall]) error {
 	return status.Errorf(codes.Unimplemented, "method ExecuteToolStream not implemented")
+}
+func (UnimplementedCoreFrameworkServer) AnswerElicitation(context.Context, *AnswerElicitationRequest) (*AnswerElicitationResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AnswerElicitation not implemented")
 }
 func (UnimplementedCoreFrameworkServer) LogMessage(context.Context, *LogMessageRequest) (*LogMessageResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method LogMessage not implemented")
@@ -682,6 +702,24 @@ func _CoreFramework_ExecuteToolStream_Handler(srv interface{}, stream grpc.Serve
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoreFramework_ExecuteToolStreamServer = grpc.ServerStreamingServer[ToolCall]
 
+func _CoreFramework_AnswerElicitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerElicitationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreFrameworkServer).AnswerElicitation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreFramework_AnswerElicitation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreFrameworkServer).AnswerElicitation(ctx, req.(*AnswerElicitationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _CoreFramework_LogMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(LogMessageRequest)
 	if err := dec(in); err != nil {
@@ -776,6 +814,10 @@ var CoreFramework_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExecuteTool",
 			Handler:    _CoreFramework_ExecuteTool_Handler,
+		},
+		{
+			MethodName: "AnswerElicitation",
+			Handler:    _CoreFramework_AnswerElicitation_Handler,
 		},
 		{
 			MethodName: "LogMessage",

@@ -346,8 +346,14 @@ type ExecuteToolRequest struct {
 	Intent string `protobuf:"bytes,7,opt,name=intent,proto3" json:"intent,omitempty"`
 	// expected_outcome is what the caller expects the call to do (the E of ICERC).
 	ExpectedOutcome string `protobuf:"bytes,8,opt,name=expected_outcome,json=expectedOutcome,proto3" json:"expected_outcome,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// ask_elicitation makes the questions the call's MCP server asks the
+	// person (elicitation/create) arrive in ExecuteToolStream, as ToolCall
+	// messages with elicitation set, to be answered with
+	// CoreFramework.AnswerElicitation. Without it they go to the editor when
+	// one is attached, and are declined otherwise. ExecuteTool ignores it.
+	AskElicitation bool `protobuf:"varint,9,opt,name=ask_elicitation,json=askElicitation,proto3" json:"ask_elicitation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExecuteToolRequest) Reset() {
@@ -434,6 +440,13 @@ func (x *ExecuteToolRequest) GetExpectedOutcome() string {
 		return x.ExpectedOutcome
 	}
 	return ""
+}
+
+func (x *ExecuteToolRequest) GetAskElicitation() bool {
+	if x != nil {
+		return x.AskElicitation
+	}
+	return false
 }
 
 // ExecuteToolResponse: a tool that ran and failed is success false with
@@ -546,8 +559,14 @@ type ToolCall struct {
 	ResultTruncated    bool                   `protobuf:"varint,19,opt,name=result_truncated,json=resultTruncated,proto3" json:"result_truncated,omitempty"`
 	ResultSize         int64                  `protobuf:"varint,20,opt,name=result_size,json=resultSize,proto3" json:"result_size,omitempty"`
 	// Who made the call: "cli", "editor", "app:<id>", or "agent:<session>"
-	// for an agent session's call (task_id is then the session).
-	Author        string `protobuf:"bytes,21,opt,name=author,proto3" json:"author,omitempty"`
+	// for an agent session's call (task_id is then the session); "mcp:<server>"
+	// for an MCP server's sampling request (tool mcp_sampling, request_id the
+	// call it came in).
+	Author string `protobuf:"bytes,21,opt,name=author,proto3" json:"author,omitempty"`
+	// elicitation is set only in ExecuteToolStream with ask_elicitation: a
+	// question of the call's MCP server to the person, or its withdrawal; the
+	// other fields are the call as it is then.
+	Elicitation   *Elicitation `protobuf:"bytes,22,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -729,6 +748,244 @@ func (x *ToolCall) GetAuthor() string {
 	return ""
 }
 
+func (x *ToolCall) GetElicitation() *Elicitation {
+	if x != nil {
+		return x.Elicitation
+	}
+	return nil
+}
+
+// Elicitation is a question an MCP server asks the person during a call
+// (elicitation/create): a form to fill (mode "form": requested_schema_json,
+// a flat JSON Schema object whose properties are strings, numbers,
+// integers, booleans, enums and arrays of enums, with defaults) or a page to
+// visit (mode "url": url). Answer it with AnswerElicitation: accept (with
+// the form's content), decline or cancel.
+type Elicitation struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// server is the MCP server that asks.
+	Server              string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Mode                string `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Message             string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	RequestedSchemaJson string `protobuf:"bytes,5,opt,name=requested_schema_json,json=requestedSchemaJson,proto3" json:"requested_schema_json,omitempty"`
+	Url                 string `protobuf:"bytes,6,opt,name=url,proto3" json:"url,omitempty"`
+	ElicitationId       string `protobuf:"bytes,7,opt,name=elicitation_id,json=elicitationId,proto3" json:"elicitation_id,omitempty"`
+	// withdrawn is set when the question is no longer open (the server
+	// cancelled it, its call ended, or it waited too long): stop asking.
+	Withdrawn     bool `protobuf:"varint,8,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Elicitation) Reset() {
+	*x = Elicitation{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Elicitation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Elicitation) ProtoMessage() {}
+
+func (x *Elicitation) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
+func (*Elicitation) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Elicitation) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Elicitation) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Elicitation) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *Elicitation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Elicitation) GetRequestedSchemaJson() string {
+	if x != nil {
+		return x.RequestedSchemaJson
+	}
+	return ""
+}
+
+func (x *Elicitation) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Elicitation) GetElicitationId() string {
+	if x != nil {
+		return x.ElicitationId
+	}
+	return ""
+}
+
+func (x *Elicitation) GetWithdrawn() bool {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return false
+}
+
+// AnswerElicitationRequest answers an Elicitation (CoreFramework's, or
+// Agent's for a prompt's, with session_id).
+type AnswerElicitationRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// action is accept, decline or cancel.
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// content_json is the form's content, a JSON object, for accept in form
+	// mode; fields left out get the schema's defaults.
+	ContentJson string `protobuf:"bytes,3,opt,name=content_json,json=contentJson,proto3" json:"content_json,omitempty"`
+	// session_id is the session of the prompt, for Agent.AnswerElicitation.
+	SessionId     string `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerElicitationRequest) Reset() {
+	*x = AnswerElicitationRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerElicitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerElicitationRequest) ProtoMessage() {}
+
+func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerElicitationRequest.ProtoReflect.Descriptor instead.
+func (*AnswerElicitationRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AnswerElicitationRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetContentJson() string {
+	if x != nil {
+		return x.ContentJson
+	}
+	return ""
+}
+
+func (x *AnswerElicitationRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// AnswerElicitationResponse: content_json is what the server gets, with
+// the defaults filled in. An answer that does not match the requested
+// schema is INVALID_ARGUMENT, saying why, and the question stays open; an
+// unknown or already answered request is NOT_FOUND.
+type AnswerElicitationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ContentJson   string                 `protobuf:"bytes,1,opt,name=content_json,json=contentJson,proto3" json:"content_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerElicitationResponse) Reset() {
+	*x = AnswerElicitationResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerElicitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerElicitationResponse) ProtoMessage() {}
+
+func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerElicitationResponse.ProtoReflect.Descriptor instead.
+func (*AnswerElicitationResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AnswerElicitationResponse) GetContentJson() string {
+	if x != nil {
+		return x.ContentJson
+	}
+	return ""
+}
+
 // ToolCallError is the error of a call that ended with status error. code is
 // one of a closed set: invalid_arguments, unknown_tool, permission_denied,
 // timeout, cancelled, output_limit, server_unavailable, execution_failed.
@@ -742,7 +999,7 @@ type ToolCallError struct {
 
 func (x *ToolCallError) Reset() {
 	*x = ToolCallError{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +1011,7 @@ func (x *ToolCallError) String() string {
 func (*ToolCallError) ProtoMessage() {}
 
 func (x *ToolCallError) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +1024,7 @@ func (x *ToolCallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallError.ProtoReflect.Descriptor instead.
 func (*ToolCallError) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{8}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolCallError) GetCode() string {
@@ -795,7 +1052,7 @@ type ToolCallProgress struct {
 
 func (x *ToolCallProgress) Reset() {
 	*x = ToolCallProgress{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +1064,7 @@ func (x *ToolCallProgress) String() string {
 func (*ToolCallProgress) ProtoMessage() {}
 
 func (x *ToolCallProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +1077,7 @@ func (x *ToolCallProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallProgress.ProtoReflect.Descriptor instead.
 func (*ToolCallProgress) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{9}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCallProgress) GetProgress() float64 {
@@ -858,7 +1115,7 @@ type Icerc struct {
 
 func (x *Icerc) Reset() {
 	*x = Icerc{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1127,7 @@ func (x *Icerc) String() string {
 func (*Icerc) ProtoMessage() {}
 
 func (x *Icerc) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1140,7 @@ func (x *Icerc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Icerc.ProtoReflect.Descriptor instead.
 func (*Icerc) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{10}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Icerc) GetIntent() string {
@@ -926,7 +1183,7 @@ type RiskAssessment struct {
 
 func (x *RiskAssessment) Reset() {
 	*x = RiskAssessment{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1195,7 @@ func (x *RiskAssessment) String() string {
 func (*RiskAssessment) ProtoMessage() {}
 
 func (x *RiskAssessment) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1208,7 @@ func (x *RiskAssessment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RiskAssessment.ProtoReflect.Descriptor instead.
 func (*RiskAssessment) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{11}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RiskAssessment) GetLevel() string {
@@ -985,7 +1242,7 @@ type WatchToolCallsRequest struct {
 
 func (x *WatchToolCallsRequest) Reset() {
 	*x = WatchToolCallsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1254,7 @@ func (x *WatchToolCallsRequest) String() string {
 func (*WatchToolCallsRequest) ProtoMessage() {}
 
 func (x *WatchToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1267,7 @@ func (x *WatchToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{12}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchToolCallsRequest) GetAppId() string {
@@ -1038,7 +1295,7 @@ type ListToolCallsRequest struct {
 
 func (x *ListToolCallsRequest) Reset() {
 	*x = ListToolCallsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1307,7 @@ func (x *ListToolCallsRequest) String() string {
 func (*ListToolCallsRequest) ProtoMessage() {}
 
 func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1320,7 @@ func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{13}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListToolCallsRequest) GetAppId() string {
@@ -1096,7 +1353,7 @@ type ListToolCallsResponse struct {
 
 func (x *ListToolCallsResponse) Reset() {
 	*x = ListToolCallsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1365,7 @@ func (x *ListToolCallsResponse) String() string {
 func (*ListToolCallsResponse) ProtoMessage() {}
 
 func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1378,7 @@ func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{14}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListToolCallsResponse) GetToolCalls() []*ToolCall {
@@ -1141,7 +1398,7 @@ type CancelToolCallRequest struct {
 
 func (x *CancelToolCallRequest) Reset() {
 	*x = CancelToolCallRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1410,7 @@ func (x *CancelToolCallRequest) String() string {
 func (*CancelToolCallRequest) ProtoMessage() {}
 
 func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1423,7 @@ func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{15}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelToolCallRequest) GetToolCallId() string {
@@ -1192,7 +1449,7 @@ type CancelToolCallResponse struct {
 
 func (x *CancelToolCallResponse) Reset() {
 	*x = CancelToolCallResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1461,7 @@ func (x *CancelToolCallResponse) String() string {
 func (*CancelToolCallResponse) ProtoMessage() {}
 
 func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1474,7 @@ func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{16}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelToolCallResponse) GetCancelled() bool {
@@ -1245,7 +1502,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1514,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1527,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{17}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Approval) GetAppId() string {
@@ -1323,7 +1580,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1592,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1605,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{18}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
 }
 
 type ListApprovalsResponse struct {
@@ -1360,7 +1617,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1629,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1642,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{19}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -1406,7 +1663,7 @@ type RevokeApprovalRequest struct {
 
 func (x *RevokeApprovalRequest) Reset() {
 	*x = RevokeApprovalRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1675,7 @@ func (x *RevokeApprovalRequest) String() string {
 func (*RevokeApprovalRequest) ProtoMessage() {}
 
 func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1688,7 @@ func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{20}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RevokeApprovalRequest) GetAppId() string {
@@ -1464,7 +1721,7 @@ type RevokeApprovalResponse struct {
 
 func (x *RevokeApprovalResponse) Reset() {
 	*x = RevokeApprovalResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1733,7 @@ func (x *RevokeApprovalResponse) String() string {
 func (*RevokeApprovalResponse) ProtoMessage() {}
 
 func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1746,7 @@ func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevokeApprovalResponse) GetRevoked() bool {
@@ -1533,7 +1790,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1802,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1815,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *McpServer) GetName() string {
@@ -1674,7 +1931,7 @@ type McpLaunch struct {
 
 func (x *McpLaunch) Reset() {
 	*x = McpLaunch{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1943,7 @@ func (x *McpLaunch) String() string {
 func (*McpLaunch) ProtoMessage() {}
 
 func (x *McpLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1956,7 @@ func (x *McpLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpLaunch.ProtoReflect.Descriptor instead.
 func (*McpLaunch) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *McpLaunch) GetTransport() string {
@@ -1784,7 +2041,7 @@ type McpOAuth struct {
 
 func (x *McpOAuth) Reset() {
 	*x = McpOAuth{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +2053,7 @@ func (x *McpOAuth) String() string {
 func (*McpOAuth) ProtoMessage() {}
 
 func (x *McpOAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +2066,7 @@ func (x *McpOAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpOAuth.ProtoReflect.Descriptor instead.
 func (*McpOAuth) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *McpOAuth) GetGrant() string {
@@ -1876,7 +2133,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +2145,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +2158,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
 }
 
 type ListMcpServersResponse struct {
@@ -1913,7 +2170,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2182,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2195,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -1957,7 +2214,7 @@ type RestartMcpServerRequest struct {
 
 func (x *RestartMcpServerRequest) Reset() {
 	*x = RestartMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2226,7 @@ func (x *RestartMcpServerRequest) String() string {
 func (*RestartMcpServerRequest) ProtoMessage() {}
 
 func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2239,7 @@ func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RestartMcpServerRequest) GetName() string {
@@ -2000,7 +2257,7 @@ type RestartMcpServerResponse struct {
 
 func (x *RestartMcpServerResponse) Reset() {
 	*x = RestartMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2269,7 @@ func (x *RestartMcpServerResponse) String() string {
 func (*RestartMcpServerResponse) ProtoMessage() {}
 
 func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2282,7 @@ func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
 }
 
 type TrustMcpServerRequest struct {
@@ -2040,7 +2297,7 @@ type TrustMcpServerRequest struct {
 
 func (x *TrustMcpServerRequest) Reset() {
 	*x = TrustMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2309,7 @@ func (x *TrustMcpServerRequest) String() string {
 func (*TrustMcpServerRequest) ProtoMessage() {}
 
 func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2322,7 @@ func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TrustMcpServerRequest) GetName() string {
@@ -2091,7 +2348,7 @@ type TrustMcpServerResponse struct {
 
 func (x *TrustMcpServerResponse) Reset() {
 	*x = TrustMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2103,7 +2360,7 @@ func (x *TrustMcpServerResponse) String() string {
 func (*TrustMcpServerResponse) ProtoMessage() {}
 
 func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2373,7 @@ func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TrustMcpServerResponse) GetServer() *McpServer {
@@ -2135,7 +2392,7 @@ type LoginMcpServerRequest struct {
 
 func (x *LoginMcpServerRequest) Reset() {
 	*x = LoginMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2404,7 @@ func (x *LoginMcpServerRequest) String() string {
 func (*LoginMcpServerRequest) ProtoMessage() {}
 
 func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2417,7 @@ func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LoginMcpServerRequest) GetName() string {
@@ -2185,7 +2442,7 @@ type LoginMcpServerEvent struct {
 
 func (x *LoginMcpServerEvent) Reset() {
 	*x = LoginMcpServerEvent{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2454,7 @@ func (x *LoginMcpServerEvent) String() string {
 func (*LoginMcpServerEvent) ProtoMessage() {}
 
 func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2467,7 @@ func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerEvent.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerEvent) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LoginMcpServerEvent) GetEvent() isLoginMcpServerEvent_Event {
@@ -2264,7 +2521,7 @@ type LoginMcpServerDone struct {
 
 func (x *LoginMcpServerDone) Reset() {
 	*x = LoginMcpServerDone{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2533,7 @@ func (x *LoginMcpServerDone) String() string {
 func (*LoginMcpServerDone) ProtoMessage() {}
 
 func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2546,7 @@ func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerDone.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerDone) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LoginMcpServerDone) GetServer() *McpServer {
@@ -2308,7 +2565,7 @@ type LogoutMcpServerRequest struct {
 
 func (x *LogoutMcpServerRequest) Reset() {
 	*x = LogoutMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2320,7 +2577,7 @@ func (x *LogoutMcpServerRequest) String() string {
 func (*LogoutMcpServerRequest) ProtoMessage() {}
 
 func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2333,7 +2590,7 @@ func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LogoutMcpServerRequest) GetName() string {
@@ -2354,7 +2611,7 @@ type LogoutMcpServerResponse struct {
 
 func (x *LogoutMcpServerResponse) Reset() {
 	*x = LogoutMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2623,7 @@ func (x *LogoutMcpServerResponse) String() string {
 func (*LogoutMcpServerResponse) ProtoMessage() {}
 
 func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2636,7 @@ func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LogoutMcpServerResponse) GetServer() *McpServer {
@@ -2410,7 +2667,7 @@ type McpResource struct {
 
 func (x *McpResource) Reset() {
 	*x = McpResource{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +2679,7 @@ func (x *McpResource) String() string {
 func (*McpResource) ProtoMessage() {}
 
 func (x *McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +2692,7 @@ func (x *McpResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
 func (*McpResource) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *McpResource) GetServerName() string {
@@ -2490,7 +2747,7 @@ type ListMcpResourcesRequest struct {
 
 func (x *ListMcpResourcesRequest) Reset() {
 	*x = ListMcpResourcesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2759,7 @@ func (x *ListMcpResourcesRequest) String() string {
 func (*ListMcpResourcesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2772,7 @@ func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListMcpResourcesRequest) GetServerName() string {
@@ -2534,7 +2791,7 @@ type ListMcpResourcesResponse struct {
 
 func (x *ListMcpResourcesResponse) Reset() {
 	*x = ListMcpResourcesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2803,7 @@ func (x *ListMcpResourcesResponse) String() string {
 func (*ListMcpResourcesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2816,7 @@ func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListMcpResourcesResponse) GetResources() []*McpResource {
@@ -2579,7 +2836,7 @@ type ReadMcpResourceRequest struct {
 
 func (x *ReadMcpResourceRequest) Reset() {
 	*x = ReadMcpResourceRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2848,7 @@ func (x *ReadMcpResourceRequest) String() string {
 func (*ReadMcpResourceRequest) ProtoMessage() {}
 
 func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2861,7 @@ func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReadMcpResourceRequest) GetServerName() string {
@@ -2633,7 +2890,7 @@ type ReadMcpResourceResponse struct {
 
 func (x *ReadMcpResourceResponse) Reset() {
 	*x = ReadMcpResourceResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2902,7 @@ func (x *ReadMcpResourceResponse) String() string {
 func (*ReadMcpResourceResponse) ProtoMessage() {}
 
 func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2915,7 @@ func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReadMcpResourceResponse) GetContentsJson() string {
@@ -2682,7 +2939,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2694,7 +2951,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2707,7 +2964,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *McpPrompt) GetServerName() string {
@@ -2754,7 +3011,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +3023,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +3036,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListMcpPromptsRequest) GetServerName() string {
@@ -2798,7 +3055,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +3067,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +3080,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -2844,7 +3101,7 @@ type GetMcpPromptRequest struct {
 
 func (x *GetMcpPromptRequest) Reset() {
 	*x = GetMcpPromptRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +3113,7 @@ func (x *GetMcpPromptRequest) String() string {
 func (*GetMcpPromptRequest) ProtoMessage() {}
 
 func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +3126,7 @@ func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetMcpPromptRequest) GetServerName() string {
@@ -2903,7 +3160,7 @@ type GetMcpPromptResponse struct {
 
 func (x *GetMcpPromptResponse) Reset() {
 	*x = GetMcpPromptResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3172,7 @@ func (x *GetMcpPromptResponse) String() string {
 func (*GetMcpPromptResponse) ProtoMessage() {}
 
 func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3185,7 @@ func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetMcpPromptResponse) GetResultJson() string {
@@ -2953,7 +3210,7 @@ type McpResourceTemplate struct {
 
 func (x *McpResourceTemplate) Reset() {
 	*x = McpResourceTemplate{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3222,7 @@ func (x *McpResourceTemplate) String() string {
 func (*McpResourceTemplate) ProtoMessage() {}
 
 func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3235,7 @@ func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResourceTemplate.ProtoReflect.Descriptor instead.
 func (*McpResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *McpResourceTemplate) GetServerName() string {
@@ -3033,7 +3290,7 @@ type ListMcpResourceTemplatesRequest struct {
 
 func (x *ListMcpResourceTemplatesRequest) Reset() {
 	*x = ListMcpResourceTemplatesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3302,7 @@ func (x *ListMcpResourceTemplatesRequest) String() string {
 func (*ListMcpResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3315,7 @@ func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListMcpResourceTemplatesRequest) GetServerName() string {
@@ -3077,7 +3334,7 @@ type ListMcpResourceTemplatesResponse struct {
 
 func (x *ListMcpResourceTemplatesResponse) Reset() {
 	*x = ListMcpResourceTemplatesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3346,7 @@ func (x *ListMcpResourceTemplatesResponse) String() string {
 func (*ListMcpResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3359,7 @@ func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListMcpResourceTemplatesResponse) GetTemplates() []*McpResourceTemplate {
@@ -3125,7 +3382,7 @@ type WatchMcpChangesRequest struct {
 
 func (x *WatchMcpChangesRequest) Reset() {
 	*x = WatchMcpChangesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3394,7 @@ func (x *WatchMcpChangesRequest) String() string {
 func (*WatchMcpChangesRequest) ProtoMessage() {}
 
 func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3407,7 @@ func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMcpChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchMcpChangesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *WatchMcpChangesRequest) GetServerName() string {
@@ -3183,7 +3440,7 @@ type McpChange struct {
 
 func (x *McpChange) Reset() {
 	*x = McpChange{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3452,7 @@ func (x *McpChange) String() string {
 func (*McpChange) ProtoMessage() {}
 
 func (x *McpChange) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3465,7 @@ func (x *McpChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpChange.ProtoReflect.Descriptor instead.
 func (*McpChange) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *McpChange) GetServerName() string {
@@ -3267,7 +3524,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x06app_id\x18\x03 \x01(\tR\x05appId\"_\n" +
 	"\x19GetToolDefinitionResponse\x12,\n" +
 	"\x04tool\x18\x01 \x01(\v2\x18.nexus.v1.ToolDefinitionR\x04tool\x12\x14\n" +
-	"\x05found\x18\x02 \x01(\bR\x05found\"\xa0\x02\n" +
+	"\x05found\x18\x02 \x01(\bR\x05found\"\xc9\x02\n" +
 	"\x12ExecuteToolRequest\x12\x1b\n" +
 	"\ttool_name\x18\x01 \x01(\tR\btoolName\x12\x1f\n" +
 	"\vserver_name\x18\x02 \x01(\tR\n" +
@@ -3278,7 +3535,8 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06intent\x18\a \x01(\tR\x06intent\x12)\n" +
-	"\x10expected_outcome\x18\b \x01(\tR\x0fexpectedOutcome\"\xab\x01\n" +
+	"\x10expected_outcome\x18\b \x01(\tR\x0fexpectedOutcome\x12'\n" +
+	"\x0fask_elicitation\x18\t \x01(\bR\x0easkElicitation\"\xab\x01\n" +
 	"\x13ExecuteToolResponse\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
@@ -3287,7 +3545,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x1d\n" +
 	"\n" +
-	"error_code\x18\x05 \x01(\tR\terrorCode\"\xff\x05\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\"\xb8\x06\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -3316,7 +3574,27 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x10result_truncated\x18\x13 \x01(\bR\x0fresultTruncated\x12\x1f\n" +
 	"\vresult_size\x18\x14 \x01(\x03R\n" +
 	"resultSize\x12\x16\n" +
-	"\x06author\x18\x15 \x01(\tR\x06author\"=\n" +
+	"\x06author\x18\x15 \x01(\tR\x06author\x127\n" +
+	"\velicitation\x18\x16 \x01(\v2\x15.nexus.v1.ElicitationR\velicitation\"\xfd\x01\n" +
+	"\vElicitation\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x122\n" +
+	"\x15requested_schema_json\x18\x05 \x01(\tR\x13requestedSchemaJson\x12\x10\n" +
+	"\x03url\x18\x06 \x01(\tR\x03url\x12%\n" +
+	"\x0eelicitation_id\x18\a \x01(\tR\relicitationId\x12\x1c\n" +
+	"\twithdrawn\x18\b \x01(\bR\twithdrawn\"\x93\x01\n" +
+	"\x18AnswerElicitationRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12!\n" +
+	"\fcontent_json\x18\x03 \x01(\tR\vcontentJson\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\">\n" +
+	"\x19AnswerElicitationResponse\x12!\n" +
+	"\fcontent_json\x18\x01 \x01(\tR\vcontentJson\"=\n" +
 	"\rToolCallError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"^\n" +
@@ -3533,7 +3811,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
@@ -3543,124 +3821,128 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ExecuteToolRequest)(nil),               // 5: nexus.v1.ExecuteToolRequest
 	(*ExecuteToolResponse)(nil),              // 6: nexus.v1.ExecuteToolResponse
 	(*ToolCall)(nil),                         // 7: nexus.v1.ToolCall
-	(*ToolCallError)(nil),                    // 8: nexus.v1.ToolCallError
-	(*ToolCallProgress)(nil),                 // 9: nexus.v1.ToolCallProgress
-	(*Icerc)(nil),                            // 10: nexus.v1.Icerc
-	(*RiskAssessment)(nil),                   // 11: nexus.v1.RiskAssessment
-	(*WatchToolCallsRequest)(nil),            // 12: nexus.v1.WatchToolCallsRequest
-	(*ListToolCallsRequest)(nil),             // 13: nexus.v1.ListToolCallsRequest
-	(*ListToolCallsResponse)(nil),            // 14: nexus.v1.ListToolCallsResponse
-	(*CancelToolCallRequest)(nil),            // 15: nexus.v1.CancelToolCallRequest
-	(*CancelToolCallResponse)(nil),           // 16: nexus.v1.CancelToolCallResponse
-	(*Approval)(nil),                         // 17: nexus.v1.Approval
-	(*ListApprovalsRequest)(nil),             // 18: nexus.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),            // 19: nexus.v1.ListApprovalsResponse
-	(*RevokeApprovalRequest)(nil),            // 20: nexus.v1.RevokeApprovalRequest
-	(*RevokeApprovalResponse)(nil),           // 21: nexus.v1.RevokeApprovalResponse
-	(*McpServer)(nil),                        // 22: nexus.v1.McpServer
-	(*McpLaunch)(nil),                        // 23: nexus.v1.McpLaunch
-	(*McpOAuth)(nil),                         // 24: nexus.v1.McpOAuth
-	(*ListMcpServersRequest)(nil),            // 25: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),           // 26: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),          // 27: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),         // 28: nexus.v1.RestartMcpServerResponse
-	(*TrustMcpServerRequest)(nil),            // 29: nexus.v1.TrustMcpServerRequest
-	(*TrustMcpServerResponse)(nil),           // 30: nexus.v1.TrustMcpServerResponse
-	(*LoginMcpServerRequest)(nil),            // 31: nexus.v1.LoginMcpServerRequest
-	(*LoginMcpServerEvent)(nil),              // 32: nexus.v1.LoginMcpServerEvent
-	(*LoginMcpServerDone)(nil),               // 33: nexus.v1.LoginMcpServerDone
-	(*LogoutMcpServerRequest)(nil),           // 34: nexus.v1.LogoutMcpServerRequest
-	(*LogoutMcpServerResponse)(nil),          // 35: nexus.v1.LogoutMcpServerResponse
-	(*McpResource)(nil),                      // 36: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),          // 37: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),         // 38: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),           // 39: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),          // 40: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                        // 41: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),            // 42: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),           // 43: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),              // 44: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),             // 45: nexus.v1.GetMcpPromptResponse
-	(*McpResourceTemplate)(nil),              // 46: nexus.v1.McpResourceTemplate
-	(*ListMcpResourceTemplatesRequest)(nil),  // 47: nexus.v1.ListMcpResourceTemplatesRequest
-	(*ListMcpResourceTemplatesResponse)(nil), // 48: nexus.v1.ListMcpResourceTemplatesResponse
-	(*WatchMcpChangesRequest)(nil),           // 49: nexus.v1.WatchMcpChangesRequest
-	(*McpChange)(nil),                        // 50: nexus.v1.McpChange
-	nil,                                      // 51: nexus.v1.McpLaunch.EnvEntry
-	nil,                                      // 52: nexus.v1.McpLaunch.HeadersEntry
-	nil,                                      // 53: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),            // 54: google.protobuf.Timestamp
+	(*Elicitation)(nil),                      // 8: nexus.v1.Elicitation
+	(*AnswerElicitationRequest)(nil),         // 9: nexus.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),        // 10: nexus.v1.AnswerElicitationResponse
+	(*ToolCallError)(nil),                    // 11: nexus.v1.ToolCallError
+	(*ToolCallProgress)(nil),                 // 12: nexus.v1.ToolCallProgress
+	(*Icerc)(nil),                            // 13: nexus.v1.Icerc
+	(*RiskAssessment)(nil),                   // 14: nexus.v1.RiskAssessment
+	(*WatchToolCallsRequest)(nil),            // 15: nexus.v1.WatchToolCallsRequest
+	(*ListToolCallsRequest)(nil),             // 16: nexus.v1.ListToolCallsRequest
+	(*ListToolCallsResponse)(nil),            // 17: nexus.v1.ListToolCallsResponse
+	(*CancelToolCallRequest)(nil),            // 18: nexus.v1.CancelToolCallRequest
+	(*CancelToolCallResponse)(nil),           // 19: nexus.v1.CancelToolCallResponse
+	(*Approval)(nil),                         // 20: nexus.v1.Approval
+	(*ListApprovalsRequest)(nil),             // 21: nexus.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),            // 22: nexus.v1.ListApprovalsResponse
+	(*RevokeApprovalRequest)(nil),            // 23: nexus.v1.RevokeApprovalRequest
+	(*RevokeApprovalResponse)(nil),           // 24: nexus.v1.RevokeApprovalResponse
+	(*McpServer)(nil),                        // 25: nexus.v1.McpServer
+	(*McpLaunch)(nil),                        // 26: nexus.v1.McpLaunch
+	(*McpOAuth)(nil),                         // 27: nexus.v1.McpOAuth
+	(*ListMcpServersRequest)(nil),            // 28: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),           // 29: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),          // 30: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),         // 31: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),            // 32: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),           // 33: nexus.v1.TrustMcpServerResponse
+	(*LoginMcpServerRequest)(nil),            // 34: nexus.v1.LoginMcpServerRequest
+	(*LoginMcpServerEvent)(nil),              // 35: nexus.v1.LoginMcpServerEvent
+	(*LoginMcpServerDone)(nil),               // 36: nexus.v1.LoginMcpServerDone
+	(*LogoutMcpServerRequest)(nil),           // 37: nexus.v1.LogoutMcpServerRequest
+	(*LogoutMcpServerResponse)(nil),          // 38: nexus.v1.LogoutMcpServerResponse
+	(*McpResource)(nil),                      // 39: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),          // 40: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),         // 41: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),           // 42: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),          // 43: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                        // 44: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),            // 45: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),           // 46: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),              // 47: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),             // 48: nexus.v1.GetMcpPromptResponse
+	(*McpResourceTemplate)(nil),              // 49: nexus.v1.McpResourceTemplate
+	(*ListMcpResourceTemplatesRequest)(nil),  // 50: nexus.v1.ListMcpResourceTemplatesRequest
+	(*ListMcpResourceTemplatesResponse)(nil), // 51: nexus.v1.ListMcpResourceTemplatesResponse
+	(*WatchMcpChangesRequest)(nil),           // 52: nexus.v1.WatchMcpChangesRequest
+	(*McpChange)(nil),                        // 53: nexus.v1.McpChange
+	nil,                                      // 54: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 55: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 56: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 57: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
-	8,  // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	54, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	54, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
-	9,  // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
-	10, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
-	11, // 7: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
-	7,  // 8: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	54, // 9: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
-	17, // 10: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	54, // 11: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	23, // 12: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	51, // 13: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	52, // 14: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
-	24, // 15: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
-	22, // 16: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
-	22, // 17: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	33, // 18: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
-	22, // 19: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
-	22, // 20: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	36, // 21: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
-	41, // 22: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	53, // 23: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	46, // 24: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
-	54, // 25: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
-	1,  // 26: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 27: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 28: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	12, // 29: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	13, // 30: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	15, // 31: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	18, // 32: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	20, // 33: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	25, // 34: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	27, // 35: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	29, // 36: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	31, // 37: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
-	34, // 38: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
-	37, // 39: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	39, // 40: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	42, // 41: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	44, // 42: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	47, // 43: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
-	49, // 44: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
-	2,  // 45: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 46: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 47: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 48: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	14, // 49: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	16, // 50: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	19, // 51: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	21, // 52: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	26, // 53: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	28, // 54: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	30, // 55: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	32, // 56: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
-	35, // 57: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
-	38, // 58: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	40, // 59: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	43, // 60: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	45, // 61: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	48, // 62: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
-	50, // 63: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
-	45, // [45:64] is the sub-list for method output_type
-	26, // [26:45] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	11, // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
+	57, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	57, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	12, // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
+	13, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
+	8,  // 7: nexus.v1.ToolCall.elicitation:type_name -> nexus.v1.Elicitation
+	14, // 8: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
+	7,  // 9: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
+	57, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	20, // 11: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
+	57, // 12: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	26, // 13: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
+	54, // 14: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	55, // 15: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	27, // 16: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
+	25, // 17: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
+	25, // 18: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	36, // 19: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
+	25, // 20: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
+	25, // 21: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	39, // 22: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
+	44, // 23: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
+	56, // 24: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	49, // 25: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
+	57, // 26: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	1,  // 27: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 28: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 29: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	15, // 30: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	16, // 31: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	18, // 32: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	21, // 33: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	23, // 34: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	28, // 35: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	30, // 36: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	32, // 37: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	34, // 38: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
+	37, // 39: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
+	40, // 40: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	42, // 41: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	45, // 42: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	47, // 43: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	50, // 44: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	52, // 45: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	2,  // 46: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 47: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 48: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 49: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	17, // 50: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	19, // 51: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	22, // 52: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	24, // 53: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	29, // 54: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	31, // 55: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	33, // 56: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	35, // 57: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
+	38, // 58: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
+	41, // 59: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	43, // 60: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	46, // 61: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	48, // 62: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	51, // 63: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	53, // 64: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	46, // [46:65] is the sub-list for method output_type
+	27, // [27:46] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -3668,7 +3950,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 	if File_nexus_v1_tool_manager_proto != nil {
 		return
 	}
-	file_nexus_v1_tool_manager_proto_msgTypes[32].OneofWrappers = []any{
+	file_nexus_v1_tool_manager_proto_msgTypes[35].OneofWrappers = []any{
 		(*LoginMcpServerEvent_AuthorizationUrl)(nil),
 		(*LoginMcpServerEvent_Done)(nil),
 	}
@@ -3678,7 +3960,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
