@@ -25,8 +25,9 @@ import (
 // merges the streams). It does on protocol 2026-07-28, where a server asks
 // by answering the call with input requests (SEP-2322) and the SDK calls
 // the handlers within the call: then the question carries the call's
-// context. Otherwise the call is the one call in flight to the server, or
-// none when there are several or none.
+// context; but the hub offers 2025-11-25 (session.go: the draft's
+// server/discover probe breaks 2025 servers), so today the call is the one
+// call in flight to the server, or none when there are several or none.
 //
 // While the person answers, the call's clock is stopped. The question is
 // withdrawn (the elicitor's ctx ends) when the server cancels it, when its
@@ -95,7 +96,9 @@ func (f *inflight) related(ctx context.Context, server string) (string, context.
 // questions can be put to the person, and sampling when a model is
 // configured for it.
 func (h *Hub) capabilities() *mcp.ClientCapabilities {
-	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
+	// Roots without list changes: a daemon serves one workspace for its
+	// whole life (session.go).
+	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
 	if h.elicits() {
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	}

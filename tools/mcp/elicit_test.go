@@ -435,9 +435,10 @@ func (p *mcpModelPrefs) sdk() *mcp.ModelPreferences {
 	return m
 }
 
-// Two calls in flight at once: on protocol 2026-07-28 (stdio here) each
-// question comes within its call and names it; on 2025-11-25 (HTTP here) a
-// question arrives on its own and cannot be told apart: it names no call.
+// Two calls in flight at once: the hub speaks 2025-11-25 (the draft
+// 2026-07-28 would send its server/discover probe, which 2025 servers
+// refuse), where a question arrives on its own, outside its call, so two
+// questions cannot be told apart: they name no call, over either transport.
 func TestElicitationTwoCallsInFlight(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
@@ -461,15 +462,11 @@ func TestElicitationTwoCallsInFlight(t *testing.T) {
 			q1, q2 := <-p.asked, <-p.asked
 			close(release)
 			c1, c2 := <-calls, <-calls
-			if transport == "http" {
-				if q1.Call != nil || q2.Call != nil {
-					t.Fatalf("questions name calls %+v %+v; want none", q1.Call, q2.Call)
-				}
-				return
+			if q1.Call != nil || q2.Call != nil {
+				t.Fatalf("questions name calls %+v %+v; want none", q1.Call, q2.Call)
 			}
-			got := []string{q1.Call.ID, q2.Call.ID}
-			if !(got[0] == c1.ID && got[1] == c2.ID || got[0] == c2.ID && got[1] == c1.ID) {
-				t.Fatalf("questions name %v; want the calls %s and %s", got, c1.ID, c2.ID)
+			if c1.ID == "" || c2.ID == "" || c1.ID == c2.ID {
+				t.Fatalf("calls %q and %q", c1.ID, c2.ID)
 			}
 		})
 	}

@@ -91,10 +91,8 @@ func slogLevel(l string) slog.Level {
 }
 
 // listen sets the handlers of what a server says on its own (log
-// messages, resource updates, resource and prompt list changes) and the
-// capabilities the hub declares.
+// messages, resource updates, resource and prompt list changes).
 func (s *server) listen(opts *mcp.ClientOptions) {
-	opts.Capabilities = capabilities()
 	opts.LoggingMessageHandler = s.onLog
 	opts.ResourceUpdatedHandler = s.onResourceUpdated
 	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { s.listChanged(ListResources) }

@@ -31,12 +31,6 @@ func sessionOptions() *mcp.ClientSessionOptions {
 // (listChanged false) and no notifications/roots/list_changed is ever
 // sent.
 
-// capabilities are what the hub declares in initialize: roots, without
-// list changes.
-func capabilities() *mcp.ClientCapabilities {
-	return &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
-}
-
 // offerRoots makes the workspace the client's root.
 func (h *Hub) offerRoots(client *mcp.Client) {
 	client.AddRoots(h.root())
