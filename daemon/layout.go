@@ -30,8 +30,10 @@ const maxSocketPath = 107
 // that too long, a per-workspace name in a private directory of the runtime
 // dir (XDG_RUNTIME_DIR, else the temp dir).
 func (l layout) socketPath() (string, error) {
+	// The MCP gateway's socket beside it is the longest: "-mcp" more.
+	longest := func(p string) int { return len(mcpSocketPath(p)) }
 	p := filepath.Join(l.Run, "nexusd.sock")
-	if len(p) <= maxSocketPath {
+	if longest(p) <= maxSocketPath {
 		return p, nil
 	}
 	base := os.Getenv("XDG_RUNTIME_DIR")
@@ -48,7 +50,7 @@ func (l layout) socketPath() (string, error) {
 	}
 	sum := sha256.Sum256([]byte(l.Workspace))
 	p = filepath.Join(dir, hex.EncodeToString(sum[:8])+".sock")
-	if len(p) > maxSocketPath {
+	if longest(p) > maxSocketPath {
 		return "", fmt.Errorf("no socket path under %d bytes: set XDG_RUNTIME_DIR to a short directory", maxSocketPath+1)
 	}
 	return p, nil

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"maps"
 	"net/http"
@@ -121,7 +126,15 @@ func TestWorkspaceConfig(t *testing.T) {
 			if err := writeWorkspace(ws, cfg); err != nil {
 				t.Fatal(err)
 			}
-			servers, _, err := mcp.LoadConfig(ws, func(string) (string, bool) { return "", false })
+			// The variables the driver exports into nexusd's environment
+			// (the table's private key is a placeholder: a real one here).
+			servers, _, err := mcp.LoadConfig(ws, func(k string) (string, bool) {
+				if k == privateKeyEnv {
+					return testKeyPEM(t), true
+				}
+				v, ok := env[k]
+				return v, ok
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,4 +200,18 @@ func TestBrowseFollowsTheRedirect(t *testing.T) {
 	if err := browse(bad); err == nil || !strings.Contains(err.Error(), "state mismatch") {
 		t.Errorf("browse of a callback that answers 400: %v", err)
 	}
+}
+
+// testKeyPEM is a fresh ES256 private key in PKCS#8 PEM, as the suite hands out.
+func testKeyPEM(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 }
