@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,6 +59,10 @@ type Options struct {
 type Gateway struct {
 	opts   Options
 	logger *slog.Logger
+
+	// synced: the names were computed once; a server made before that
+	// computes them itself, so that its first client sees every tool.
+	synced atomic.Bool
 
 	mu sync.Mutex
 	// servers are the MCP servers by party key.
@@ -152,6 +157,9 @@ func (g *Gateway) Run(ctx context.Context) {
 // Server returns the MCP server of party, made on first use. Its tool
 // calls act as party.
 func (g *Gateway) Server(party access.Party) *sdk.Server {
+	if !g.synced.Load() {
+		g.sync(context.Background())
+	}
 	key := party.String()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -186,6 +194,7 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 
 // sync computes the exposed names again and updates every server.
 func (g *Gateway) sync(ctx context.Context) {
+	defer g.synced.Store(true)
 	unprefixed := map[string]bool{}
 	var ready []string
 	for _, st := range g.opts.Hub.Servers() {
