@@ -3,6 +3,7 @@
 // answers the daemon remembers. approvals.ts shows them.
 
 import type { Approval, PermissionAnswer, PermissionParams } from './protocol';
+import { type Waiting, WaitingQueue } from './waiting';
 
 /** The four answers as the person reads them, in the prompt's order. */
 export const AnswerLabels: readonly { label: string; answer: PermissionAnswer }[] = [
@@ -45,62 +46,21 @@ export function promptDetail(p: PermissionParams): string {
 }
 
 /** A permission request waiting for its answer. */
-export interface Pending {
-  /** A local id, unique for the life of the model. */
-  id: number;
-  params: PermissionParams;
-  received: Date;
-  /** Who asked: the id of the daemon (a workspace folder's), if given. */
-  source?: string;
-}
+export type Pending = Waiting<PermissionParams>;
 
 /** PendingApprovals holds the permission requests not yet answered; each
  * ends answered, or cancelled by the daemon ($/cancelRequest). */
-export class PendingApprovals {
-  private next = 1;
-  private readonly waiting = new Map<number, { pending: Pending; resolve: (a: PermissionAnswer | undefined) => void }>();
-  private readonly listeners = new Set<() => void>();
-
+export class PendingApprovals extends WaitingQueue<PermissionParams, PermissionAnswer> {
   /** add records a request; the promise is its answer, or undefined when
    * it was cancelled first. */
   add(params: PermissionParams, now: Date = new Date(), source?: string): { pending: Pending; answer: Promise<PermissionAnswer | undefined> } {
-    const pending: Pending = { id: this.next++, params, received: now, source };
-    const answer = new Promise<PermissionAnswer | undefined>((resolve) => {
-      this.waiting.set(pending.id, { pending, resolve });
-    });
-    this.changed();
-    return { pending, answer };
-  }
-
-  /** answer answers a request; false when it is no longer waiting. */
-  answer(id: number, a: PermissionAnswer): boolean {
-    return this.end(id, a);
+    const { item, answer } = this.push(params, now, source);
+    return { pending: item, answer };
   }
 
   /** cancel drops a request the daemon no longer waits for. */
   cancel(id: number): boolean {
-    return this.end(id, undefined);
-  }
-
-  /** clear cancels every request of a source (its daemon went away), or
-   * every request when no source is given. */
-  clear(source?: string): void {
-    for (const [id, w] of [...this.waiting]) {
-      if (source === undefined || w.pending.source === source) {
-        this.end(id, undefined);
-      }
-    }
-  }
-
-  private end(id: number, a: PermissionAnswer | undefined): boolean {
-    const w = this.waiting.get(id);
-    if (!w) {
-      return false;
-    }
-    this.waiting.delete(id);
-    w.resolve(a);
-    this.changed();
-    return true;
+    return this.drop(id);
   }
 
   /** byToolCall is the request waiting for the tool call of that id. */
@@ -112,30 +72,6 @@ export class PendingApprovals {
   answerToolCall(toolCallId: string, a: PermissionAnswer): boolean {
     const p = this.byToolCall(toolCallId);
     return p ? this.answer(p.id, a) : false;
-  }
-
-  has(id: number): boolean {
-    return this.waiting.has(id);
-  }
-
-  /** list is the waiting requests, oldest first. */
-  list(): Pending[] {
-    return [...this.waiting.values()].map((w) => w.pending);
-  }
-
-  get size(): number {
-    return this.waiting.size;
-  }
-
-  onDidChange(fn: () => void): { dispose(): void } {
-    this.listeners.add(fn);
-    return { dispose: () => this.listeners.delete(fn) };
-  }
-
-  private changed(): void {
-    for (const fn of this.listeners) {
-      fn();
-    }
   }
 }
 

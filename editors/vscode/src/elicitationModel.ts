@@ -4,6 +4,7 @@
 // waiting for their answer. elicitation.ts shows them.
 
 import type { ElicitationField, ElicitationParams, ElicitationResult, ElicitationSchema } from './protocol';
+import { type Waiting, WaitingQueue } from './waiting';
 
 /** A field of a form, as the webview draws it. */
 export interface Field {
@@ -209,82 +210,18 @@ export function questionTitle(p: ElicitationParams): string {
 }
 
 /** A question waiting for its answer. */
-export interface Question {
-  id: number;
-  params: ElicitationParams;
-  received: Date;
-  /** The daemon that asked. */
-  source?: string;
-}
+export type Question = Waiting<ElicitationParams>;
 
 /** Questions holds the questions not yet answered; each ends answered, or
  * withdrawn by the daemon ($/cancelRequest). */
-export class Questions {
-  private next = 1;
-  private readonly waiting = new Map<number, { q: Question; resolve: (r: ElicitationResult | undefined) => void }>();
-  private readonly listeners = new Set<() => void>();
-
+export class Questions extends WaitingQueue<ElicitationParams, ElicitationResult> {
   add(params: ElicitationParams, now: Date = new Date(), source?: string): { question: Question; answer: Promise<ElicitationResult | undefined> } {
-    const q: Question = { id: this.next++, params, received: now, source };
-    const answer = new Promise<ElicitationResult | undefined>((resolve) => this.waiting.set(q.id, { q, resolve }));
-    this.changed();
-    return { question: q, answer };
-  }
-
-  /** answer answers a question; false when it no longer waits. */
-  answer(id: number, r: ElicitationResult): boolean {
-    return this.end(id, r);
+    const { item, answer } = this.push(params, now, source);
+    return { question: item, answer };
   }
 
   /** withdraw drops a question the daemon no longer waits for. */
   withdraw(id: number): boolean {
-    return this.end(id, undefined);
-  }
-
-  /** clear withdraws the questions of a daemon, or all of them. */
-  clear(source?: string): void {
-    for (const [id, w] of [...this.waiting]) {
-      if (source === undefined || w.q.source === source) {
-        this.end(id, undefined);
-      }
-    }
-  }
-
-  private end(id: number, r: ElicitationResult | undefined): boolean {
-    const w = this.waiting.get(id);
-    if (!w) {
-      return false;
-    }
-    this.waiting.delete(id);
-    w.resolve(r);
-    this.changed();
-    return true;
-  }
-
-  has(id: number): boolean {
-    return this.waiting.has(id);
-  }
-
-  get(id: number): Question | undefined {
-    return this.waiting.get(id)?.q;
-  }
-
-  list(): Question[] {
-    return [...this.waiting.values()].map((w) => w.q);
-  }
-
-  get size(): number {
-    return this.waiting.size;
-  }
-
-  onDidChange(fn: () => void): { dispose(): void } {
-    this.listeners.add(fn);
-    return { dispose: () => this.listeners.delete(fn) };
-  }
-
-  private changed(): void {
-    for (const fn of this.listeners) {
-      fn();
-    }
+    return this.drop(id);
   }
 }
