@@ -255,19 +255,12 @@ type Resource struct {
 // Resources lists the resources of a server, or of every ready server when
 // name is "".
 func (h *Hub) Resources(ctx context.Context, name string) ([]Resource, error) {
-	servers, err := h.ready(name)
+	sessions, err := h.offering(name, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil })
 	if err != nil {
 		return nil, err
 	}
 	var out []Resource
-	for _, s := range servers {
-		session, _, terr := s.current()
-		if terr != nil {
-			continue
-		}
-		if caps := session.InitializeResult().Capabilities; caps == nil || caps.Resources == nil {
-			continue
-		}
+	for s, session := range sessions {
 		for r, err := range session.Resources(ctx, nil) {
 			if err != nil {
 				return nil, fmt.Errorf("MCP server %q: listing resources: %w", s.cfg.Name, err)
@@ -323,19 +316,12 @@ type Prompt struct {
 // Prompts lists the prompts of a server, or of every ready server when
 // name is "".
 func (h *Hub) Prompts(ctx context.Context, name string) ([]Prompt, error) {
-	servers, err := h.ready(name)
+	sessions, err := h.offering(name, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil })
 	if err != nil {
 		return nil, err
 	}
 	var out []Prompt
-	for _, s := range servers {
-		session, _, terr := s.current()
-		if terr != nil {
-			continue
-		}
-		if caps := session.InitializeResult().Capabilities; caps == nil || caps.Prompts == nil {
-			continue
-		}
+	for s, session := range sessions {
 		for p, err := range session.Prompts(ctx, nil) {
 			if err != nil {
 				return nil, fmt.Errorf("MCP server %q: listing prompts: %w", s.cfg.Name, err)

@@ -462,11 +462,23 @@ func TestElicitationTwoCallsInFlight(t *testing.T) {
 			q1, q2 := <-p.asked, <-p.asked
 			close(release)
 			c1, c2 := <-calls, <-calls
-			if q1.Call != nil || q2.Call != nil {
-				t.Fatalf("questions name calls %+v %+v; want none", q1.Call, q2.Call)
-			}
 			if c1.ID == "" || c2.ID == "" || c1.ID == c2.ID {
 				t.Fatalf("calls %q and %q", c1.ID, c2.ID)
+			}
+			// A question names a call only while that call is the one in
+			// flight (the other not started yet); never the wrong one, and
+			// never both the same.
+			var named []string
+			for _, q := range []*tools.Elicitation{q1, q2} {
+				if q.Call != nil {
+					if q.Call.ID != c1.ID && q.Call.ID != c2.ID {
+						t.Fatalf("a question names %s, neither call", q.Call.ID)
+					}
+					named = append(named, q.Call.ID)
+				}
+			}
+			if len(named) == 2 {
+				t.Fatalf("both questions name a call (%v): with two in flight, one cannot be told", named)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -55,22 +56,39 @@ const (
 // ErrNotSupported is the error for a feature the server does not declare.
 var ErrNotSupported = errors.New("the MCP server does not offer it")
 
-// ResourceTemplates lists the resource templates of a server, or of every
-// ready server when name is "".
-func (h *Hub) ResourceTemplates(ctx context.Context, name string) ([]ResourceTemplate, error) {
+// offering yields the live sessions of a server, or of every ready server
+// when name is "", whose capabilities pass has (they offer resources, or
+// prompts); a server between sessions is left out.
+func (h *Hub) offering(name string, has func(*mcp.ServerCapabilities) bool) (iter.Seq2[*server, *mcp.ClientSession], error) {
 	servers, err := h.ready(name)
 	if err != nil {
 		return nil, err
 	}
+	return func(yield func(*server, *mcp.ClientSession) bool) {
+		for _, s := range servers {
+			session, _, terr := s.current()
+			if terr != nil {
+				continue
+			}
+			if caps := session.InitializeResult().Capabilities; caps == nil || !has(caps) {
+				continue
+			}
+			if !yield(s, session) {
+				return
+			}
+		}
+	}, nil
+}
+
+// ResourceTemplates lists the resource templates of a server, or of every
+// ready server when name is "".
+func (h *Hub) ResourceTemplates(ctx context.Context, name string) ([]ResourceTemplate, error) {
+	sessions, err := h.offering(name, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil })
+	if err != nil {
+		return nil, err
+	}
 	var out []ResourceTemplate
-	for _, s := range servers {
-		session, _, terr := s.current()
-		if terr != nil {
-			continue
-		}
-		if caps := session.InitializeResult().Capabilities; caps == nil || caps.Resources == nil {
-			continue
-		}
+	for s, session := range sessions {
 		for t, err := range session.ResourceTemplates(ctx, nil) {
 			if err != nil {
 				return nil, fmt.Errorf("MCP server %q: listing resource templates: %w", s.cfg.Name, err)
