@@ -159,7 +159,7 @@ func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 	res, err := ask(qctx, q)
 	switch {
 	case err == nil:
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && (callCtx == nil || callCtx.Err() == nil):
 		log.Info("MCP server withdrew its question")
 		return nil, ctx.Err()
 	case qctx.Err() != nil:

@@ -272,6 +272,24 @@ func TestElicitationWithdrawn(t *testing.T) {
 	wantError(t, <-done, tools.CodeCancelled, "cancelled")
 	<-a.Seen
 
+	// The server cancels its question (over HTTP the hub speaks 2025-11-25:
+	// the question is a request of its own, which the server cancels): it
+	// is withdrawn from the person.
+	go func() { done <- th.call(t, "asking", "ask_briefly", `{"message":"Quick?"}`) }()
+	q = <-p.asked
+	select {
+	case id := <-p.withdrawn:
+		if id != q.ID {
+			t.Fatalf("withdrawn %s, want %s", id, q.ID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the question was not withdrawn when the server cancelled it")
+	}
+	if o := <-a.Seen; !strings.Contains(o.Err, "deadline") {
+		t.Fatalf("the server saw %+v", o)
+	}
+	<-done
+
 	// No answer in time: withdrawn, and the server gets cancel.
 	th2 := newTestHub(t, Options{Elicitation: true, ElicitTimeout: 300 * time.Millisecond})
 	cfg2, _ := askingHTTP(t)

@@ -132,7 +132,10 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 		return nil, err
 	}
 	callID, callCtx := h.inflight.related(ctx, s.cfg.Name)
-	parent, _ := h.opts.Tools.ElicitorFor(callID)
+	var parent tools.Call
+	if callID != "" {
+		parent, _ = h.opts.Tools.Get(callID)
+	}
 	if callCtx != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)

@@ -18,7 +18,9 @@
 // An agent session's calls (Request.Agent) are never the person's own act:
 // acting for the person they skip level 4, so medium and high risk ask even
 // when the session was started from the editor or the CLI; acting for an
-// app they get that app's lists, as the app would.
+// app they get that app's lists, as the app would. So are an MCP server's
+// sampling requests, the calls of SERVER/mcp_sampling by "mcp:SERVER" (see
+// [SamplingTool]): "SERVER/mcp_sampling" and "SERVER/*" name them.
 //
 // The risk defaults are: low → allow, medium → ask, high → ask; a risk that
 // is none of these is treated as high. The policy trusts only

@@ -533,6 +533,61 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
 });
 `;
 
+/** askingMcpServer is a tiny MCP server (stdio, newline-delimited JSON-RPC,
+ * protocol 2025-11-25) whose tool ask puts a form to the person
+ * (elicitation/create) and answers with what it got. */
+const askingMcpServer = `import readline from 'node:readline';
+const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\\n');
+const schema = { type: 'object', properties: {
+  name: { type: 'string', title: 'Your name', default: 'John Doe' },
+  email: { type: 'string', title: 'Email', format: 'email', description: 'Where the report goes' },
+  age: { type: 'integer', title: 'Age', minimum: 0, maximum: 150, default: 30 },
+  plan: { type: 'string', title: 'Plan', oneOf: [{ const: 'free', title: 'Free' }, { const: 'team', title: 'Team' }, { const: 'enterprise', title: 'Enterprise' }], default: 'team' },
+  topics: { type: 'array', title: 'Topics', items: { anyOf: [{ const: 'ci', title: 'CI' }, { const: 'docs', title: 'Docs' }, { const: 'security', title: 'Security' }] } },
+  subscribe: { type: 'boolean', title: 'Send me the weekly digest', default: true },
+}, required: ['email'] };
+const calls = {};
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.method === undefined && m.id !== undefined && calls[m.id]) {
+    const id = calls[m.id];
+    delete calls[m.id];
+    return send({ id, result: { content: [{ type: 'text', text: JSON.stringify(m.result ?? m.error) }] } });
+  }
+  if (m.id === undefined) { return; }
+  switch (m.method) {
+    case 'initialize':
+      return send({ id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'asking', version: '1.0.0' } } });
+    case 'tools/list':
+      return send({ id: m.id, result: { tools: [{ name: 'ask', description: 'Asks the person', inputSchema: { type: 'object' } }] } });
+    case 'tools/call':
+      calls['q' + m.id] = m.id;
+      return send({ id: 'q' + m.id, method: 'elicitation/create', params: { mode: 'form', message: 'Where should the weekly report go?', requestedSchema: schema } });
+    case 'ping':
+      return send({ id: m.id, result: {} });
+    default:
+      return send({ id: m.id, error: { code: -32601, message: 'method not found' } });
+  }
+});
+`;
+
+/** elicitationForm waits for the open MCP question's webview panel and
+ * returns its frame. Webviews float above the workbench, outside the
+ * editor part's DOM: the panel's is the webview that holds a form. */
+async function elicitationForm(s) {
+  const frames = s.page.locator('iframe.webview.ready');
+  const inner = (i) => s.page.frameLocator(`iframe.webview.ready >> nth=${i}`).frameLocator('iframe#active-frame');
+  const i = await waitFor('the form of the MCP question', async () => {
+    for (let i = 0, n = await frames.count(); i < n; i++) {
+      if ((await inner(i).locator('#form').count()) > 0) {
+        return String(i);
+      }
+    }
+    return undefined;
+  });
+  return inner(Number(i));
+}
+
 /** countSpawns makes the extension start nexusd through a wrapper that
  * notes each start; it returns a function that counts them. Call it
  * before code-server starts (a scenario's beforeStart). */
@@ -726,6 +781,67 @@ const scenarios = [
       if (r.code !== 0 || !r.stdout.includes('trusted')) {
         throw new Error(`nexus tools run echo --server echo: ${r.code} ${r.stdout} ${r.stderr}`);
       }
+    },
+  },
+  {
+    name: 'elicitation',
+    about: 'an MCP server asks during a CLI call: the form opens (defaults filled, listed in Pending Approvals), a bad email is refused, the filled form reaches the server; a call that ends takes its form away',
+    xfail: fixture && 'the fixture extension does not answer nexus/requestElicitation',
+    files: {
+      '.nexus/mcp.json': `${JSON.stringify({ mcpServers: { asking: { command: process.execPath, args: ['.nexus/asking-mcp.mjs'] } } })}\n`,
+      '.nexus/asking-mcp.mjs': askingMcpServer,
+    },
+    async run(s) {
+      await ready(s);
+      await clickNotification(s.page, 'Nexus: trust the MCP server', 'Trust');
+      await waitTreeItem(s.page, 'MCP Servers', 'asking', (d) => d.startsWith('ready'));
+      await runCommand(s.page, 'Notifications: Clear All Notifications');
+      // The CLI's stdin is not a terminal: its call's question goes to the editor.
+      const call = s.nexus('tools', 'run', 'ask', '--server', 'asking');
+      const form = await elicitationForm(s);
+      await waitTreeItem(s.page, 'Pending Approvals', 'asking asks', (d) => d.includes('weekly report'));
+      const title = (await form.locator('h1').textContent()) ?? '';
+      if (!title.includes('MCP server "asking" asks') || !title.includes('asking/ask, by cli')) {
+        throw new Error(`the form's title does not name the server and the call: ${title}`);
+      }
+      // The defaults are filled in.
+      const name = await form.locator('#f-name').inputValue();
+      const age = await form.locator('#f-age').inputValue();
+      const plan = await form.locator('#f-plan').inputValue();
+      if (name !== 'John Doe' || age !== '30' || plan !== 'team' || !(await form.locator('#f-subscribe').isChecked())) {
+        throw new Error(`defaults not filled in: name ${name}, age ${age}, plan ${plan}`);
+      }
+      // A bad email is refused before anything is sent.
+      await form.locator('#f-email').fill('not-an-email');
+      await form.locator('#submit').click();
+      await form.locator('#e-email', { hasText: 'An email address' }).waitFor({ timeout: HANG });
+      await form.locator('#f-email').fill('ann@example.com');
+      await form.locator('#f-age').fill('41');
+      await form.locator('#f-plan').selectOption('enterprise');
+      await form.locator('input[name="topics"][value="ci"]').check();
+      await form.locator('input[name="topics"][value="security"]').check();
+      await s.page.mouse.move(1000, 700);
+      await s.screenshot('elicitation.png');
+      await form.locator('#submit').click();
+      const r = await call;
+      if (r.code !== 0) {
+        throw new Error(`nexus tools run ask: ${r.code} ${r.stdout} ${r.stderr}`);
+      }
+      const got = JSON.parse(JSON.parse(r.stdout).content[0].text);
+      const want = { action: 'accept', content: { age: 41, email: 'ann@example.com', name: 'John Doe', plan: 'enterprise', subscribe: true, topics: ['ci', 'security'] } };
+      got.content = Object.fromEntries(Object.entries(got.content ?? {}).sort(([a], [b]) => a.localeCompare(b)));
+      if (JSON.stringify(got) !== JSON.stringify(want)) {
+        throw new Error(`the server got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+      }
+      await waitFor('Pending Approvals to empty', async () => (await treeItems(s.page, 'Pending Approvals')).length === 0);
+      await form.locator('#form').waitFor({ state: 'detached', timeout: HANG });
+      // A call that ends (its CLI killed) takes its question away.
+      const cli = spawn(path.join(bin, 'nexus'), ['--workspace', s.ws, 'tools', 'run', 'ask', '--server', 'asking'], { stdio: ['pipe', 'ignore', 'ignore'] });
+      const again = await elicitationForm(s);
+      await waitTreeItem(s.page, 'Pending Approvals', 'asking asks');
+      cli.kill('SIGKILL');
+      await again.locator('#form').waitFor({ state: 'detached', timeout: HANG });
+      await waitFor('Pending Approvals to empty after the call ended', async () => (await treeItems(s.page, 'Pending Approvals')).length === 0);
     },
   },
   {

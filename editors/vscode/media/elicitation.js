@@ -142,6 +142,23 @@
       form.appendChild(row);
     }
     form.appendChild(buttons('submit', 'Submit'));
+    // An error goes once its field is edited.
+    const edited = (ev) => {
+      const row = /** @type {HTMLElement} */ (ev.target).closest('.field');
+      if (row) {
+        row.classList.remove('invalid');
+        const e = row.querySelector('.error');
+        if (e) {
+          e.textContent = '';
+        }
+      }
+      const general = document.getElementById('general');
+      if (general) {
+        general.textContent = '';
+      }
+    };
+    form.addEventListener('input', edited);
+    form.addEventListener('change', edited);
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
       vscode.postMessage({ type: 'submit', values: values() });

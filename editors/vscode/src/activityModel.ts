@@ -47,6 +47,10 @@ export function groupOf(c: ToolCall): { key: string; label: string } {
   if (author.startsWith('app:')) {
     return { key: author, label: `App ${author.slice('app:'.length)}` };
   }
+  if (author.startsWith('mcp:')) {
+    // An MCP server's sampling requests (SERVER/mcp_sampling).
+    return { key: author, label: `MCP server ${author.slice('mcp:'.length)}` };
+  }
   if (author === 'cli' || author === 'editor') {
     return { key: author, label: author === 'cli' ? 'CLI' : 'Editor' };
   }

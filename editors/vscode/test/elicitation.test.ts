@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { groupOf } from '../src/activityModel';
 import { contentOf, fieldsOf, Questions, safeURL } from '../src/elicitationModel';
 import { call, type ElicitationParams, type ElicitationSchema, type McpServer, Methods, Notifications, Requests } from '../src/protocol';
 import { Daemon, makeWorkspace, waitFor } from './nexusd';
@@ -58,6 +59,11 @@ test('elicitation: what the person typed is checked before it is sent', () => {
   assert.deepEqual(ok.content, { email: 'ann@example.com', age: 41, verified: false, status: 'inactive', colour: 'g' });
   assert.equal(safeURL('javascript:alert(1)'), undefined);
   assert.equal(safeURL('https://example.com/x')?.host, 'example.com');
+});
+
+test('sampling: an MCP server\'s sampling requests have their own group in Tool Activity', () => {
+  const c = { toolCallId: '1', toolName: 'mcp_sampling', serverName: 'asking', argumentsJson: '{}', status: 'running', author: 'mcp:asking', startedAt: '' };
+  assert.deepEqual(groupOf(c), { key: 'mcp:asking', label: 'MCP server asking' });
 });
 
 test('elicitation: questions end answered or withdrawn', async () => {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,6 +21,8 @@ import (
 //     requested schema (JSON text); the result is the answer as JSON
 //     ({"action", "content"}), or the error's text with isError.
 //   - ask_url {message, url}: elicitation/create in URL mode.
+//   - ask_briefly {message}: elicitation/create sent during the call (a
+//     client of protocol 2025-11-25 only), cancelled after 300ms.
 //   - sample {prompt, system, hint, maxTokens}: sampling/createMessage;
 //     the result is the CreateMessageResult as JSON, or the error.
 //   - caps: the protocol version and the client's capabilities, as JSON.
@@ -71,6 +74,15 @@ func (a *Asking) Server() *mcp.Server {
 				schema = json.RawMessage(in.Schema)
 			}
 			return ask(&mcp.ElicitParams{Mode: "form", Message: in.Message, RequestedSchema: schema}), nil, nil
+		})
+	// ask_briefly asks as a server of protocol 2025-11-25 does (a request
+	// during the call), and cancels its question after 300ms.
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_briefly", Description: "Asks the person, but not for long"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
+			ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: in.Message})
+			return a.outcome("ask_briefly", res, err)
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_url", Description: "Sends the person to a URL"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
@@ -130,7 +142,7 @@ func ask(q mcp.InputRequest) *mcp.CallToolResult {
 }
 
 func (a *Asking) outcome(tool string, v any, err error) (*mcp.CallToolResult, any, error) {
-	if r, ok := v.(*mcp.ElicitResult); ok {
+	if r, ok := v.(*mcp.ElicitResult); ok && r != nil {
 		v = map[string]any{"action": r.Action, "content": r.Content} // without its _meta
 		if r.Content == nil {
 			v = map[string]any{"action": r.Action}
