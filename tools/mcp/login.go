@@ -77,6 +77,8 @@ func (s *server) canSignIn() error {
 		return fmt.Errorf("MCP server %q sends its own Authorization header (headers in %s): remove it to sign in with OAuth", name, s.cfg.Source)
 	case s.auth.cfg.Grant == GrantClientCredentials:
 		return fmt.Errorf("MCP server %q is authorized with its client's credentials (oauth.grant client_credentials), without a person: `nexus mcp restart %s` gets a new token", name, name)
+	case s.auth.cfg.Grant == GrantEnterprise:
+		return fmt.Errorf("MCP server %q is authorized by your enterprise's identity provider (oauth.grant enterprise): there is nothing to sign in to here; `nexus mcp restart %s` gets a new token", name, name)
 	}
 	return nil
 }

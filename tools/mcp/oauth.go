@@ -82,8 +82,8 @@ type serverAuth struct {
 	// refreshed is the access token a refresh forced by a 401 got: a 401 to
 	// it again needs the person.
 	refreshed string
-	// cc is the token source of the client_credentials grant, ccScopes
-	// what it asks for.
+	// cc is the token source of a grant without a person
+	// (client_credentials, enterprise), ccScopes what it asks for.
 	cc       oauth2.TokenSource
 	ccScopes []string
 	// challenge is the last refusal that needs the person to sign in: the
@@ -165,7 +165,7 @@ func (a *serverAuth) needed() <-chan error {
 func (a *serverAuth) TokenSource(context.Context) (oauth2.TokenSource, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cfg.Grant == GrantClientCredentials {
+	if a.cfg.Grant != GrantAuthorizationCode {
 		return a.cc, nil
 	}
 	a.loadLocked()
@@ -298,8 +298,11 @@ func (a *serverAuth) Authorize(ctx context.Context, req *http.Request, resp *htt
 	if resp.StatusCode == http.StatusForbidden && c.errCode != "insufficient_scope" {
 		return nil // a refusal that no token mends: the request fails with it
 	}
-	if a.cfg.Grant == GrantClientCredentials {
+	switch a.cfg.Grant {
+	case GrantClientCredentials:
 		return a.clientCredentials(ctx, c)
+	case GrantEnterprise:
+		return a.enterprise(ctx, c)
 	}
 	if resp.StatusCode == http.StatusUnauthorized && a.refreshAfter401(req) {
 		return nil
@@ -367,7 +370,7 @@ func (a *serverAuth) needPerson(c *challenge) error {
 
 // grantedLocked are the scopes the hub's current token has.
 func (a *serverAuth) grantedLocked() []string {
-	if a.cfg.Grant == GrantClientCredentials {
+	if a.cfg.Grant != GrantAuthorizationCode {
 		return a.ccScopes
 	}
 	if a.signIn == nil {

@@ -24,6 +24,13 @@ const (
 	// GrantClientCredentials is machine to machine: the hub gets its tokens
 	// with the client's own credentials, and no person signs in.
 	GrantClientCredentials = "client_credentials"
+	// GrantEnterprise is Enterprise-Managed Authorization (SEP-990): the
+	// person's ID token from the enterprise's identity provider is
+	// exchanged there for an identity assertion grant (ID-JAG, RFC 8693),
+	// which the server's authorization server takes for a token (the
+	// JWT bearer grant, RFC 7523). The enterprise decides who gets which
+	// server; no one signs in to the server itself.
+	GrantEnterprise = "enterprise"
 )
 
 // OAuthConfig is the "oauth" block of an http server's entry: how the hub
@@ -32,7 +39,8 @@ const (
 // with the authorization code grant too, when its server asks, registering
 // itself dynamically.
 type OAuthConfig struct {
-	// Grant is GrantAuthorizationCode or GrantClientCredentials.
+	// Grant is GrantAuthorizationCode, GrantClientCredentials or
+	// GrantEnterprise.
 	Grant string
 	// ClientID is a client registered in advance with the authorization
 	// server; "" registers one (Client ID Metadata Document or dynamic
@@ -59,19 +67,54 @@ type OAuthConfig struct {
 	// RedirectPort fixes the port of the loopback redirect listener
 	// (127.0.0.1); 0 is a random one.
 	RedirectPort int
+	// IdP is the enterprise identity provider of GrantEnterprise.
+	IdP *IdPConfig
+}
+
+// IdPConfig is the "idp" block of the enterprise grant: the identity
+// provider that vouches for the person, and where the person's ID token
+// comes from.
+type IdPConfig struct {
+	// Issuer is the IdP's issuer URL: its token endpoint is found by
+	// OpenID Connect discovery, unless TokenEndpoint names it.
+	Issuer, TokenEndpoint string
+	// ClientID is the hub's client at the IdP; ClientSecretEnv names the
+	// variable of its secret, if it has one, and ClientSecret is its value.
+	ClientID                      string
+	ClientSecretEnv, ClientSecret string
+	// IDTokenEnv names the variable that holds the person's ID token (IDToken
+	// its value), or IDTokenCommand is a command (argv, run without a
+	// shell) that prints one: the enterprise's single sign-on tool. The
+	// command is run again each time a token is needed, so that an expired
+	// ID token is replaced.
+	IDTokenEnv, IDToken string
+	IDTokenCommand      []string
 }
 
 // LaunchOAuth is the oauth block as the person approves it: everything but
 // the secrets, which are named by their variables.
 type LaunchOAuth struct {
-	Grant             string   `json:"grant"`
-	ClientID          string   `json:"clientId,omitempty"`
-	ClientSecretEnv   string   `json:"clientSecretEnv,omitempty"`
-	PrivateKeyEnv     string   `json:"privateKeyEnv,omitempty"`
-	SigningAlgorithm  string   `json:"signingAlgorithm,omitempty"`
-	Scopes            []string `json:"scopes,omitempty"`
-	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty"`
-	RedirectPort      int      `json:"redirectPort,omitempty"`
+	Grant             string     `json:"grant"`
+	ClientID          string     `json:"clientId,omitempty"`
+	ClientSecretEnv   string     `json:"clientSecretEnv,omitempty"`
+	PrivateKeyEnv     string     `json:"privateKeyEnv,omitempty"`
+	SigningAlgorithm  string     `json:"signingAlgorithm,omitempty"`
+	Scopes            []string   `json:"scopes,omitempty"`
+	ClientMetadataURL string     `json:"clientMetadataUrl,omitempty"`
+	RedirectPort      int        `json:"redirectPort,omitempty"`
+	IdP               *LaunchIdP `json:"idp,omitempty"`
+}
+
+// LaunchIdP is the idp block as the person approves it: the command that
+// prints the ID token is part of it, the secrets are named by their
+// variables.
+type LaunchIdP struct {
+	Issuer          string   `json:"issuer,omitempty"`
+	TokenEndpoint   string   `json:"tokenEndpoint,omitempty"`
+	ClientID        string   `json:"clientId"`
+	ClientSecretEnv string   `json:"clientSecretEnv,omitempty"`
+	IDTokenEnv      string   `json:"idTokenEnv,omitempty"`
+	IDTokenCommand  []string `json:"idTokenCommand,omitempty"`
 }
 
 // launch returns what the person approves of o: nil for no block.
@@ -79,9 +122,14 @@ func (o *OAuthConfig) launch() *LaunchOAuth {
 	if o == nil {
 		return nil
 	}
-	return &LaunchOAuth{Grant: o.Grant, ClientID: o.ClientID, ClientSecretEnv: o.ClientSecretEnv,
+	l := &LaunchOAuth{Grant: o.Grant, ClientID: o.ClientID, ClientSecretEnv: o.ClientSecretEnv,
 		PrivateKeyEnv: o.PrivateKeyEnv, SigningAlgorithm: o.SigningAlgorithm, Scopes: o.Scopes,
 		ClientMetadataURL: o.ClientMetadataURL, RedirectPort: o.RedirectPort}
+	if p := o.IdP; p != nil {
+		l.IdP = &LaunchIdP{Issuer: p.Issuer, TokenEndpoint: p.TokenEndpoint, ClientID: p.ClientID,
+			ClientSecretEnv: p.ClientSecretEnv, IDTokenEnv: p.IDTokenEnv, IDTokenCommand: p.IDTokenCommand}
+	}
+	return l
 }
 
 // oauth reads the "oauth" block of the entry of an http server (transport
@@ -132,6 +180,8 @@ func (e *entryParser) oauth(raw json.RawMessage, cfg *ServerConfig) *OAuthConfig
 			o.ClientMetadataURL = e.expand(name, o.ClientMetadataURL)
 		case "redirectPort":
 			e.decode(name, v, &o.RedirectPort, "a port number")
+		case "idp":
+			o.IdP = e.idp(v)
 		default:
 			e.warnf("unknown key %q ignored", name)
 		}
@@ -140,9 +190,9 @@ func (e *entryParser) oauth(raw json.RawMessage, cfg *ServerConfig) *OAuthConfig
 	switch o.Grant {
 	case "":
 		o.Grant = GrantAuthorizationCode
-	case GrantAuthorizationCode, GrantClientCredentials:
+	case GrantAuthorizationCode, GrantClientCredentials, GrantEnterprise:
 	default:
-		e.errorf(`"oauth.grant" %q is not %q or %q`, o.Grant, GrantAuthorizationCode, GrantClientCredentials)
+		e.errorf(`"oauth.grant" %q is not %q, %q or %q`, o.Grant, GrantAuthorizationCode, GrantClientCredentials, GrantEnterprise)
 	}
 	o.ClientSecret = e.secret("oauth.clientSecretEnv", o.ClientSecretEnv)
 	if pemKey := e.secret("oauth.privateKeyEnv", o.PrivateKeyEnv); pemKey != "" {
@@ -168,6 +218,23 @@ func (e *entryParser) oauth(raw json.RawMessage, cfg *ServerConfig) *OAuthConfig
 	case o.ClientSecretEnv != "" && o.ClientID == "":
 		e.errorf(`"oauth.clientSecretEnv" needs "oauth.clientId", the client the secret is for`)
 	}
+	if o.Grant == GrantEnterprise {
+		switch {
+		case o.ClientID == "":
+			e.errorf(`"oauth.clientId" is required for the enterprise grant (the client registered at the server's authorization server)`)
+		case o.IdP == nil:
+			e.errorf(`the enterprise grant needs "oauth.idp": the identity provider and where the person's ID token comes from`)
+		}
+	} else if o.IdP != nil {
+		e.errorf(`"oauth.idp" is for the enterprise grant ("grant": %q)`, GrantEnterprise)
+	}
+	if o.Grant != GrantAuthorizationCode {
+		for _, k := range []string{"clientMetadataUrl", "redirectPort"} {
+			if _, ok := fields[k]; ok {
+				e.errorf(`"oauth.%s" is for the authorization_code grant, where a person signs in`, k)
+			}
+		}
+	}
 	if o.Grant == GrantClientCredentials {
 		switch {
 		case o.ClientID == "":
@@ -175,15 +242,71 @@ func (e *entryParser) oauth(raw json.RawMessage, cfg *ServerConfig) *OAuthConfig
 		case o.ClientSecretEnv == "" && o.PrivateKeyEnv == "":
 			e.errorf(`the client_credentials grant needs "oauth.clientSecretEnv" or "oauth.privateKeyEnv" to authenticate the client`)
 		}
-		for _, k := range []string{"clientMetadataUrl", "redirectPort"} {
-			if _, ok := fields[k]; ok {
-				e.errorf(`"oauth.%s" is for the authorization_code grant, where a person signs in`, k)
-			}
-		}
 	} else if o.PrivateKeyEnv != "" || o.SigningAlgorithm != "" {
 		e.errorf(`"oauth.privateKeyEnv" and "oauth.signingAlgorithm" are for the client_credentials grant (private_key_jwt)`)
 	}
 	return o
+}
+
+// idp reads the "idp" block of the enterprise grant. Problems are in
+// e.errs, each naming its key.
+func (e *entryParser) idp(raw json.RawMessage) *IdPConfig {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		e.errorf(`"oauth.idp" must be an object`)
+		return nil
+	}
+	p := &IdPConfig{}
+	for _, key := range slices.Sorted(maps.Keys(fields)) {
+		v, name := fields[key], "oauth.idp."+key
+		switch key {
+		case "issuer":
+			e.decode(name, v, &p.Issuer, "a string")
+			p.Issuer = e.expand(name, p.Issuer)
+		case "tokenEndpoint":
+			e.decode(name, v, &p.TokenEndpoint, "a string")
+			p.TokenEndpoint = e.expand(name, p.TokenEndpoint)
+		case "clientId":
+			e.decode(name, v, &p.ClientID, "a string")
+			p.ClientID = e.expand(name, p.ClientID)
+		case "clientSecretEnv":
+			e.decode(name, v, &p.ClientSecretEnv, "a string (the name of an environment variable)")
+		case "idTokenEnv":
+			e.decode(name, v, &p.IDTokenEnv, "a string (the name of an environment variable)")
+		case "idTokenCommand":
+			e.decode(name, v, &p.IDTokenCommand, "an array of strings (a command and its arguments)")
+			for i, a := range p.IDTokenCommand {
+				p.IDTokenCommand[i] = e.expand(fmt.Sprintf("%s[%d]", name, i), a)
+			}
+		default:
+			e.warnf("unknown key %q ignored", name)
+		}
+	}
+	for _, u := range []struct{ key, v string }{{"issuer", p.Issuer}, {"tokenEndpoint", p.TokenEndpoint}} {
+		if u.v == "" {
+			continue
+		}
+		if err := checkAuthServerURL(u.v); err != nil {
+			e.errorf(`"oauth.idp.%s" %q: %v`, u.key, u.v, err)
+		}
+	}
+	switch {
+	case p.Issuer == "" && p.TokenEndpoint == "":
+		e.errorf(`"oauth.idp" needs "issuer" (or "tokenEndpoint"): the identity provider that exchanges the person's ID token`)
+	case p.ClientID == "":
+		e.errorf(`"oauth.idp.clientId" is required: the client registered at the identity provider`)
+	}
+	switch {
+	case p.IDTokenEnv != "" && len(p.IDTokenCommand) > 0:
+		e.errorf(`"oauth.idp.idTokenEnv" and "oauth.idp.idTokenCommand" are both set; the ID token comes from one of them`)
+	case p.IDTokenEnv == "" && len(p.IDTokenCommand) == 0:
+		e.errorf(`"oauth.idp" needs "idTokenEnv" or "idTokenCommand": where the person's ID token comes from`)
+	case len(p.IDTokenCommand) > 0 && p.IDTokenCommand[0] == "":
+		e.errorf(`"oauth.idp.idTokenCommand" must start with the command to run`)
+	}
+	p.ClientSecret = e.secret("oauth.idp.clientSecretEnv", p.ClientSecretEnv)
+	p.IDToken = e.secret("oauth.idp.idTokenEnv", p.IDTokenEnv)
+	return p
 }
 
 // secret returns the value of the environment variable that the key names;

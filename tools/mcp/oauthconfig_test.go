@@ -128,6 +128,41 @@ func TestLoadConfigOAuth(t *testing.T) {
 			entry:   `{` + url + `, "oauth": {"clientMetadataUrl": "http://example.com/client.json"}}`,
 			wantErr: []string{`"oauth.clientMetadataUrl" "http://example.com/client.json" is not an https URL with a path`},
 		},
+		{
+			name: "enterprise: an ID token from a variable",
+			entry: `{` + url + `, "oauth": {"grant": "enterprise", "clientId": "mcp-client", "clientSecretEnv": "SECRET",
+				"idp": {"issuer": "https://acme.okta.example", "clientId": "idp-client", "idTokenEnv": "SECRET"}}}`,
+			want: &OAuthConfig{Grant: GrantEnterprise, ClientID: "mcp-client", ClientSecretEnv: "SECRET", ClientSecret: "s3cret",
+				IdP: &IdPConfig{Issuer: "https://acme.okta.example", ClientID: "idp-client", IDTokenEnv: "SECRET", IDToken: "s3cret"}},
+		},
+		{
+			name: "enterprise: an ID token from a command",
+			entry: `{` + url + `, "oauth": {"grant": "enterprise", "clientId": "mcp-client",
+				"idp": {"tokenEndpoint": "https://idp.example/token", "clientId": "${CLIENT}", "idTokenCommand": ["sso", "id-token", "--for", "${CLIENT}"]}}}`,
+			want: &OAuthConfig{Grant: GrantEnterprise, ClientID: "mcp-client",
+				IdP: &IdPConfig{TokenEndpoint: "https://idp.example/token", ClientID: "from-env", IDTokenCommand: []string{"sso", "id-token", "--for", "from-env"}}},
+		},
+		{
+			name:    "enterprise without idp",
+			entry:   `{` + url + `, "oauth": {"grant": "enterprise", "clientId": "c", "redirectPort": 1234}}`,
+			wantErr: []string{`the enterprise grant needs "oauth.idp"`, `"oauth.redirectPort" is for the authorization_code grant`},
+		},
+		{
+			name:    "enterprise idp incomplete",
+			entry:   `{` + url + `, "oauth": {"grant": "enterprise", "clientId": "c", "idp": {"issuer": "http://idp.example"}}}`,
+			wantErr: []string{`"oauth.idp.issuer" "http://idp.example": not an https URL`, `"oauth.idp.clientId" is required`, `needs "idTokenEnv" or "idTokenCommand"`},
+		},
+		{
+			name: "enterprise idp with two sources of the ID token",
+			entry: `{` + url + `, "oauth": {"grant": "enterprise", "clientId": "c",
+				"idp": {"issuer": "https://idp.example", "clientId": "i", "idTokenEnv": "SECRET", "idTokenCommand": ["sso"]}}}`,
+			wantErr: []string{`"oauth.idp.idTokenEnv" and "oauth.idp.idTokenCommand" are both set`},
+		},
+		{
+			name:    "idp without the enterprise grant",
+			entry:   `{` + url + `, "oauth": {"idp": {"issuer": "https://idp.example", "clientId": "i", "idTokenEnv": "SECRET"}}}`,
+			wantErr: []string{`"oauth.idp" is for the enterprise grant`},
+		},
 		{name: "bad port", entry: `{` + url + `, "oauth": {"redirectPort": 70000}}`, wantErr: []string{`"oauth.redirectPort" 70000 is not a port`}},
 		{name: "bad scope", entry: `{` + url + `, "oauth": {"scopes": ["a b"]}}`, wantErr: []string{`"oauth.scopes": "a b" is not a scope`}},
 		{name: "scopes not strings", entry: `{` + url + `, "oauth": {"scopes": "a"}}`, wantErr: []string{`"oauth.scopes" must be an array of strings`}},
@@ -251,4 +286,29 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestIDTokenCommand(t *testing.T) {
+	ctx := t.Context()
+	tok, err := idToken(ctx, &IdPConfig{IDTokenCommand: []string{"sh", "-c", "printf '  eyJ.id.token  \\nsecond line\\n'"}})
+	if err != nil || tok != "eyJ.id.token" {
+		t.Fatalf("idToken = %q, %v; want the first line, trimmed", tok, err)
+	}
+	// A failure says what the command said on stderr, never its stdout.
+	_, err = idToken(ctx, &IdPConfig{IDTokenCommand: []string{"sh", "-c", "echo partial-token; echo 'not signed in: run sso login' >&2; exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "not signed in: run sso login") || !strings.Contains(err.Error(), "exit status 3") || strings.Contains(err.Error(), "partial-token") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err = idToken(ctx, &IdPConfig{IDTokenCommand: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "printed no ID token") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err = idToken(ctx, &IdPConfig{IDTokenCommand: []string{"head", "-c", "100000", "/dev/zero"}}); err == nil || !strings.Contains(err.Error(), "more than 64 KiB") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err = idToken(ctx, &IdPConfig{IDTokenCommand: []string{"/nonexistent/sso"}}); err == nil || !strings.Contains(err.Error(), "/nonexistent/sso") {
+		t.Fatalf("error %v", err)
+	}
+	if tok, err = idToken(ctx, &IdPConfig{IDTokenEnv: "X", IDToken: "from-env"}); tok != "from-env" || err != nil {
+		t.Fatalf("idToken = %q, %v", tok, err)
+	}
 }

@@ -12,6 +12,7 @@ const serverName = "conformance"
 const (
 	authorizationCode = "authorization_code"
 	clientCredentials = "client_credentials"
+	enterprise        = "enterprise"
 )
 
 // The environment variables that carry the scenario's secrets into nexusd:
@@ -19,6 +20,7 @@ const (
 const (
 	secretEnv     = "NEXUS_CONFORMANCE_CLIENT_SECRET"
 	privateKeyEnv = "NEXUS_CONFORMANCE_PRIVATE_KEY"
+	idTokenEnv    = "NEXUS_CONFORMANCE_ID_TOKEN"
 )
 
 // clientMetadataURL is the client ID metadata document (CIMD) URL the
@@ -39,8 +41,8 @@ type plan struct {
 	Tool, Args string
 	// Grant is how the entry signs in: "" not at all; authorizationCode
 	// runs "nexus mcp login" whenever the server needs it, at most
-	// maxLogins times; clientCredentials lets the hub get a token when it
-	// connects.
+	// maxLogins times; clientCredentials and enterprise let the hub get a
+	// token when it connects.
 	Grant string
 }
 
@@ -74,9 +76,8 @@ var plans = map[string]plan{
 	"auth/resource-mismatch":                    authCode, // nexus mcp login must refuse
 	"auth/offline-access-scope":                 authCode,
 	"auth/offline-access-not-supported":         authCode,
-	// SEP-990 (an ID token exchanged for a JWT grant) has no place in the
-	// oauth block: the driver tries the plain flow with the context's client.
-	"auth/cross-app-access-complete-flow": authCode,
+	// SEP-990: the context's ID token, exchanged at its IdP for an ID-JAG.
+	"auth/cross-app-access-complete-flow": {Tool: "test-tool", Grant: enterprise},
 
 	"auth/client-credentials-basic": {Grant: clientCredentials},
 	"auth/client-credentials-jwt":   {Grant: clientCredentials},
@@ -90,6 +91,12 @@ type scenarioContext struct {
 	ClientSecret     string `json:"client_secret"`
 	PrivateKeyPEM    string `json:"private_key_pem"`
 	SigningAlgorithm string `json:"signing_algorithm"`
+	// The enterprise IdP of SEP-990: the person's ID token, the client
+	// registered there, and where it is.
+	IdPClientID      string `json:"idp_client_id"`
+	IdPIDToken       string `json:"idp_id_token"`
+	IdPIssuer        string `json:"idp_issuer"`
+	IdPTokenEndpoint string `json:"idp_token_endpoint"`
 }
 
 func parseContext(s string) (scenarioContext, error) {
@@ -125,8 +132,16 @@ type oauthConfig struct {
 	// PrivateKeyEnv and SigningAlgorithm are for private_key_jwt client
 	// authentication (auth/client-credentials-jwt): a PEM key in the
 	// variable.
-	PrivateKeyEnv    string `json:"privateKeyEnv,omitempty"`
-	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
+	PrivateKeyEnv    string     `json:"privateKeyEnv,omitempty"`
+	SigningAlgorithm string     `json:"signingAlgorithm,omitempty"`
+	IdP              *idpConfig `json:"idp,omitempty"`
+}
+
+// idpConfig is the idp block of the enterprise grant.
+type idpConfig struct {
+	Issuer     string `json:"issuer"`
+	ClientID   string `json:"clientId"`
+	IDTokenEnv string `json:"idTokenEnv"`
 }
 
 // workspaceConfig returns the .nexus/mcp.json that declares the suite's
@@ -148,6 +163,10 @@ func workspaceConfig(p plan, url string, c scenarioContext) (mcpConfig, map[stri
 			o.PrivateKeyEnv = privateKeyEnv
 			o.SigningAlgorithm = c.SigningAlgorithm
 			env[privateKeyEnv] = c.PrivateKeyPEM
+		}
+		if p.Grant == enterprise {
+			o.IdP = &idpConfig{Issuer: c.IdPIssuer, ClientID: c.IdPClientID, IDTokenEnv: idTokenEnv}
+			env[idTokenEnv] = c.IdPIDToken
 		}
 		entry.OAuth = o
 	}
