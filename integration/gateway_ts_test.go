@@ -165,5 +165,17 @@ func TestGatewayTSClient(t *testing.T) {
 
 	t.Run("unknown", func(t *testing.T) {
 		step(t, "unknown", nil)
+		// The daemon still serves, and the step's last read_file, after the
+		// refused one, was its.
+		if c := d.lastCall("", "read_file"); c == nil || c.Status != "completed" {
+			t.Errorf("the daemon's last read_file call: %v", c)
+		}
+	})
+
+	// No daemon runs: nexusd mcp is the daemon, and starts slow (approved
+	// above) itself.
+	t.Run("tools_in_process", func(t *testing.T) {
+		d.stop()
+		step(t, "tools", nil)
 	})
 }

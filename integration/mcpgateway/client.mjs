@@ -11,8 +11,8 @@
 //
 // Steps:
 //   tools                 initialize; tools/list has the core tools and the
-//                         hub server slow's (slow__echo); read_file and
-//                         slow__echo answer.
+//                         hub server slow's (slow__echo, at once or after
+//                         list_changed); read_file and slow__echo answer.
 //   list-changed          prints "await slow2" on stdout; the test then adds
 //                         and approves the server slow2 in .nexus/mcp.json;
 //                         notifications/tools/list_changed comes, the next
@@ -109,6 +109,17 @@ async function toolNames(client) {
 	return new Set(tools.map((t) => t.name));
 }
 
+// toolsWith returns the names of tools/list once it has name: at once, or
+// after the notifications/tools/list_changed that brings it.
+async function toolsWith(s, name) {
+	for (;;) {
+		const next = s.nextListChanged();
+		const names = await toolNames(s.client);
+		if (names.has(name)) return names;
+		await guard(next, `notifications/tools/list_changed bringing ${name} (tools/list: ${[...names].join(" ")})`);
+	}
+}
+
 // text is the text content of a tools/call result.
 function text(result) {
 	return (result.content ?? [])
@@ -132,7 +143,8 @@ const steps = {
 		const { client } = s;
 		assert.equal(client.getServerVersion()?.name, "nexus", "the server's name");
 		assert.ok(client.getServerCapabilities()?.tools?.listChanged, "the server says its tools list changes");
-		const names = await toolNames(client);
+		// When nexusd mcp is the daemon, slow starts after the session.
+		const names = await toolsWith(s, "slow__echo");
 		for (const n of ["read_file", "write_file", "execute_command", "slow__echo", "slow__wait"]) {
 			assert.ok(names.has(n), `tools/list has no ${n}: ${[...names].join(" ")}`);
 		}
@@ -153,15 +165,7 @@ const steps = {
 		assert.ok(before.has("slow__echo") && !before.has("slow2__echo"), `tools before: ${[...before].join(" ")}`);
 		const changed = s.listChanged;
 		console.log("await slow2"); // the test adds and approves slow2
-		let names = before;
-		while (!names.has("slow2__echo")) {
-			const next = s.nextListChanged();
-			names = await toolNames(client); // it may have changed already
-			if (!names.has("slow2__echo")) {
-				await guard(next, "tools/list with slow2__echo");
-				names = await toolNames(client);
-			}
-		}
+		const names = await toolsWith(s, "slow2__echo");
 		assert.ok(s.listChanged > changed, "slow2's tools came without notifications/tools/list_changed");
 		assert.ok(names.has("slow__echo"), "slow's tools are still there");
 		const echo = await call(client, "slow2__echo", { text: "from the new server" });
