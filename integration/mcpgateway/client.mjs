@@ -190,7 +190,7 @@ const steps = {
 		// Accept with content: the server gets it.
 		s.answer = () => ({ action: "accept", content: { name: "Ada", age: 36 } });
 		let result = await call(client, "asking__ask", { message, schema: JSON.stringify(schema) });
-		assert.equal(s.questions.length, 1, "the server's question did not reach the client as one elicitation/create");
+		assert.equal(s.questions.length, 1, "the hub server's question did not reach this client as one elicitation/create (the gateway must pass it on to the client whose call it is)");
 		const q = s.questions[0];
 		assert.ok(q.mode === undefined || q.mode === "form", `mode ${q.mode}`);
 		assert.ok(q.message.includes(message), `the question does not carry the server's message: ${q.message}`);
@@ -200,7 +200,8 @@ const steps = {
 
 		// Decline: the server gets that too.
 		s.answer = () => ({ action: "decline" });
-		result = await call(client, "asking__ask", { message: "Anything else?" });
+		const more = { type: "object", properties: { more: { type: "string" } } };
+		result = await call(client, "asking__ask", { message: "Anything else?", schema: JSON.stringify(more) });
 		assert.equal(s.questions.length, 2, "the second question did not reach the client");
 		assert.ok(!result.isError, `asking__ask (declined) failed: ${text(result)}`);
 		assert.deepEqual(JSON.parse(text(result)), { action: "decline" }, "what the server got");
@@ -228,7 +229,7 @@ const steps = {
 			return { action: "accept", content };
 		};
 		const question = (n) => {
-			assert.equal(s.questions.length, n, "write_file did not ask this client (elicitation/create)");
+			assert.equal(s.questions.length, n, "write_file did not ask this client (the gateway must ask a client that can answer elicitations about its own calls)");
 			const q = s.questions[n - 1];
 			assert.ok(q.mode === undefined || q.mode === "form", `mode ${q.mode}`);
 			assert.ok(q.message, "the question has a message");
