@@ -27,14 +27,18 @@
 //                         reject_always: allow_once writes the file,
 //                         reject_once refuses the call (isError, "denied").
 //   unknown               an unknown tool, bad arguments and an unknown
-//                         method each get a clear error; the gateway and
-//                         the daemon keep serving.
+//                         method each get a clear error; a line that is not
+//                         JSON gets a parse error or ends only its own
+//                         session; the session, a new one and the daemon
+//                         keep serving.
 //
 // Stdout carries only "await NAME" lines for the test; what the step did
 // and why it failed go to stderr. Exit status 0 means the step passed.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import readline from "node:readline";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -280,14 +284,63 @@ const steps = {
 			"an unknown method is not answered with method not found (-32601)",
 		);
 
-		// The session and the daemon still serve.
+		// A line that is not JSON, on another session of nexusd mcp: a parse
+		// error (-32700) or the end of that session, nothing else.
+		await malformedSession();
+
+		// This session, a new one and the daemon still serve.
 		const read = await call(client, "read_file", { path: "hello.txt" });
 		assert.ok(!read.isError, `read_file after the errors: ${text(read)}`);
 		assert.match(text(read), /hello from the workspace/);
 		await client.ping();
 		noQuestions(s);
+		const fresh = await connect();
+		try {
+			const again = await call(fresh.client, "read_file", { path: "hello.txt" });
+			assert.ok(!again.isError, `read_file on a new session: ${text(again)}`);
+		} finally {
+			await fresh.client.close();
+		}
 	},
 };
+
+// malformedSession runs nexusd mcp by hand, initializes, and writes a line
+// that is not JSON: the answer must be a parse error (-32700), or the
+// session ends (nexusd mcp exits 0).
+async function malformedSession() {
+	const child = spawn(nexusd, ["mcp", "--workspace", workspace], { stdio: ["pipe", "pipe", "inherit"] });
+	const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+	const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+	// next is the next response (a message with an id), or undefined at
+	// the end of the output.
+	const next = async (what) => {
+		for (;;) {
+			const { value, done } = await guard(lines.next(), what);
+			if (done) return undefined;
+			const msg = JSON.parse(value);
+			if (msg.id !== undefined) return msg;
+		}
+	};
+	const send = (msg) => child.stdin.write(`${JSON.stringify(msg)}\n`);
+	send({
+		jsonrpc: "2.0",
+		id: 1,
+		method: "initialize",
+		params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+	});
+	const init = await next("initialize's result");
+	assert.ok(init?.result?.serverInfo, `initialize by hand: ${JSON.stringify(init)}`);
+	send({ jsonrpc: "2.0", method: "notifications/initialized" });
+	child.stdin.write("{this is not JSON\n");
+	const answer = await next("an answer to a line that is not JSON, or the end of the session");
+	log("a line that is not JSON:", answer === undefined ? "the session ended" : JSON.stringify(answer));
+	if (answer !== undefined) {
+		assert.equal(answer.error?.code, -32700, `the answer to a line that is not JSON: ${JSON.stringify(answer)}`);
+	}
+	child.stdin.end();
+	const { code, signal } = await guard(exited, "nexusd mcp's exit once its client went");
+	assert.equal(code, 0, `nexusd mcp exited with ${code ?? signal}`);
+}
 
 async function main() {
 	const name = process.argv[2];
