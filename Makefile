@@ -64,8 +64,11 @@ test-vscode: vsix
 
 # The MCP servers the McpHub tests and benchmarks run, pinned by
 # integration/mcpservers/package-lock.json, installed from npm into .cache.
+# The second line: the MCP TypeScript SDK and Node 22 of
+# integration/mcpconformance for integration/gateway_ts_test.go.
 mcp-servers:
 	bash scripts/mcp-servers.sh
+	bash scripts/mcp-conformance.sh install
 
 # llama.cpp's llama-server and a tiny random-weight model in a Debian sid
 # chroot cached in ~/.cache/nexus/local-llm, for the agent's offline

