@@ -29,6 +29,17 @@ import (
 // (client_secret_basic or _post, as the server supports) or by a JWT
 // signed with its private key (private_key_jwt).
 func (a *serverAuth) clientCredentials(ctx context.Context, c *challenge) error {
+	return a.machineGrant(ctx, c, "client_credentials", func(d *discovered, scopes []string) oauth2.TokenSource {
+		return &ccSource{a: a, asm: d.asm, resource: d.resource, scopes: scopes}
+	})
+}
+
+// machineGrant gets a token by a grant without a person (grant names it in
+// the log): discovery from the challenge, the scopes (those of the
+// challenge, else the server's scopes_supported, with those granted before
+// and the configured ones), the first token from the source that newSource
+// makes, which gets the next ones as they expire.
+func (a *serverAuth) machineGrant(ctx context.Context, c *challenge, grant string, newSource func(d *discovered, scopes []string) oauth2.TokenSource) error {
 	a.mu.Lock()
 	err := a.stepUpLocked(c, a.ccScopes)
 	granted := a.ccScopes
@@ -45,10 +56,10 @@ func (a *serverAuth) clientCredentials(ctx context.Context, c *challenge) error 
 		scopes = d.prm.ScopesSupported
 	}
 	scopes = union(granted, scopes, a.cfg.Scopes)
-	src := &ccSource{a: a, asm: d.asm, resource: d.resource, scopes: scopes}
+	src := newSource(d, scopes)
 	tok, err := src.Token()
 	if err != nil {
-		return fmt.Errorf("MCP server %q: the client_credentials grant at %s: %w", a.name, d.asm.TokenEndpoint, err)
+		return fmt.Errorf("MCP server %q: the %s grant at %s: %w", a.name, grant, d.asm.TokenEndpoint, err)
 	}
 	if got := tokenScopes(tok); got != nil {
 		scopes = got
@@ -56,7 +67,7 @@ func (a *serverAuth) clientCredentials(ctx context.Context, c *challenge) error 
 	a.mu.Lock()
 	a.cc, a.ccScopes = oauth2.ReuseTokenSource(tok, src), scopes
 	a.mu.Unlock()
-	a.hub.logger.Info("MCP server authorized the hub (client_credentials)", "server", a.name, "issuer", d.asm.Issuer)
+	a.hub.logger.Info("MCP server authorized the hub", "server", a.name, "grant", grant, "issuer", d.asm.Issuer)
 	return nil
 }
 

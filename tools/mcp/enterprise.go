@@ -38,36 +38,9 @@ const (
 // makes it the hub's: its source gets a new one (a new ID token, a new
 // exchange) when it expires.
 func (a *serverAuth) enterprise(ctx context.Context, c *challenge) error {
-	a.mu.Lock()
-	err := a.stepUpLocked(c, a.ccScopes)
-	granted := a.ccScopes
-	a.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	d, err := discover(ctx, a.client, a.url, c)
-	if err != nil {
-		return fmt.Errorf("MCP server %q: %w", a.name, err)
-	}
-	scopes := c.scopes
-	if len(scopes) == 0 {
-		scopes = d.prm.ScopesSupported
-	}
-	scopes = union(granted, scopes, a.cfg.Scopes)
-	src := &idJAGSource{a: a, asm: d.asm, resource: d.resource, scopes: scopes}
-	tok, err := src.Token()
-	if err != nil {
-		return fmt.Errorf("MCP server %q: %w", a.name, err)
-	}
-	if got := tokenScopes(tok); got != nil {
-		scopes = got
-	}
-	a.mu.Lock()
-	a.cc, a.ccScopes = oauth2.ReuseTokenSource(tok, src), scopes
-	a.mu.Unlock()
-	a.hub.logger.Info("MCP server authorized the hub (enterprise: ID token from the IdP, ID-JAG)", "server", a.name,
-		"issuer", d.asm.Issuer, "idp", a.idpName())
-	return nil
+	return a.machineGrant(ctx, c, "enterprise (ID-JAG from "+a.idpName()+")", func(d *discovered, scopes []string) oauth2.TokenSource {
+		return &idJAGSource{a: a, asm: d.asm, resource: d.resource, scopes: scopes}
+	})
 }
 
 // idpName names the IdP in logs and errors.
@@ -140,7 +113,7 @@ func (s *idJAGSource) Token() (*oauth2.Token, error) {
 	// a server treats as absent.
 	tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, a.client), "", opts...)
 	if err != nil {
-		return nil, fmt.Errorf("the JWT bearer grant (the ID-JAG) at %s: %w", s.asm.TokenEndpoint, err)
+		return nil, fmt.Errorf("the JWT bearer grant of the ID-JAG: %w", err)
 	}
 	return tok, nil
 }
