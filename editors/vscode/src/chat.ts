@@ -5,7 +5,6 @@
 // belongs to one workspace folder's daemon; with several folders, the
 // session list names them and a folder picker says where "New" starts one.
 
-import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import type { ApprovalsView } from './approvals';
@@ -22,6 +21,7 @@ import {
   type PermissionAnswer,
   PermissionAnswers,
 } from './protocol';
+import { pageHTML, pageOptions } from './webview';
 
 /** Messages from the webview. */
 type FromView =
@@ -104,22 +104,12 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   }
 
   resolveWebviewView(wv: vscode.WebviewView): void {
-    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
-    wv.webview.options = { enableScripts: true, localResourceRoots: [media] };
-    const nonce = crypto.randomBytes(16).toString('base64');
-    const css = wv.webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.css'));
-    const js = wv.webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.js'));
-    wv.webview.html = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${wv.webview.cspSource}; script-src 'nonce-${nonce}';">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${css.toString()}">
-<title>Agent Chat</title>
-</head>
-<body>
-<div id="bar">
+    wv.webview.options = pageOptions(this.extensionUri);
+    wv.webview.html = pageHTML(wv.webview, this.extensionUri, {
+      css: 'chat.css',
+      js: 'chat.js',
+      title: 'Agent Chat',
+      body: `<div id="bar">
   <select id="folder" title="Workspace folder of a new session" hidden></select>
   <select id="sessions" title="Sessions: pick one to resume it"></select>
   <button id="new" title="New session">New</button>
@@ -129,10 +119,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   <div id="completions" role="listbox" hidden></div>
   <textarea id="prompt" rows="3" placeholder="Ask the agent — Enter sends, Shift+Enter a new line, / for commands"></textarea>
   <div id="actions"><span id="usage"></span><button id="stop" hidden>Stop</button><button id="send">Send</button></div>
-</div>
-<script nonce="${nonce}" src="${js.toString()}"></script>
-</body>
-</html>`;
+</div>`,
+    });
     this.webview = wv.webview;
     this.disposables.push(
       wv.webview.onDidReceiveMessage((m: FromView) => void this.onMessage(m)),

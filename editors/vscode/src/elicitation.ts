@@ -6,13 +6,13 @@
 // withdraws ($/cancelRequest: the server cancelled it, its call ended)
 // closes its panel.
 
-import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { CancellationToken, LanguageClient } from 'vscode-languageclient/node';
 import type { Daemon, Daemons } from './daemon';
 import { contentOf, type Field, fieldsOf, type FormValue, type Question, questionTitle, Questions, safeURL } from './elicitationModel';
 import { inFolder } from './folders';
 import { type ElicitationParams, type ElicitationResult, Requests } from './protocol';
+import { pageHTML, pageOptions } from './webview';
 
 /** What the form's webview posts. */
 type FromForm =
@@ -88,32 +88,18 @@ export class ElicitationView implements vscode.Disposable {
       existing.reveal(undefined, !focus);
       return;
     }
-    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
     const panel = vscode.window.createWebviewPanel('nexus.elicitation', `MCP: ${q.params.server} asks`, { viewColumn: vscode.ViewColumn.Active, preserveFocus: false }, {
-      enableScripts: true,
-      localResourceRoots: [media],
+      ...pageOptions(this.extensionUri),
       retainContextWhenHidden: true,
     });
     this.panels.set(q.id, panel);
-    const nonce = crypto.randomBytes(16).toString('base64');
-    const css = panel.webview.asWebviewUri(vscode.Uri.joinPath(media, 'elicitation.css'));
-    const js = panel.webview.asWebviewUri(vscode.Uri.joinPath(media, 'elicitation.js'));
-    // No remote content: styles and the one script from the extension,
-    // nothing else (no images, frames, fonts or connections).
-    panel.webview.html = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${panel.webview.cspSource}; script-src 'nonce-${nonce}'; form-action 'none';">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${css.toString()}">
-<title>MCP question</title>
-</head>
-<body>
-<div id="root"></div>
-<script nonce="${nonce}" src="${js.toString()}"></script>
-</body>
-</html>`;
+    panel.webview.html = pageHTML(panel.webview, this.extensionUri, {
+      css: 'elicitation.css',
+      js: 'elicitation.js',
+      title: 'MCP question',
+      body: '<div id="root"></div>',
+      csp: "form-action 'none';",
+    });
     const fields = q.params.mode === 'url' ? [] : fieldsOf(q.params.requestedSchema);
     const sub = panel.webview.onDidReceiveMessage((m: FromForm) => this.onMessage(q, panel, fields, m));
     panel.onDidDispose(() => {
