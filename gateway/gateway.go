@@ -301,6 +301,7 @@ func (g *Gateway) toolHandler(ps *partyServer, ref toolRef) sdk.ToolHandler {
 		if ref.server != "" {
 			defer g.forwardLogs(ctx, req.Session, ref.server)()
 		}
+		ctx = g.asking(ctx, req.Session, &er)
 		call := g.opts.Tools.Execute(ctx, er)
 		return g.result(ref, call), nil
 	}
