@@ -171,10 +171,12 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 		Instructions: "Nexus: the workspace's tools (read_file, write_file, execute_command, ...) and the tools of its MCP servers " +
 			"(SERVER" + g.opts.Separator + "tool). Every call is checked by the workspace's permission policy and audited.",
 		Capabilities: &sdk.ServerCapabilities{
-			Tools:     &sdk.ToolCapabilities{ListChanged: true},
-			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
-			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Tools:       &sdk.ToolCapabilities{ListChanged: true},
+			Prompts:     &sdk.PromptCapabilities{ListChanged: true},
+			Resources:   &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Completions: &sdk.CompletionCapabilities{},
 		},
+		CompletionHandler:  g.complete,
 		SubscribeHandler:   g.subscribe,
 		UnsubscribeHandler: g.unsubscribe,
 	})
