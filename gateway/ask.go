@@ -36,10 +36,13 @@ type clientCaps struct {
 }
 
 // capsOf reads the capabilities the client declared. An elicitation
-// capability that names no mode is form (protocol 2025-06-18).
+// capability that names no mode is form (protocol 2025-06-18). On protocol
+// 2026-07-28 and later a server may not send requests during a call (it
+// answers with input requests, SEP-2322, which the gateway does not do
+// yet): such a client is asked nothing.
 func capsOf(ss *sdk.ServerSession) clientCaps {
 	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil {
+	if p == nil || p.Capabilities == nil || p.ProtocolVersion > mcp.ProtocolVersion {
 		return clientCaps{}
 	}
 	var c clientCaps
