@@ -30,9 +30,9 @@ import (
 // answers with reply.
 type answeringClient struct {
 	*mcp.ClientSession
-	mu     sync.Mutex
-	asked  []*mcp.ElicitParams
-	reply  func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult
+	mu    sync.Mutex
+	asked []*mcp.ElicitParams
+	reply func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult
 }
 
 func (c *answeringClient) answer(fn func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult) {
