@@ -4,8 +4,12 @@
 // [New] and [Gateway.Server].
 //
 // Every tools/call is a Nexus tool call through the [tools.Manager]:
-// validated, decided by the policy (an ask reaches the editor's prompt),
-// audited and published on the bus with the caller's party as its author.
+// validated, decided by the policy (an ask reaches the client through
+// elicitation when it declared it, else the editor's prompt), audited and
+// published on the bus with the caller's party as its author. A hub
+// server's questions and sampling requests during the call go to the
+// client too (ask.go); completion/complete reaches the server behind the
+// prompt or resource (complete.go).
 // A client's notifications/cancelled cancels the call; the call's progress
 // reaches the client as notifications/progress when it asked with a
 // progress token.

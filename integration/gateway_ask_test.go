@@ -30,21 +30,21 @@ import (
 // answers with reply.
 type answeringClient struct {
 	*mcp.ClientSession
-	mu    sync.Mutex
-	asked []*mcp.ElicitParams
-	reply func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult
+	askedMu sync.Mutex
+	asked   []*mcp.ElicitParams
+	reply   func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult
 }
 
 func (c *answeringClient) answer(fn func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult) {
-	c.mu.Lock()
+	c.askedMu.Lock()
 	c.reply = fn
-	c.mu.Unlock()
+	c.askedMu.Unlock()
 }
 
 // questions are the elicitation requests the client got so far.
 func (c *answeringClient) questions() []*mcp.ElicitParams {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.askedMu.Lock()
+	defer c.askedMu.Unlock()
 	return append([]*mcp.ElicitParams(nil), c.asked...)
 }
 
@@ -56,10 +56,10 @@ func connectAnswering(t *testing.T, url, token string, answers bool) *answeringC
 	opts := &mcp.ClientOptions{}
 	if answers {
 		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			c.mu.Lock()
+			c.askedMu.Lock()
 			c.asked = append(c.asked, req.Params)
 			fn := c.reply
-			c.mu.Unlock()
+			c.askedMu.Unlock()
 			return fn(ctx, req.Params), nil
 		}
 		opts.CreateMessageHandler = func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
