@@ -220,6 +220,7 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 		Handler: func(ctx context.Context, _ *tools.Invocation, _ json.RawMessage) (json.RawMessage, error) {
 			if client != nil {
 				cp := *p
+				cp.Meta = nil // the server's progress token means nothing to the client
 				cp.MaxTokens = int64(lreq.MaxOutputTokens)
 				res, err := client(ctx, &cp)
 				if err != nil {
