@@ -132,19 +132,23 @@ func openMCP(ws string, cfg *workspace.Config, m *tools.Manager, bus *events.Bus
 	return h
 }
 
-// sampling is how the McpHub answers MCP servers' sampling requests: with
-// the llm profile of mcp.sampling.profile; nil (no sampling declared)
-// without one.
+// sampling is how the McpHub answers MCP servers' sampling requests: by
+// the gateway client of the call (mcp.sampling.client), else with the llm
+// profile of mcp.sampling.profile; nil (no sampling declared) with
+// neither.
 func sampling(cfg *workspace.Config, opts Options, logger *slog.Logger) *mcp.Sampling {
 	sc := cfg.MCP.Sampling
 	if sc.Profile == "" {
+		if sc.Client {
+			return &mcp.Sampling{Client: true, MaxTokens: sc.MaxTokens}
+		}
 		return nil
 	}
 	names := sc.Profiles
 	if len(names) == 0 {
 		names = cfg.LLM.ProfileNames()
 	}
-	s := &mcp.Sampling{Profile: sc.Profile, MaxTokens: sc.MaxTokens, Profiles: map[string]llm.Profile{}, NewProvider: opts.NewProvider}
+	s := &mcp.Sampling{Client: sc.Client, Profile: sc.Profile, MaxTokens: sc.MaxTokens, Profiles: map[string]llm.Profile{}, NewProvider: opts.NewProvider}
 	for _, n := range append(names, sc.Profile) {
 		s.Profiles[n] = agent.Profile(n, cfg.LLM.Profiles[n])
 	}

@@ -4,8 +4,12 @@
 // [New] and [Gateway.Server].
 //
 // Every tools/call is a Nexus tool call through the [tools.Manager]:
-// validated, decided by the policy (an ask reaches the editor's prompt),
-// audited and published on the bus with the caller's party as its author.
+// validated, decided by the policy (an ask reaches the client through
+// elicitation when it declared it, else the editor's prompt), audited and
+// published on the bus with the caller's party as its author. A hub
+// server's questions and sampling requests during the call go to the
+// client too (ask.go); completion/complete reaches the server behind the
+// prompt or resource (complete.go).
 // A client's notifications/cancelled cancels the call; the call's progress
 // reaches the client as notifications/progress when it asked with a
 // progress token.
@@ -171,10 +175,12 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 		Instructions: "Nexus: the workspace's tools (read_file, write_file, execute_command, ...) and the tools of its MCP servers " +
 			"(SERVER" + g.opts.Separator + "tool). Every call is checked by the workspace's permission policy and audited.",
 		Capabilities: &sdk.ServerCapabilities{
-			Tools:     &sdk.ToolCapabilities{ListChanged: true},
-			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
-			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Tools:       &sdk.ToolCapabilities{ListChanged: true},
+			Prompts:     &sdk.PromptCapabilities{ListChanged: true},
+			Resources:   &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Completions: &sdk.CompletionCapabilities{},
 		},
+		CompletionHandler:  g.complete,
 		SubscribeHandler:   g.subscribe,
 		UnsubscribeHandler: g.unsubscribe,
 	})
@@ -301,6 +307,7 @@ func (g *Gateway) toolHandler(ps *partyServer, ref toolRef) sdk.ToolHandler {
 		if ref.server != "" {
 			defer g.forwardLogs(ctx, req.Session, ref.server)()
 		}
+		ctx = g.asking(ctx, req.Session, &er)
 		call := g.opts.Tools.Execute(ctx, er)
 		return g.result(ref, call), nil
 	}

@@ -184,14 +184,16 @@ else
 	if [ -n "$nexusd" ]; then
 		# README "Nexus as an MCP server": the go-sdk's everything-server
 		# (stdio) behind the hub, unprefixed and allowed, served by nexusd's
-		# /mcp; the suite sends no token, so tokenproxy adds the admin one.
+		# /mcp, its sampling requests passed on to the suite's client
+		# (mcp.sampling.client); the suite sends no token, so tokenproxy
+		# adds the admin one.
 		make --no-print-directory build >/dev/null
 		go build -o "$cache/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
 		go build -o "$cache/tokenproxy" ./$src/tokenproxy
 		ws=$results/workspace
 		rm -rf "$ws" && mkdir -p "$ws/.nexus"
 		mcp_port=$(free_port)
-		printf 'tools:\n  policy:\n    "everything/*": allow\nmcp:\n  http:\n    address: 127.0.0.1:%s\n' "$mcp_port" >"$ws/.nexus/config.yaml"
+		printf 'tools:\n  policy:\n    "everything/*": allow\nmcp:\n  http:\n    address: 127.0.0.1:%s\n  sampling:\n    client: true\n' "$mcp_port" >"$ws/.nexus/config.yaml"
 		printf '{"mcpServers": {"everything": {"command": "%s", "unprefixed": true}}}\n' "$PWD/$cache/everything-server" >"$ws/.nexus/mcp.json"
 		bin/nexusd --workspace "$ws" >"$results/nexusd.log" 2>&1 &
 		nexusd_pid=$!

@@ -134,14 +134,17 @@ type MCPConfig struct {
 }
 
 // MCPSamplingConfig is mcp.sampling: the llm profile that answers MCP
-// servers' sampling requests (none: servers are told the client does not
-// sample), the profiles their model hints may pick instead (default: every
-// llm profile), and a cap on the tokens a request may ask for (0: none
-// beyond the profile's maxOutputTokens).
+// servers' sampling requests, the profiles their model hints may pick
+// instead (default: every llm profile), and a cap on the tokens a request
+// may ask for (0: none beyond the profile's maxOutputTokens). With Client
+// (default false), a request made during an MCP gateway client's call goes
+// to that client when it declared sampling, before the profile. With
+// neither a profile nor Client, servers are told the hub does not sample.
 type MCPSamplingConfig struct {
 	Profile   string   `yaml:"profile"`
 	Profiles  []string `yaml:"profiles"`
 	MaxTokens int      `yaml:"maxTokens"`
+	Client    bool     `yaml:"client"`
 }
 
 // MCPHTTPConfig is mcp.http: where the daemon serves MCP clients over

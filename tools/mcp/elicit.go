@@ -120,6 +120,31 @@ func (s *server) elicitationHandler() func(context.Context, *mcp.ElicitRequest) 
 	return s.elicit
 }
 
+// specElicitation is a receiving middleware of the server's client that
+// puts a form's titled multi-select fields in the spec's shape before the
+// go-sdk checks the schema: items {anyOf: [{const, title}]}. A server may
+// add "type": "string" beside anyOf (the go-sdk's everything-server does),
+// which JSON Schema allows and the go-sdk's check refuses ("items must
+// specify enum for untitled enums"), here and again where the gateway
+// passes the question on.
+func specElicitation(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.ElicitRequest); ok && r.Params != nil {
+			if schema, ok := r.Params.RequestedSchema.(map[string]any); ok {
+				props, _ := schema["properties"].(map[string]any)
+				for _, p := range props {
+					prop, _ := p.(map[string]any)
+					items, _ := prop["items"].(map[string]any)
+					if _, titled := items["anyOf"]; titled && items["enum"] == nil && items["type"] == "string" {
+						delete(items, "type")
+					}
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // elicit puts a server's question to the person and returns the answer.
 func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	h := s.hub

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,9 +31,19 @@ import (
 // activity stream with the model's answer as its result. A request the
 // person rejects gets the error -1 the spec names ("User rejected sampling
 // request").
+//
+// Who answers: the MCP client that made the call, when it can and
+// Sampling.Client is on (mcp.sampling.client: a gateway client's call
+// carries its model, see WithSampler); else the llm profile; else no one,
+// and the server gets an error that says so. The call's arguments and
+// result name which (profile "client", or the profile's name).
 
 // Sampling is how the hub answers sampling requests (Options.Sampling).
 type Sampling struct {
+	// Client passes a request on to the MCP client that made the call it
+	// belongs to, when that client samples (mcp.sampling.client); the
+	// hub then declares sampling even without a profile.
+	Client bool
 	// Profile is the configured profile (mcp.sampling.profile); Profiles
 	// are those a server's model preferences may choose from, Profile
 	// among them.
@@ -49,14 +60,49 @@ type Sampling struct {
 // rejected (the spec's example: "User rejected sampling request").
 const samplingRejected = -1
 
+// A Sampler answers a sampling request with the model of the party that
+// made the call: a gateway client's sampling/createMessage.
+type Sampler func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+
+// samplerKey is the context key of a call's Sampler.
+type samplerKey struct{}
+
+// WithSampler returns ctx carrying fn as the sampler of the calls made with
+// it: a hub server's sampling request during such a call goes to fn when
+// Sampling.Client is on.
+func WithSampler(ctx context.Context, fn Sampler) context.Context {
+	if fn == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, samplerKey{}, fn)
+}
+
+func samplerFrom(ctx context.Context) Sampler {
+	if ctx == nil {
+		return nil
+	}
+	fn, _ := ctx.Value(samplerKey{}).(Sampler)
+	return fn
+}
+
+// SamplingByClient is the profile a call of the sampling tool names when
+// the MCP client that made the call answers (policy.SamplingClient).
+const SamplingByClient = policy.SamplingClient
+
 func (h *Hub) samples() bool {
 	s := h.opts.Sampling
-	return s != nil && h.opts.Tools != nil && s.NewProvider != nil && s.Profiles[s.Profile].Model != ""
+	return s != nil && h.opts.Tools != nil && (s.Client || s.profiled())
+}
+
+// profiled reports whether an llm profile is configured for sampling.
+func (c *Sampling) profiled() bool {
+	return c != nil && c.NewProvider != nil && c.Profiles[c.Profile].Model != ""
 }
 
 // samplingHandler is the server's handler of sampling/createMessage; nil
-// when no model is configured for it (the SDK then answers "client does
-// not support CreateMessage" and declares no capability).
+// when no one can answer (no profile, and mcp.sampling.client off: the SDK
+// then answers "client does not support CreateMessage" and declares no
+// capability).
 func (s *server) samplingHandler() func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	if !s.hub.samples() {
 		return nil
@@ -118,11 +164,25 @@ func (c *Sampling) pick(prefs *mcp.ModelPreferences) (llm.Profile, string) {
 }
 
 // sample answers a sampling request: a call of the sampling tool whose
-// handler asks the model.
+// handler asks the client of the call it belongs to, or the model.
 func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	h, c := s.hub, s.hub.opts.Sampling
 	p := req.Params
-	prof, why := c.pick(p.ModelPreferences)
+	callID, callCtx := h.inflight.related(ctx, s.cfg.Name)
+	var client Sampler
+	if c.Client {
+		client = samplerFrom(callCtx)
+	}
+	var prof llm.Profile
+	var why string
+	switch {
+	case client != nil:
+		prof, why = llm.Profile{Name: SamplingByClient, Provider: "MCP client", Model: "the client's choice"}, "mcp.sampling.client"
+	case c.profiled():
+		prof, why = c.pick(p.ModelPreferences)
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no model for sampling: " + s.noSampler(callCtx != nil)}
+	}
 	lreq, args, err := samplingRequest(p, prof, why, c.MaxTokens)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
@@ -131,7 +191,6 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 	if err != nil {
 		return nil, err
 	}
-	callID, callCtx := h.inflight.related(ctx, s.cfg.Name)
 	var parent tools.Call
 	if callID != "" {
 		parent, _ = h.opts.Tools.Get(callID)
@@ -142,12 +201,15 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 		defer cancel()
 		stop := context.AfterFunc(callCtx, cancel)
 		defer stop()
+		// Whoever is asked about the call is asked about its sampling.
+		ctx = policy.WithApprover(ctx, policy.ApproverFrom(callCtx))
 	}
 	// The person's answer and the model's do not count against the call.
 	resume := h.opts.Tools.AwaitPerson(callID)
 	defer resume()
 
 	var result *mcp.CreateMessageResult
+	var clientErr error
 	tool := &tools.Tool{
 		Definition: tools.Definition{
 			Name: policy.SamplingTool, Title: "Sampling for " + s.cfg.Name, ServerName: s.cfg.Name,
@@ -156,6 +218,18 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 		},
 		Timeout: s.callTimeout(),
 		Handler: func(ctx context.Context, _ *tools.Invocation, _ json.RawMessage) (json.RawMessage, error) {
+			if client != nil {
+				cp := *p
+				cp.Meta = nil // the server's progress token means nothing to the client
+				cp.MaxTokens = int64(lreq.MaxOutputTokens)
+				res, err := client(ctx, &cp)
+				if err != nil {
+					clientErr = err
+					return nil, tools.Errorf(tools.CodeExecutionFailed, "the MCP client's sampling: %v", err)
+				}
+				result = res
+				return answeredBy(res, SamplingByClient)
+			}
 			prov, err := c.NewProvider(prof)
 			if err != nil {
 				return nil, tools.Errorf(tools.CodeExecutionFailed, "llm profile %q: %v", prof.Name, err)
@@ -166,15 +240,20 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 			}
 			result = &mcp.CreateMessageResult{Model: cmp.Or(resp.Model, prof.Model), Role: "assistant",
 				Content: &mcp.TextContent{Text: resp.Text}, StopReason: stopReason(resp.Stop)}
-			return json.Marshal(result)
+			return answeredBy(result, prof.Name)
 		},
+	}
+	model := "the model " + prof.Model
+	if client != nil {
+		model = "the model of the MCP client that made the call"
 	}
 	call := h.opts.Tools.Execute(ctx, tools.ExecuteRequest{
 		Tool: tool, Arguments: rawArgs, Party: access.MCPServer(s.cfg.Name, parent.AppID),
 		AppID: parent.AppID, TaskID: parent.TaskID, RequestID: parent.ID,
-		Intent:          fmt.Sprintf("MCP server %q asks the model %s for a completion%s", s.cfg.Name, prof.Model, during(parent)),
+		Intent:          fmt.Sprintf("MCP server %q asks %s for a completion%s", s.cfg.Name, model, during(parent)),
 		ExpectedOutcome: fmt.Sprintf("the model's answer (at most %d tokens) goes back to %q; nothing else is done", lreq.MaxOutputTokens, s.cfg.Name),
 	})
+	var wire *jsonrpc.Error
 	switch {
 	case call.Error == nil && result != nil:
 		return result, nil
@@ -182,10 +261,38 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 		return nil, ctx.Err()
 	case call.Error != nil && call.Error.Code == tools.CodePermissionDenied:
 		return nil, &jsonrpc.Error{Code: samplingRejected, Message: "User rejected sampling request: " + call.Error.Message}
+	case errors.As(clientErr, &wire):
+		return nil, wire // the client's own answer, such as its person's rejection
 	case call.Error != nil:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "sampling failed: " + call.Error.Message}
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "sampling failed: no answer"}
+}
+
+// noSampler says why no one answers a sampling request.
+func (s *server) noSampler(inCall bool) string {
+	switch {
+	case !s.hub.opts.Sampling.Client:
+		return "mcp.sampling.profile names no llm profile"
+	case inCall:
+		return "the client that made the call does not sample, and mcp.sampling.profile names no llm profile"
+	}
+	return "the request belongs to no one call whose client samples, and mcp.sampling.profile names no llm profile"
+}
+
+// answeredBy is the result of a sampling call: the answer, and who gave it
+// (SamplingByClient, or the llm profile's name).
+func answeredBy(res *mcp.CreateMessageResult, by string) (json.RawMessage, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	obj["answeredBy"] = by
+	return json.Marshal(obj)
 }
 
 // during names the call a request belongs to, for the intent.

@@ -431,6 +431,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	}
 	s.listen(opts) // logs, resource updates, list changes (notify.go)
 	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, opts)
+	client.AddReceivingMiddleware(specElicitation)
 	s.hub.offerRoots(client)
 	if s.cfg.Transport == "http" {
 		return s.connectHTTP(ctx, client)

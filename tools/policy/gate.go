@@ -25,6 +25,26 @@ type Approvers struct {
 	route    func(call tools.Call) Approver
 }
 
+// approverKey is the context key of a call's own approver.
+type approverKey struct{}
+
+// WithApprover returns ctx carrying fn as the approver of the calls made
+// with it: an MCP gateway client that can answer through elicitation asks
+// for its own calls. It comes before Route and Set, because the party that
+// made the call is the one to ask; a nil fn leaves ctx as it is.
+func WithApprover(ctx context.Context, fn Approver) context.Context {
+	if fn == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, approverKey{}, fn)
+}
+
+// ApproverFrom returns the approver WithApprover put in ctx, or nil.
+func ApproverFrom(ctx context.Context) Approver {
+	fn, _ := ctx.Value(approverKey{}).(Approver)
+	return fn
+}
+
 // Route sets a function that picks another approver for some calls (an
 // agent session's calls go to the terminal that prompted it); when it
 // returns nil, the approver of Set answers.
@@ -34,7 +54,12 @@ func (a *Approvers) Route(fn func(call tools.Call) Approver) {
 	a.mu.Unlock()
 }
 
-func (a *Approvers) forCall(call tools.Call) Approver {
+// forCall is the approver of a call: the one its context carries
+// (WithApprover), else Route's, else Set's.
+func (a *Approvers) forCall(ctx context.Context, call tools.Call) Approver {
+	if fn := ApproverFrom(ctx); fn != nil {
+		return fn
+	}
 	if a == nil {
 		return nil
 	}
@@ -67,7 +92,8 @@ func (a *Approvers) get() Approver {
 
 // Gate returns the permission check of the ToolManager: allow and deny
 // decide at once; ask puts the ICERC record on the call and waits for the
-// approver, at most timeout. No approver, no answer in time, or an error
+// approver (the call's own, see WithApprover, else the Approvers'), at
+// most timeout. No approver, no answer in time, or an error
 // from the approver: the call is denied, never allowed.
 func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.Logger) tools.Gate {
 	if logger == nil {
@@ -97,7 +123,7 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 			"writes %s, which can make code run outside every sandbox (git hooks, VS Code tasks and settings, MCP servers): always asked, an \"always\" answer counts once", v.Protected))
 	}
 	setICERC(record)
-	approver := approvers.forCall(gr.Call)
+	approver := approvers.forCall(ctx, gr.Call)
 	if approver == nil {
 		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to approve it", v.Reason)
 	}

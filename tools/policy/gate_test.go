@@ -94,3 +94,40 @@ func TestGateDeniesOnTimeoutOrError(t *testing.T) {
 		t.Errorf("bad answer: %+v", c.Error)
 	}
 }
+
+// TestGateAsksTheCallsOwnApprover: an approver in the call's context
+// (WithApprover) answers before the attached one, and its "always" is
+// remembered like the editor's.
+func TestGateAsksTheCallsOwnApprover(t *testing.T) {
+	var approvers Approvers
+	m := gateManager(t, &approvers, time.Minute)
+	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) {
+		t.Error("the attached approver was asked about a call that brings its own")
+		return RejectOnce, nil
+	})
+	var asked atomic.Int32
+	answer := RejectOnce
+	own := func(_ context.Context, call tools.Call, rec ICERC) (Answer, error) {
+		asked.Add(1)
+		if rec.Intent != "save the plan" || call.ToolName != "write_file" {
+			t.Errorf("the call's approver saw %+v / %+v", call, rec)
+		}
+		return answer, nil
+	}
+	runOwn := func() tools.Call {
+		return m.Execute(WithApprover(context.Background(), own), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
+			Arguments: json.RawMessage(`{"path":"a.md"}`), Intent: "save the plan"})
+	}
+	if c := runOwn(); c.Error == nil || !strings.Contains(c.Error.Message, "rejected") {
+		t.Errorf("reject_once: %+v", c.Error)
+	}
+	answer = AllowAlways
+	if c := runOwn(); c.Status != tools.StatusCompleted {
+		t.Errorf("allow_always: %+v", c.Error)
+	}
+	n := asked.Load()
+	approvers.Set(nil)
+	if c := run(m); c.Status != tools.StatusCompleted || asked.Load() != n {
+		t.Errorf("the call's allow_always was not remembered: %+v", c.Error)
+	}
+}

@@ -15,6 +15,10 @@ import (
 // server), audited and shown like any call. No one can call it by name.
 const SamplingTool = "mcp_sampling"
 
+// SamplingClient is the profile of a sampling request that the MCP client
+// that made the call answers with its own model (mcp.sampling.client).
+const SamplingClient = "client"
+
 // SamplingArgs are the arguments of a call of SamplingTool: what the
 // person is shown before the model is asked.
 type SamplingArgs struct {
@@ -60,7 +64,11 @@ func renderSampling(req Request) (string, bool) {
 		return "", false
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "ask model %s (profile %s, %s) for at most %d tokens", a.Model, a.Profile, a.Provider, a.MaxTokens)
+	if a.Profile == SamplingClient {
+		fmt.Fprintf(&b, "ask the model of the MCP client that made the call for at most %d tokens", a.MaxTokens)
+	} else {
+		fmt.Fprintf(&b, "ask model %s (profile %s, %s) for at most %d tokens", a.Model, a.Profile, a.Provider, a.MaxTokens)
+	}
 	if a.Why != "" && a.Why != "configured" {
 		fmt.Fprintf(&b, "; chosen by %s", a.Why)
 	}
@@ -88,6 +96,12 @@ func renderSampling(req Request) (string, bool) {
 func samplingRisk(req Request, r RiskAssessment) RiskAssessment {
 	var a SamplingArgs
 	_ = json.Unmarshal(req.Args, &a)
+	if a.Profile == SamplingClient {
+		r.Scope = "the model of the MCP client that made the call"
+		r.Details = append(r.Details, "sends the messages above to the MCP client that made the call; its model answers",
+			fmt.Sprintf("the model's reply goes to MCP server %q, which asked for it", req.Tool.ServerName))
+		return r
+	}
 	r.Scope = fmt.Sprintf("model %s of llm profile %s", a.Model, a.Profile)
 	where := "provider " + a.Provider
 	if a.BaseURL != "" {

@@ -1,0 +1,144 @@
+package gateway
+
+//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28 (SEP-2577); clients speak 2025-11-25 and before, where it is current
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
+)
+
+// Asking the client. A client's tools/call brings along what the client
+// can answer, by the capabilities it declared at initialize:
+//
+//   - elicitation (form): the policy's "ask" about the call becomes an
+//     elicitation/create with the call's ICERC record and a choice of the
+//     four answers (policy.WithApprover); a hub server's question during
+//     the call is put to the client (ExecuteRequest.Elicit), in URL mode
+//     only when it declared url — else it goes where it would without the
+//     client (the editor, else declined).
+//   - sampling: a hub server's sampling request during the call is
+//     answered by the client's model (mcp.WithSampler), when
+//     mcp.sampling.client is on; it is still a call of SERVER/mcp_sampling.
+//
+// A client that declared none of these is asked nothing: the editor is.
+
+// clientCaps are what a session's client can answer.
+type clientCaps struct {
+	form, url, sampling bool
+}
+
+// capsOf reads the capabilities the client declared. An elicitation
+// capability that names no mode is form (protocol 2025-06-18). On protocol
+// 2026-07-28 and later a server may not send requests during a call (it
+// answers with input requests, SEP-2322, which the gateway does not do
+// yet): such a client is asked nothing.
+func capsOf(ss *sdk.ServerSession) clientCaps {
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.ProtocolVersion > mcp.ProtocolVersion {
+		return clientCaps{}
+	}
+	var c clientCaps
+	if e := p.Capabilities.Elicitation; e != nil {
+		c.form = e.Form != nil || e.URL == nil
+		c.url = e.URL != nil
+	}
+	c.sampling = p.Capabilities.Sampling != nil
+	return c
+}
+
+// asking gives er and ctx what the client of ss can answer.
+func (g *Gateway) asking(ctx context.Context, ss *sdk.ServerSession, er *tools.ExecuteRequest) context.Context {
+	if ss == nil {
+		return ctx
+	}
+	c := capsOf(ss)
+	if c.form || c.url {
+		er.Elicit = g.clientElicitor(ss, c)
+	}
+	if c.form {
+		ctx = policy.WithApprover(ctx, clientApprover(ss))
+	}
+	if c.sampling {
+		ctx = mcp.WithSampler(ctx, func(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
+			return ss.CreateMessage(ctx, p)
+		})
+	}
+	return ctx
+}
+
+// clientElicitor puts a hub server's question to the client, naming the
+// server in the message; a question in a mode the client did not declare
+// goes to the manager's elicitor (the editor), else is declined. The hub
+// checks the answer against the schema as it does any other.
+func (g *Gateway) clientElicitor(ss *sdk.ServerSession, c clientCaps) tools.Elicitor {
+	return func(ctx context.Context, q *tools.Elicitation) (tools.ElicitResult, error) {
+		if (q.Mode == tools.ElicitURL && !c.url) || (q.Mode != tools.ElicitURL && !c.form) {
+			if _, ask := g.opts.Tools.ElicitorFor(""); ask != nil {
+				return ask(ctx, q)
+			}
+			return tools.ElicitResult{Action: tools.ElicitDecline}, nil
+		}
+		p := &sdk.ElicitParams{Mode: q.Mode, Message: fmt.Sprintf("[%s] %s", q.Server, q.Message), URL: q.URL, ElicitationID: q.ElicitationID}
+		if len(q.Schema) > 0 {
+			p.RequestedSchema = q.Schema // as the server sent it, fields in its order
+		}
+		res, err := ss.Elicit(ctx, p)
+		if err != nil {
+			return tools.ElicitResult{}, err
+		}
+		return tools.ElicitResult{Action: res.Action, Content: res.Content}, nil
+	}
+}
+
+// permissionSchema is the form of a permission ask: one choice of the four
+// answers.
+var permissionSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","title":"Your answer",` +
+	`"description":"Allow or reject this call; \"always\" is remembered for this tool",` +
+	`"oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"allow_always","title":"Always allow"},` +
+	`{"const":"reject_once","title":"Reject once"},{"const":"reject_always","title":"Always reject"}]}},"required":["answer"]}`)
+
+// clientApprover asks the client about a call the policy asks about,
+// through elicitation/create: the ICERC record in the message, the answer
+// a choice. Decline and cancel are reject_once.
+func clientApprover(ss *sdk.ServerSession) policy.Approver {
+	return func(ctx context.Context, call tools.Call, rec policy.ICERC) (policy.Answer, error) {
+		res, err := ss.Elicit(ctx, &sdk.ElicitParams{Mode: tools.ElicitForm, Message: permissionMessage(call, rec), RequestedSchema: permissionSchema})
+		if err != nil {
+			return "", fmt.Errorf("asking the MCP client: %w", err)
+		}
+		if res.Action != tools.ElicitAccept {
+			return policy.RejectOnce, nil
+		}
+		ans, _ := res.Content["answer"].(string)
+		return policy.Answer(ans), nil
+	}
+}
+
+// permissionMessage is the ICERC record of a call, for the person.
+func permissionMessage(call tools.Call, rec policy.ICERC) string {
+	name := call.ToolName
+	if call.ServerName != "" {
+		name = call.ServerName + "/" + call.ToolName
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Nexus asks your permission for %s", name)
+	if call.Author != "" {
+		fmt.Fprintf(&b, " (by %s)", call.Author)
+	}
+	fmt.Fprintf(&b, ".\nIntent: %s\nCommand: %s\nExpected outcome: %s\nRisk: %s", rec.Intent, rec.Command, rec.ExpectedOutcome, rec.Risk.Level)
+	if rec.Risk.Scope != "" {
+		fmt.Fprintf(&b, " (%s)", rec.Risk.Scope)
+	}
+	for _, d := range rec.Risk.Details {
+		fmt.Fprintf(&b, "\n- %s", d)
+	}
+	return b.String()
+}
