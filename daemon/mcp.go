@@ -179,7 +179,8 @@ func (d *mcpDoors) close() {
 // no daemon running) as the party of token ("" for the admin), until the
 // client goes.
 func (d *mcpDoors) serveStdio(ctx context.Context, stdio *Stdio, party access.Party) error {
-	t := &sdk.IOTransport{Reader: readCloser{stdio.In, stdio.Close}, Writer: writeCloser{stdio.Out}}
+	in, out := gateway.GuardLines(stdio.In, stdio.Out)
+	t := &sdk.IOTransport{Reader: readCloser{in, stdio.Close}, Writer: writeCloser{out}}
 	session, err := d.gw.Server(party).Connect(ctx, t, nil)
 	if err != nil {
 		return err

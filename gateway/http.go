@@ -135,7 +135,8 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 	if _, err := io.WriteString(conn, "ok\n"); err != nil {
 		return err
 	}
-	t := &sdk.IOTransport{Reader: readCloser{r, conn}, Writer: conn}
+	in, out := GuardLines(r, conn)
+	t := &sdk.IOTransport{Reader: readCloser{in, conn}, Writer: writeCloser{out, conn}}
 	session, err := g.Server(party).Connect(ctx, t, nil)
 	if err != nil {
 		return err
@@ -147,6 +148,11 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 
 type readCloser struct {
 	io.Reader
+	io.Closer
+}
+
+type writeCloser struct {
+	io.Writer
 	io.Closer
 }
 

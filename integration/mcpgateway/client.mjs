@@ -284,8 +284,9 @@ const steps = {
 			"an unknown method is not answered with method not found (-32601)",
 		);
 
-		// A line that is not JSON, on another session of nexusd mcp: a parse
-		// error (-32700) or the end of that session, nothing else.
+		// A line that is not JSON, and one that is no JSON-RPC message, on
+		// another session of nexusd mcp: each answered with its error, and
+		// that session goes on.
 		await malformedSession();
 
 		// This session, a new one and the daemon still serve.
@@ -305,8 +306,9 @@ const steps = {
 };
 
 // malformedSession runs nexusd mcp by hand, initializes, and writes a line
-// that is not JSON: the answer must be a parse error (-32700), or the
-// session ends (nexusd mcp exits 0).
+// that is not JSON (answered with a parse error, -32700) and one that is
+// JSON but no message (-32600, with its id); a ping still gets its answer
+// after them, and nexusd mcp exits 0 when its client goes.
 async function malformedSession() {
 	const child = spawn(nexusd, ["mcp", "--workspace", workspace], { stdio: ["pipe", "pipe", "inherit"] });
 	const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
@@ -332,11 +334,17 @@ async function malformedSession() {
 	assert.ok(init?.result?.serverInfo, `initialize by hand: ${JSON.stringify(init)}`);
 	send({ jsonrpc: "2.0", method: "notifications/initialized" });
 	child.stdin.write("{this is not JSON\n");
-	const answer = await next("an answer to a line that is not JSON, or the end of the session");
-	log("a line that is not JSON:", answer === undefined ? "the session ended" : JSON.stringify(answer));
-	if (answer !== undefined) {
-		assert.equal(answer.error?.code, -32700, `the answer to a line that is not JSON: ${JSON.stringify(answer)}`);
-	}
+	const answer = await next("an answer to a line that is not JSON");
+	log("a line that is not JSON:", JSON.stringify(answer));
+	assert.equal(answer?.error?.code, -32700, `the answer to a line that is not JSON: ${JSON.stringify(answer)}`);
+	assert.equal(answer.id, null, "a parse error's id is null");
+	child.stdin.write(`${JSON.stringify({ jsonrpc: "1.0", id: 7, method: "ping" })}\n`);
+	const invalid = await next("an answer to a message of another JSON-RPC version");
+	assert.equal(invalid?.error?.code, -32600, `the answer to an invalid request: ${JSON.stringify(invalid)}`);
+	assert.equal(invalid.id, 7, "an invalid request's answer names its id");
+	send({ jsonrpc: "2.0", id: 2, method: "ping" });
+	const pong = await next("the answer to a ping after the bad lines");
+	assert.deepEqual(pong, { jsonrpc: "2.0", id: 2, result: {} }, `ping after the bad lines: ${JSON.stringify(pong)}`);
 	child.stdin.end();
 	const { code, signal } = await guard(exited, "nexusd mcp's exit once its client went");
 	assert.equal(code, 0, `nexusd mcp exited with ${code ?? signal}`);
