@@ -1,0 +1,97 @@
+package mcp
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// A server's log messages sent during a call are handled before the call
+// returns, though the go-sdk hands the answer and the notifications to two
+// goroutines: the gateway forwards them only while the call runs.
+func TestLogMessagesBeforeTheCallReturns(t *testing.T) {
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			cfg := goStdio(t, "gosdk", ProtocolVersion)
+			if transport == "http" {
+				cfg = httpEntry("gosdk", serveHTTP(t, newGoServer("")).URL)
+			}
+			th := newTestHub(t, Options{})
+			sub := th.bus.Subscribe(func(ev any) bool { _, ok := ev.(LogMessage); return ok }, 0)
+			defer sub.Close()
+			th.applyTrusted(map[string]ServerConfig{"gosdk": cfg})
+			th.waitState(t, "gosdk", StateReady)
+			const calls = logBurst // all within the rate
+			for i := range calls {
+				text := fmt.Sprint(i)
+				wantCompleted(t, th.call(t, "gosdk", "logthen", fmt.Sprintf(`{"text":%q}`, text)), "logged "+text)
+				select {
+				case ev := <-sub.C:
+					if m := ev.(LogMessage); m.Text() != text {
+						t.Fatalf("call %d: the log message %q, want %q", i, m.Text(), text)
+					}
+				default:
+					t.Fatalf("call %d of %d returned before its log message was handled", i+1, calls)
+				}
+			}
+		})
+	}
+}
+
+// The wire reader passes every byte on, however the reads split the
+// lines, rewrites only the lines with a requested schema, and counts the
+// notifications the go-sdk will hand to the handlers calls wait for.
+func TestWireReader(t *testing.T) {
+	const (
+		log      = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+		progress = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"c1","progress":1}}`
+		answer   = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"notifications/message"}]}}`
+		ask      = `{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"b":{},"a":{}}}}}`
+	)
+	for _, c := range []struct {
+		name  string
+		in    string
+		count uint64
+	}{
+		{"lines", log + "\n" + answer + "\n", 1},
+		{"no newline at the end", progress + "\n" + log, 2},
+		{"crlf", log + "\r\n" + progress + "\r\n", 2},
+		{"sse", "event: message\ndata: " + log + "\n\nid: 4\ndata: " + answer + "\n\n", 1},
+		{"batch", "[" + log + "," + progress + "," + answer + "]\n", 2},
+		{"not handled", `{"jsonrpc":"2.0","id":1,"method":"notifications/message","params":{}}` + "\n" +
+			`{"jsonrpc":"2.0","method":"notifications/message"}` + "\n" +
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":"much"}}` + "\n" +
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` + "\n", 0},
+		{"a question between", log + "\n" + ask + "\n" + log + "\n", 2},
+		{"a long line", log + "\n" + `{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("y", 100<<10) + `"}}` + "\n" + log + "\n", 2},
+	} {
+		for _, split := range []string{"whole", "bytes"} {
+			t.Run(c.name+"/"+split, func(t *testing.T) {
+				var h heard
+				var r io.Reader = strings.NewReader(c.in)
+				if split == "bytes" {
+					r = iotest.OneByteReader(r)
+				}
+				got, err := io.ReadAll(iotest.HalfReader(newWireReader(io.NopCloser(r), &h)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := c.in
+				if strings.Contains(c.in, "requestedSchema") {
+					want = strings.Replace(want, ask+"\n", string(withFieldOrder([]byte(ask+"\n"))), 1)
+					if want == c.in {
+						t.Fatal("the question was not rewritten")
+					}
+				}
+				if string(got) != want {
+					t.Errorf("read %d bytes %.200q…, want %d bytes %.200q…", len(got), got, len(want), want)
+				}
+				if n := h.read.Load(); n != c.count {
+					t.Errorf("counted %d notifications, want %d", n, c.count)
+				}
+			})
+		}
+	}
+}
