@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -94,4 +95,39 @@ func TestWireReader(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Likewise a call's progress: the call the manager returns has it.
+func TestProgressBeforeTheCallReturns(t *testing.T) {
+	th := newTestHub(t, Options{})
+	th.applyTrusted(map[string]ServerConfig{"gosdk": goStdio(t, "gosdk", ProtocolVersion)})
+	th.waitState(t, "gosdk", StateReady)
+	for i := range 200 {
+		c := th.call(t, "gosdk", "progressthen", `{}`)
+		wantCompleted(t, c, "reported")
+		if c.Progress == nil || c.Progress.Message != "done" {
+			t.Fatalf("call %d returned before its progress was handled: %+v", i+1, c.Progress)
+		}
+	}
+}
+
+// await returns once the notifications read were handled, or when its
+// context ends (a call's ends with the call and with its session).
+func TestHeardAwait(t *testing.T) {
+	var h heard
+	h.saw([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a"}}` + "\n"))
+	h.saw([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}` + "\n"))
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	h.await(cancelled) // returns at once, though nothing was handled
+
+	done := make(chan struct{})
+	go func() { h.await(t.Context()); close(done) }()
+	h.handle()
+	h.handle()
+	<-done // both handled
+	h.await(t.Context())
+
+	var none *heard
+	none.await(t.Context()) // a connection without counts waits for nothing
 }
