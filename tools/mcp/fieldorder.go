@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A form's fields are shown in the order the server wrote them in its
@@ -73,7 +75,13 @@ func (w *wireReader) check() bool {
 		rest := w.buf[w.checked:w.end]
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 && w.err == nil {
-			break
+			if len(rest) < mcp.DefaultMaxLineLength {
+				break
+			}
+			// Longer than a message may be: passed on as it is, for the
+			// go-sdk to refuse, rather than held here.
+			w.checked = w.end
+			continue
 		}
 		line := rest
 		if i >= 0 {

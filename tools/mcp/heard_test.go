@@ -1,12 +1,15 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A server's log messages sent during a call are handled before the call
@@ -130,4 +133,17 @@ func TestHeardAwait(t *testing.T) {
 
 	var none *heard
 	none.await(t.Context()) // a connection without counts waits for nothing
+}
+
+// A line longer than a message may be is passed on before it ends, for the
+// go-sdk to refuse, not held whole.
+func TestWireReaderPassesOverlongLines(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	go pw.Write(bytes.Repeat([]byte("x"), sdk.DefaultMaxLineLength+1)) // and no newline yet
+	defer pw.Close()
+	n, err := io.ReadFull(newWireReader(pr, nil), make([]byte, sdk.DefaultMaxLineLength))
+	if err != nil || n != sdk.DefaultMaxLineLength {
+		t.Fatalf("read %d bytes of the line, %v", n, err)
+	}
 }
