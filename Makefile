@@ -18,12 +18,14 @@ demo: build
 # The whole suite, always with the race detector: unit tests, and integration
 # tests that spawn the real nexusd and nexus binaries and real MCP servers;
 # then the official MCP conformance suite's client scenarios against the
-# McpHub (test-mcp-conformance), the editor's own client (vscode-jsonrpc)
+# McpHub and its server scenarios against nexusd's gateway
+# (test-mcp-conformance), the editor's own client (vscode-jsonrpc)
 # against nexusd --stdio, the VS Code extension's typecheck, lint and tests,
 # and the extension in a real VS Code (test-vscode).
 test: mcp-servers
 	$(GO) test -race -count=1 ./...
 	bash scripts/mcp-conformance.sh client
+	bash scripts/mcp-conformance.sh server
 	bash scripts/editor-tests.sh
 	bash scripts/extension-tests.sh
 	bash scripts/extension.sh vsix
@@ -32,12 +34,15 @@ test: mcp-servers
 # The official MCP conformance suite (@modelcontextprotocol/conformance,
 # pinned by integration/mcpconformance/package-lock.json, with the Node 22 it
 # needs, installed into ~/.cache/nexus/mcp-conformance) runs its client
-# scenarios against the McpHub, through the real nexusd and nexus; the
-# scenarios that fail today are listed in
-# integration/mcpconformance/expected-client.txt. Server scenarios:
-# scripts/mcp-conformance.sh server --url URL.
+# scenarios against the McpHub, through the real nexusd and nexus, then its
+# server scenarios against nexusd's gateway (/mcp) fronting the go-sdk's
+# everything-server through the McpHub; the scenarios that fail today are
+# listed in integration/mcpconformance/expected-client.txt and
+# expected-server.txt. Another endpoint: scripts/mcp-conformance.sh server
+# --url URL.
 test-mcp-conformance:
 	bash scripts/mcp-conformance.sh client
+	bash scripts/mcp-conformance.sh server
 
 # The Node suite of integration/editor: vscode-jsonrpc, as a VS Code
 # extension uses it, against the real nexusd --stdio.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nexuscocreate/nexus/gateway"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	hub "github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/workspace"
 )
 
 // mcpBin is an MCP server installed by scripts/mcp-servers.sh (make bench
@@ -51,9 +54,10 @@ func trustAll(ws string) error {
 }
 
 // benchMCP measures the McpHub: server-everything's echo through the daemon
-// against the same call from a bare go-sdk client to its own server, and
-// the time from daemon start to every server ready against starting the
-// same servers one after another.
+// (over gRPC, and from an MCP client of the gateway through nexusd mcp)
+// against the same call from a bare go-sdk client to a server, and the time
+// from daemon start to every server ready against starting the same
+// servers one after another.
 func benchMCP(tmp string) error {
 	everything, err := mcpBin("mcp-server-everything")
 	if err != nil {
@@ -111,6 +115,11 @@ func benchMCP(tmp string) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(ws, ".nexus", "mcp.json"), data, 0o644); err != nil {
+		return err
+	}
+	// An MCP client of the gateway acts as an agent: the policy lets it
+	// call everything's tools without asking.
+	if err := os.WriteFile(filepath.Join(ws, ".nexus", "config.yaml"), []byte("tools:\n  policy:\n    \"everything/*\": allow\n"), 0o644); err != nil {
 		return err
 	}
 	// The person approved these servers before (nexus mcp trust): they
@@ -198,41 +207,125 @@ func benchMCP(tmp string) error {
 			return err
 		}
 	}
-	compare := func(ours, anchor func() error) (time.Duration, time.Duration, error) {
-		for range 300 { // V8 compiles the server's hot paths
-			if err := ours(); err != nil {
-				return 0, 0, err
-			}
-			if err := anchor(); err != nil {
-				return 0, 0, err
+	// p50s times the calls in turns, so that all see the same machine
+	// (this one is shared and noisy), and returns their medians.
+	p50s := func(calls ...func() error) ([]time.Duration, error) {
+		for range 300 { // V8 compiles the servers' hot paths
+			for _, call := range calls {
+				if err := call(); err != nil {
+					return nil, err
+				}
 			}
 		}
-		var so, sa []time.Duration
+		took := make([][]time.Duration, len(calls))
 		for range 2000 {
-			t := time.Now()
-			if err := ours(); err != nil {
-				return 0, 0, err
+			for i, call := range calls {
+				t := time.Now()
+				if err := call(); err != nil {
+					return nil, err
+				}
+				took[i] = append(took[i], time.Since(t))
 			}
-			so = append(so, time.Since(t))
-			t = time.Now()
-			if err := anchor(); err != nil {
-				return 0, 0, err
-			}
-			sa = append(sa, time.Since(t))
 		}
-		return median(so), median(sa), nil
+		out := make([]time.Duration, len(calls))
+		for i := range took {
+			out[i] = median(took[i])
+		}
+		return out, nil
 	}
-	d, b, err := compare(viaDaemon("web"), direct(webBare))
+	t, err := p50s(viaDaemon("web"), direct(webBare))
 	if err != nil {
 		return err
 	}
-	report("ExecuteTool(echo) via nexusd, HTTP, p50", d, b, "bare go-sdk client, same server", "≤ 1.2×")
-	fmt.Printf("%-44s %10v\n", "  added by the daemon (gRPC, policy, audit)", (d - b).Round(time.Microsecond/10))
-	d, b, err = compare(viaDaemon("everything"), direct(stdioBare))
+	report("ExecuteTool(echo) via nexusd, HTTP, p50", t[0], t[1], "bare go-sdk client, same server", "≤ 1.2×")
+	fmt.Printf("%-44s %10v\n", "  added by the daemon (gRPC, policy, audit)", (t[0] - t[1]).Round(time.Microsecond/10))
+
+	// Over stdio, beside a core tool's call (get_current_time: gRPC, the
+	// manager, policy, audit, and no MCP) to show what of the difference
+	// is not the hub's.
+	t, err = p50s(viaDaemon("everything"), direct(stdioBare), func() error {
+		r, err := cf.ExecuteTool(actx, &nexusv1.ExecuteToolRequest{ToolName: "get_current_time", ArgumentsJson: `{"timezone":"UTC"}`})
+		if err == nil && !r.Success {
+			err = fmt.Errorf("get_current_time: %s %s", r.ErrorCode, r.Message)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	report("ExecuteTool(echo) via nexusd, stdio, p50", d, b, "bare go-sdk client, own server", "report")
-	fmt.Printf("%-44s %10v\n", "  added by the daemon (gRPC, policy, audit)", (d - b).Round(time.Microsecond/10))
+	report("ExecuteTool(echo) via nexusd, stdio, p50", t[0], t[1], "bare go-sdk client, own server", "≤ 1.3×")
+	fmt.Printf("%-44s %10v   ExecuteTool(get_current_time), no MCP: %v\n", "  added by the daemon (gRPC, policy, audit)",
+		(t[0] - t[1]).Round(time.Microsecond/10), t[2].Round(time.Microsecond/10))
+
+	// The same echo from an MCP client of the gateway: nexusd mcp on the
+	// client's stdio copies to the daemon's MCP socket, and the gateway
+	// calls the tool through the manager and the hub. A client on the
+	// socket itself shows what the copying costs.
+	bin := filepath.Join(tmp, "nexusd")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/nexusd").CombinedOutput(); err != nil {
+		return fmt.Errorf("build nexusd: %v: %s", err, out)
+	}
+	gw, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "mcp", "--workspace", ws)}, nil)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	sock, err := mcpSocket(ws)
+	if err != nil {
+		return err
+	}
+	defer sock.Close()
+	viaGateway := func(s *mcp.ClientSession) func() error {
+		return func() error {
+			r, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "bench"}})
+			if err != nil {
+				return err
+			}
+			if t, ok := r.Content[0].(*mcp.TextContent); r.IsError || !ok || t.Text != "Echo: bench" {
+				data, _ := json.Marshal(r)
+				return fmt.Errorf("everything__echo via the gateway: %s", data)
+			}
+			return nil
+		}
+	}
+	t, err = p50s(viaGateway(gw), direct(stdioBare), viaGateway(sock))
+	if err != nil {
+		return err
+	}
+	report("tools/call(echo) via nexusd mcp, stdio, p50", t[0], t[1], "bare go-sdk client, own server", "≤ 1.3×")
+	fmt.Printf("%-44s %10v   of which nexusd mcp's copying %v\n", "  added by nexusd mcp, the gateway and the hub",
+		(t[0] - t[1]).Round(time.Microsecond/10), (t[0] - t[2]).Round(time.Microsecond/10))
 	return nil
+}
+
+// mcpSocket is a go-sdk client on the MCP socket of the daemon of ws.
+func mcpSocket(ws string) (*mcp.ClientSession, error) {
+	var info workspace.DaemonInfo
+	data, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "daemon.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &info)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tok, err := os.ReadFile(info.AdminTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.Dial("unix", info.MCPSocket)
+	if err != nil {
+		return nil, err
+	}
+	r, err := gateway.Handshake(c, strings.TrimSpace(string(tok)))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: readCloser{r, c}, Writer: c}, nil)
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }

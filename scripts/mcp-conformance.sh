@@ -10,19 +10,22 @@
 #   scripts/mcp-conformance.sh server [--nexusd] [SCENARIO...]
 #   scripts/mcp-conformance.sh install
 #
-# client (the default; make test-mcp-conformance): the McpHub, driven only
+# client (the default): the McpHub, driven only
 # through the real nexusd and nexus. For each client scenario (all of
 # "conformance list --client" without SCENARIO) the suite starts its server
 # and runs the driver of integration/mcpconformance/driver, which starts
 # nexusd on a temporary workspace that declares that server, approves it and
 # lists, calls and signs in with the nexus CLI.
 #
-# server: the scenarios an MCP server must pass, against the endpoint URL,
-# compared with integration/mcpconformance/expected-server.txt (or FILE).
-# URL is needed: nexusd's gateway (/mcp) fronting the everything-server is
-# set up as README "Nexus as an MCP server" says. --go-sdk proves the
+# server: the scenarios an MCP server must pass, compared with
+# integration/mcpconformance/expected-server.txt (or FILE). Without --url
+# (--nexusd) the script sets up nexusd's gateway (/mcp) fronting the go-sdk's
+# everything-server through the McpHub, as README "Nexus as an MCP server"
+# says; --url URL runs them against another endpoint. --go-sdk proves the
 # harness on the go-sdk's everything-server (the go.mod version), compared
 # with expected-server-go-sdk.txt.
+#
+# make test-mcp-conformance and make test run client, then server.
 #
 # A scenario passes when the suite says so (no failed check, no warning,
 # the client exited 0 in time) and at least one of its checks succeeded.

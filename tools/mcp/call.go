@@ -66,7 +66,7 @@ const codeRejectedByTransport = -32005
 // handler calls tool on the server's live session.
 func (s *server) handler(tool string) tools.Handler {
 	return func(ctx context.Context, inv *tools.Invocation, args json.RawMessage) (json.RawMessage, error) {
-		session, alive, terr := s.current()
+		session, alive, heard, terr := s.calling()
 		if terr != nil {
 			return nil, terr
 		}
@@ -89,6 +89,9 @@ func (s *server) handler(tool string) tools.Handler {
 			}
 		}
 		res, err := session.CallTool(callCtx, params)
+		// The log messages and progress the server sent before its answer
+		// are handled before the call returns (notify.go).
+		heard.await(callCtx)
 		if err == nil {
 			return s.hub.result(s.cfg.Name, tool, res)
 		}

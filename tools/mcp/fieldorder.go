@@ -1,12 +1,13 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A form's fields are shown in the order the server wrote them in its
@@ -20,52 +21,131 @@ import (
 // fieldOrderKey is the _meta key of the order of a form's fields.
 const fieldOrderKey = "nexus/fieldOrder"
 
-// fieldOrderReader returns r with the order of requested schemas' fields
-// recorded, line by line. Closing it closes r.
-func fieldOrderReader(r io.ReadCloser) io.ReadCloser {
-	pr, pw := io.Pipe()
-	go func() {
-		br := bufio.NewReaderSize(r, 64<<10)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				if _, werr := pw.Write(withFieldOrder(line)); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				pw.CloseWithError(err)
-				return
-			}
-		}
-	}()
-	return readCloser{pr, func() error { pr.Close(); return r.Close() }}
+var requestedSchema = []byte(`"requestedSchema"`)
+
+// wireReader reads a server's messages ahead of the go-sdk, line by line:
+// it records the order of requested schemas' fields, and counts the
+// notifications that calls wait for (heard, notify.go). It works in place
+// on the caller's goroutine: a line is copied once, from its buffer to the
+// caller's, and only one that holds a requestedSchema is rewritten. A last
+// line without a newline (an HTTP response's JSON body) is a line too.
+type wireReader struct {
+	r     io.ReadCloser
+	heard *heard
+
+	buf     []byte // read from r; buf[start:end] is not passed on yet
+	start   int
+	checked int // buf[start:checked] are whole lines, looked at
+	end     int
+	out     []byte // a rewritten line, passed on before buf[start:]
+	err     error  // of r, returned once everything before it is passed
 }
 
-// fieldOrderTransport records the order of requested schemas' fields in
-// the responses of an HTTP server.
-type fieldOrderTransport struct{ next http.RoundTripper }
+func newWireReader(r io.ReadCloser, h *heard) *wireReader {
+	return &wireReader{r: r, heard: h, buf: make([]byte, 16<<10)}
+}
 
-func (t fieldOrderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (w *wireReader) Read(p []byte) (int, error) {
+	for {
+		if len(w.out) > 0 {
+			n := copy(p, w.out)
+			w.out = w.out[n:]
+			return n, nil
+		}
+		if w.start < w.checked {
+			n := copy(p, w.buf[w.start:w.checked])
+			w.start += n
+			return n, nil
+		}
+		if w.check() {
+			continue
+		}
+		if w.err != nil {
+			return 0, w.err
+		}
+		w.fill()
+	}
+}
+
+// check looks at the whole lines read and not looked at yet, up to the
+// first that is rewritten; at the end of r, the rest is a line. It reports
+// whether there is something to pass on.
+func (w *wireReader) check() bool {
+	for w.checked < w.end {
+		rest := w.buf[w.checked:w.end]
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 && w.err == nil {
+			if len(rest) < mcp.DefaultMaxLineLength {
+				break
+			}
+			// Longer than a message may be: passed on as it is, for the
+			// go-sdk to refuse, rather than held here.
+			w.checked = w.end
+			continue
+		}
+		line := rest
+		if i >= 0 {
+			line = rest[:i+1]
+		}
+		if bytes.Contains(line, requestedSchema) {
+			if w.start < w.checked { // what comes before it first
+				break
+			}
+			w.heard.saw(line)
+			// The line itself when it is not rewritten: it is passed on
+			// before buf is filled again.
+			w.out = withFieldOrder(line)
+			w.start += len(line)
+			w.checked = w.start
+			return true
+		}
+		w.heard.saw(line)
+		w.checked += len(line)
+	}
+	return w.start < w.checked
+}
+
+// fill reads more of r into buf, making room first.
+func (w *wireReader) fill() {
+	if w.start == w.end && len(w.buf) > 1<<20 { // after a very long line
+		w.buf, w.start, w.checked, w.end = make([]byte, 16<<10), 0, 0, 0
+	}
+	if w.start > 0 {
+		w.end = copy(w.buf, w.buf[w.start:w.end])
+		w.checked -= w.start
+		w.start = 0
+	}
+	if w.end == len(w.buf) {
+		w.buf = append(w.buf, make([]byte, len(w.buf))...)
+	}
+	n, err := w.r.Read(w.buf[w.end:])
+	w.end += n
+	if err != nil {
+		w.err = err
+	}
+}
+
+func (w *wireReader) Close() error { return w.r.Close() }
+
+// wireTransport reads the responses of an HTTP server with a wireReader.
+type wireTransport struct {
+	next  http.RoundTripper
+	heard *heard
+}
+
+func (t wireTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = fieldOrderReader(resp.Body)
+	resp.Body = newWireReader(resp.Body, t.heard)
 	return resp, nil
 }
-
-type readCloser struct {
-	io.Reader
-	close func() error
-}
-
-func (r readCloser) Close() error { return r.close() }
 
 // withFieldOrder returns line with the order of the requested schema's
 // fields added where it holds one: a JSON message, or an SSE data line.
 func withFieldOrder(line []byte) []byte {
-	if !bytes.Contains(line, []byte(`"requestedSchema"`)) {
+	if !bytes.Contains(line, requestedSchema) {
 		return line
 	}
 	prefix, body := []byte(nil), line

@@ -157,6 +157,20 @@ func newGoServer(version string) *goServer {
 			}
 			return textResult("logged"), nil, nil
 		})
+	sdk.AddTool(g.Server, &sdk.Tool{Name: "logthen", Description: "Logs its text as a warning, then answers at once."},
+		func(ctx context.Context, req *sdk.CallToolRequest, in text) (*sdk.CallToolResult, any, error) {
+			if err := req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "warning", Data: in.Text}); err != nil {
+				return nil, nil, err
+			}
+			return textResult("logged " + in.Text), nil, nil
+		})
+	sdk.AddTool(g.Server, &sdk.Tool{Name: "progressthen", Description: "Reports its progress done, then answers at once."},
+		func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1, Message: "done"}); err != nil {
+				return nil, nil, err
+			}
+			return textResult("reported"), nil, nil
+		})
 	sdk.AddTool(g.Server, &sdk.Tool{Name: "flood", Description: "Logs n info lines at once."},
 		func(ctx context.Context, req *sdk.CallToolRequest, in count) (*sdk.CallToolResult, any, error) {
 			for i := range in.N {

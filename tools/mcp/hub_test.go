@@ -41,7 +41,7 @@ type testHub struct {
 	ws  string
 }
 
-func newTestHub(t *testing.T, opts Options) *testHub {
+func newTestHub(t testing.TB, opts Options) *testHub {
 	t.Helper()
 	bus := events.New()
 	m, err := tools.NewManager(tools.Options{Bus: bus, Gate: func(context.Context, *tools.GateRequest, func(tools.ICERC)) error { return nil }})
@@ -72,7 +72,7 @@ func (th *testHub) applyTrusted(cfgs map[string]ServerConfig) {
 	th.Apply(cfgs)
 }
 
-func (th *testHub) waitState(t *testing.T, name, state string) Status {
+func (th *testHub) waitState(t testing.TB, name, state string) Status {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {

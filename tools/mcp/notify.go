@@ -3,13 +3,16 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -91,9 +94,13 @@ func slogLevel(l string) slog.Level {
 }
 
 // listen sets the handlers of what a server says on its own (log
-// messages, resource updates, resource and prompt list changes).
-func (s *server) listen(opts *mcp.ClientOptions) {
-	opts.LoggingMessageHandler = s.onLog
+// messages, resource updates, resource and prompt list changes); h counts
+// the log messages handled.
+func (s *server) listen(opts *mcp.ClientOptions, h *heard) {
+	opts.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+		defer h.handle()
+		s.onLog(ctx, req)
+	}
 	opts.ResourceUpdatedHandler = s.onResourceUpdated
 	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { s.listChanged(ListResources) }
 	opts.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { s.listChanged(ListPrompts) }
@@ -186,4 +193,112 @@ func (l *logLimiter) allow(now time.Time) (ok bool, dropped int) {
 		dropped, l.dropped, l.report = l.dropped, 0, now
 	}
 	return false, dropped
+}
+
+// A call's answer and the notifications the server sent during it take
+// two paths in the go-sdk: the answer wakes the caller at once, the
+// notifications wait their turn on the session's handler goroutine. A
+// call could return before its own log messages and progress were
+// handled, and whoever watched the call (the gateway forwards a server's
+// log messages to its client only while the call runs) missed them.
+//
+// So the hub counts those notifications twice for each session: as the
+// wire reader sees them, before the go-sdk does (fieldorder.go), and as
+// their handlers finish. A call that got its answer has had every line
+// before it read: it waits until as many notifications were handled as
+// were read by then, at most until its context or the session ends.
+
+// heard counts a session's log and progress notifications, read off the
+// wire and handled. The zero value is ready.
+type heard struct {
+	read    atomic.Uint64
+	handled atomic.Uint64
+
+	wakeMu sync.Mutex
+	wake   chan struct{} // closed at the next handled notification; nil when nobody waits
+}
+
+// awaitedMethods are the notifications a call waits for.
+var awaitedMethods = map[string]func() any{
+	"notifications/message":  func() any { return new(mcp.LoggingMessageParams) },
+	"notifications/progress": func() any { return new(mcp.ProgressNotificationParams) },
+}
+
+// saw counts the awaited notifications msg holds: a line of a stdio
+// server, or of an HTTP response or SSE stream.
+func (h *heard) saw(msg []byte) {
+	if h == nil || !bytes.Contains(msg, []byte(`"notifications/`)) {
+		return
+	}
+	if n := awaitedIn(msg); n > 0 {
+		h.read.Add(uint64(n))
+	}
+}
+
+// awaitedIn is how many of the notifications in msg the go-sdk hands to
+// the handlers of awaitedMethods: it is strict where the go-sdk is, so
+// that a call never waits for a notification no handler will see.
+func awaitedIn(msg []byte) int {
+	if rest, ok := bytes.CutPrefix(msg, []byte("data:")); ok {
+		msg = rest
+	}
+	msg = bytes.TrimSpace(msg)
+	if len(msg) > 0 && msg[0] == '[' { // a batch, before 2025-06-18
+		var batch []json.RawMessage
+		if json.Unmarshal(msg, &batch) != nil {
+			return 0
+		}
+		n := 0
+		for _, m := range batch {
+			n += awaitedIn(m)
+		}
+		return n
+	}
+	m, err := jsonrpc.DecodeMessage(msg)
+	req, ok := m.(*jsonrpc.Request)
+	if err != nil || !ok || req.IsCall() {
+		return 0
+	}
+	params, ok := awaitedMethods[req.Method]
+	if !ok || len(req.Params) == 0 || string(req.Params) == "null" || json.Unmarshal(req.Params, params()) != nil {
+		return 0
+	}
+	return 1
+}
+
+// handle counts a notification handled, and wakes the calls that wait.
+func (h *heard) handle() {
+	h.handled.Add(1)
+	h.wakeMu.Lock()
+	if h.wake != nil {
+		close(h.wake)
+		h.wake = nil
+	}
+	h.wakeMu.Unlock()
+}
+
+// await waits until every notification read so far has been handled, or
+// ctx ends.
+func (h *heard) await(ctx context.Context) {
+	if h == nil {
+		return
+	}
+	want := h.read.Load()
+	for h.handled.Load() < want {
+		h.wakeMu.Lock()
+		if h.handled.Load() >= want {
+			h.wakeMu.Unlock()
+			return
+		}
+		if h.wake == nil {
+			h.wake = make(chan struct{})
+		}
+		wake := h.wake
+		h.wakeMu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -42,6 +42,7 @@ type server struct {
 	status  Status
 	session *mcp.ClientSession
 	alive   context.Context // ends when the session does; calls follow it
+	heard   *heard          // the session's notifications that calls wait for
 	hashes  map[string]string
 	settled chan struct{} // closed and replaced at every settled state
 
@@ -290,11 +291,11 @@ func (s *server) runSession(ctx context.Context) (upFor time.Duration, clean boo
 	alive, markDead := context.WithCancelCause(context.Background())
 	defer markDead(errServerGone)
 	s.mu.Lock()
-	s.session, s.alive = conn.session, alive
+	s.session, s.alive, s.heard = conn.session, alive, conn.heard
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.session, s.alive = nil, nil
+		s.session, s.alive, s.heard = nil, nil, nil
 		s.mu.Unlock()
 	}()
 	s.connected(ctx, conn.session)
@@ -329,6 +330,7 @@ type conn struct {
 	session *mcp.ClientSession
 	pid     int
 	ended   <-chan struct{} // closed when the server is gone
+	heard   *heard
 
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -409,6 +411,7 @@ func describeExit(st *os.ProcessState) string {
 func (s *server) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
 	defer cancel()
+	heard := new(heard)
 	opts := &mcp.ClientOptions{
 		Logger: s.hub.logger.With("server", s.cfg.Name),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -418,6 +421,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 			}
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			defer heard.handle()
 			if p := req.Params; p != nil {
 				if fn, ok := s.hub.progress.Load(fmt.Sprint(p.ProgressToken)); ok {
 					fn.(func(float64, float64, string))(p.Progress, p.Total, p.Message)
@@ -429,28 +433,28 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		ElicitationHandler:   s.elicitationHandler(),
 		CreateMessageHandler: s.samplingHandler(), //lint:ignore SA1019 servers use sampling until 2026-07-28
 	}
-	s.listen(opts) // logs, resource updates, list changes (notify.go)
+	s.listen(opts, heard) // logs, resource updates, list changes (notify.go)
 	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, opts)
 	client.AddReceivingMiddleware(specElicitation)
 	s.hub.offerRoots(client)
 	if s.cfg.Transport == "http" {
-		return s.connectHTTP(ctx, client)
+		return s.connectHTTP(ctx, client, heard)
 	}
-	return s.connectStdio(ctx, client)
+	return s.connectStdio(ctx, client, heard)
 }
 
-func (s *server) connectHTTP(ctx context.Context, client *mcp.Client) (*conn, error) {
+func (s *server) connectHTTP(ctx context.Context, client *mcp.Client, heard *heard) (*conn, error) {
 	// Streams the server closes are resumed (resume.go); live sees the
 	// server gone.
 	live := newLiveness(s.cfg.URL, s.hub.opts.HTTPTransport)
 	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL,
-		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, fieldOrderTransport{live}}}}
+		HTTPClient: &http.Client{Transport: headerTransport{s.cfg.Headers, wireTransport{live, heard}}}}
 	s.auth.attach(t)
 	session, err := client.Connect(ctx, t, sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)
 	}
-	return &conn{session: session, ended: live.until(sessionDone(session)), live: live}, nil
+	return &conn{session: session, ended: live.until(sessionDone(session)), live: live, heard: heard}, nil
 }
 
 type headerTransport struct {
@@ -468,7 +472,7 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, error) {
+func (s *server) connectStdio(ctx context.Context, client *mcp.Client, heard *heard) (*conn, error) {
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Dir = s.cfg.Cwd
 	cmd.Env = s.environ()
@@ -491,13 +495,13 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client) (*conn, e
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %q: %w", s.cfg.Command, err)
 	}
-	c := &conn{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), stderr: stderr}
+	c := &conn{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), stderr: stderr, heard: heard}
 	go func() {
 		c.exitErr = cmd.Wait()
 		stderr.Flush()
 		close(c.exited)
 	}()
-	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: fieldOrderReader(stdout), Writer: stdin}, sessionOptions())
+	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: newWireReader(stdout, heard), Writer: stdin}, sessionOptions())
 	if err != nil {
 		c.cmd.Process.Kill()
 		syscall.Kill(-c.pid, syscall.SIGKILL)
@@ -654,12 +658,19 @@ func (s *server) unregisterAll() {
 // current returns the live session and the context that ends with it, or
 // an error naming the server's state.
 func (s *server) current() (*mcp.ClientSession, context.Context, *tools.Error) {
+	session, alive, _, terr := s.calling()
+	return session, alive, terr
+}
+
+// calling is current with the session's notifications that calls wait
+// for (notify.go).
+func (s *server) calling() (*mcp.ClientSession, context.Context, *heard, *tools.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.session == nil {
-		return nil, nil, tools.Errorf(tools.CodeServerUnavailable, "MCP server %q is %s%s", s.cfg.Name, s.status.State, errorSuffix(s.status.Error))
+		return nil, nil, nil, tools.Errorf(tools.CodeServerUnavailable, "MCP server %q is %s%s", s.cfg.Name, s.status.State, errorSuffix(s.status.Error))
 	}
-	return s.session, s.alive, nil
+	return s.session, s.alive, s.heard, nil
 }
 
 // tailWriter logs a server's stderr line by line and keeps the last lines
