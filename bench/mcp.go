@@ -15,9 +15,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/gateway"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools"
 	hub "github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
@@ -243,17 +246,26 @@ func benchMCP(tmp string) error {
 	// Over stdio, beside a core tool's call (get_current_time: gRPC, the
 	// manager, policy, audit, and no MCP) to show what of the difference
 	// is not the hub's.
+	// And the McpHub alone: the same manager (policy, audit log) and hub in
+	// this process, without the daemon's gRPC door.
+	inProcess, closeHub, err := inProcessHub(filepath.Join(tmp, "hub-in-process"), everything)
+	if err != nil {
+		return err
+	}
+	defer closeHub()
 	t, err = p50s(viaDaemon("everything"), direct(stdioBare), func() error {
 		r, err := cf.ExecuteTool(actx, &nexusv1.ExecuteToolRequest{ToolName: "get_current_time", ArgumentsJson: `{"timezone":"UTC"}`})
 		if err == nil && !r.Success {
 			err = fmt.Errorf("get_current_time: %s %s", r.ErrorCode, r.Message)
 		}
 		return err
-	})
+	}, inProcess)
 	if err != nil {
 		return err
 	}
-	report("ExecuteTool(echo) via nexusd, stdio, p50", t[0], t[1], "bare go-sdk client, own server", "≤ 1.3×")
+	report("McpHub call(echo), stdio, in process, p50", t[3], t[1], "bare go-sdk client, own server", "≤ 1.3×")
+	fmt.Printf("%-44s %10v\n", "  added by the manager (policy, audit), hub", (t[3] - t[1]).Round(time.Microsecond/10))
+	report("ExecuteTool(echo) via nexusd, stdio, p50", t[0], t[1], "bare go-sdk client, own server", "report")
 	fmt.Printf("%-44s %10v   ExecuteTool(get_current_time), no MCP: %v\n", "  added by the daemon (gRPC, policy, audit)",
 		(t[0] - t[1]).Round(time.Microsecond/10), t[2].Round(time.Microsecond/10))
 
@@ -296,6 +308,52 @@ func benchMCP(tmp string) error {
 	fmt.Printf("%-44s %10v   of which nexusd mcp's copying %v\n", "  added by nexusd mcp, the gateway and the hub",
 		(t[0] - t[1]).Round(time.Microsecond/10), (t[0] - t[2]).Round(time.Microsecond/10))
 	return nil
+}
+
+// inProcessHub starts server-everything (over stdio) behind a tool manager
+// with the daemon's policy and audit log, and an McpHub, in this process,
+// and returns a call of its echo.
+func inProcessHub(ws, everything string) (call func() error, closeAll func(), err error) {
+	if err := os.MkdirAll(filepath.Join(ws, ".nexus"), 0o755); err != nil {
+		return nil, nil, err
+	}
+	pol := policy.New(policy.Rules{Tools: map[string]policy.Decision{"everything/echo": policy.Allow}, Workspace: ws}, nil)
+	bus := events.New()
+	m, err := tools.NewManager(tools.Options{Bus: bus, Gate: pol.Gate(&policy.Approvers{}, time.Minute, nil),
+		AuditFile: filepath.Join(ws, ".nexus", "audit.jsonl")})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := map[string]hub.ServerConfig{}
+	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": everything}}})
+	if err := os.WriteFile(filepath.Join(ws, ".nexus", "mcp.json"), data, 0o644); err != nil {
+		return nil, nil, err
+	}
+	if err := trustAll(ws); err != nil {
+		return nil, nil, err
+	}
+	if cfg, _, err = hub.LoadConfig(ws, nil); err != nil {
+		return nil, nil, err
+	}
+	h := hub.New(hub.Options{Workspace: ws, Tools: m, Bus: bus})
+	closeAll = func() { h.Close(); m.Close() }
+	h.Apply(cfg)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if st := h.Servers(); len(st) == 1 && st[0].State == "ready" {
+			break
+		}
+		if time.Now().After(deadline) {
+			closeAll()
+			return nil, nil, fmt.Errorf("server-everything in process: not ready: %+v", h.Servers())
+		}
+	}
+	req := tools.ExecuteRequest{ServerName: "everything", ToolName: "echo", Arguments: json.RawMessage(`{"message":"bench"}`)}
+	return func() error {
+		if c := m.Execute(context.Background(), req); c.Status != tools.StatusCompleted || !strings.Contains(string(c.ResultJSON), "Echo: bench") {
+			return fmt.Errorf("echo in process: %+v", c.Error)
+		}
+		return nil
+	}, closeAll, nil
 }
 
 // mcpSocket is a go-sdk client on the MCP socket of the daemon of ws.
