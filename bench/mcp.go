@@ -324,7 +324,6 @@ func inProcessHub(ws, everything string) (call func() error, closeAll func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := map[string]hub.ServerConfig{}
 	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": everything}}})
 	if err := os.WriteFile(filepath.Join(ws, ".nexus", "mcp.json"), data, 0o644); err != nil {
 		return nil, nil, err
@@ -332,7 +331,8 @@ func inProcessHub(ws, everything string) (call func() error, closeAll func(), er
 	if err := trustAll(ws); err != nil {
 		return nil, nil, err
 	}
-	if cfg, _, err = hub.LoadConfig(ws, nil); err != nil {
+	cfg, _, err := hub.LoadConfig(ws, nil)
+	if err != nil {
 		return nil, nil, err
 	}
 	h := hub.New(hub.Options{Workspace: ws, Tools: m, Bus: bus})
