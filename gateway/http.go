@@ -1,11 +1,8 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -100,77 +97,4 @@ func originAllowed(origin string, allowed []string) bool {
 		return false
 	}
 	return loopbackHost(u.Hostname())
-}
-
-// The daemon's MCP socket (nexusd mcp's way in when a daemon runs): a
-// unix socket of the daemon's user. A connection starts with one line,
-// "Bearer TOKEN"; the daemon answers "ok" or "error: WHY" and, after ok,
-// the connection is an MCP session in newline-delimited JSON, as on
-// stdio.
-
-// maxHandshake bounds the handshake line.
-const maxHandshake = 4 << 10
-
-// ServeConn serves one connection of the MCP socket until it ends or ctx
-// is cancelled.
-func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Authenticate) error {
-	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReaderSize(conn, maxHandshake)
-	line, err := r.ReadSlice('\n')
-	if err != nil {
-		return fmt.Errorf("MCP socket handshake: %w", err)
-	}
-	conn.SetReadDeadline(time.Time{})
-	token, ok := strings.CutPrefix(strings.TrimRight(string(line), "\r\n"), "Bearer ")
-	var party access.Party
-	known := false
-	if ok {
-		party, known = authenticate(token)
-	}
-	if !known {
-		io.WriteString(conn, "error: unknown token\n")
-		return errors.New("MCP socket: unknown token")
-	}
-	if _, err := io.WriteString(conn, "ok\n"); err != nil {
-		return err
-	}
-	in, out := GuardLines(r, conn)
-	t := &sdk.IOTransport{Reader: readCloser{in, conn}, Writer: writeCloser{out, conn}}
-	session, err := g.Server(party).Connect(ctx, t, nil)
-	if err != nil {
-		return err
-	}
-	stop := context.AfterFunc(ctx, func() { session.Close() })
-	defer stop()
-	return session.Wait()
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-type writeCloser struct {
-	io.Writer
-	io.Closer
-}
-
-// Handshake is the client's side of the MCP socket's handshake: it sends
-// the token and reads the answer.
-func Handshake(conn net.Conn, token string) (*bufio.Reader, error) {
-	if _, err := io.WriteString(conn, "Bearer "+token+"\n"); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(conn)
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := r.ReadString('\n')
-	conn.SetReadDeadline(time.Time{})
-	if err != nil {
-		return nil, fmt.Errorf("the daemon's MCP socket: %w", err)
-	}
-	if line = strings.TrimRight(line, "\r\n"); line != "ok" {
-		return nil, fmt.Errorf("the daemon's MCP socket: %s", strings.TrimPrefix(line, "error: "))
-	}
-	return r, nil
 }

@@ -82,8 +82,8 @@ func runMCP(ctx context.Context, args []string) error {
 
 var errNoDaemon = errors.New("no daemon runs for the workspace")
 
-// bridge connects stdio to the running daemon's MCP socket, or returns
-// errNoDaemon.
+// bridge hands stdio to the running daemon through its MCP socket, and
+// waits for the session's end; or returns errNoDaemon.
 func bridge(ctx context.Context, ws, token string, stdio *daemon.Stdio) error {
 	data, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "daemon.json"))
 	if err != nil {
@@ -105,22 +105,24 @@ func bridge(ctx context.Context, ws, token string, stdio *daemon.Stdio) error {
 		}
 		token = strings.TrimSpace(string(tok))
 	}
-	fromDaemon, err := gateway.Handshake(c, token)
-	if err != nil {
+	in, okIn := stdio.In.(*os.File)
+	out, okOut := stdio.Out.(*os.File)
+	if !okIn || !okOut {
+		return errors.New("mcp: stdin and stdout are not files") // stdioConn's are
+	}
+	// The daemon serves the client on this process's stdin and stdout
+	// directly; the connection lasts as long as the session.
+	if err := gateway.HandshakeStdio(c.(*net.UnixConn), token, in, out); err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
+	ended := make(chan struct{})
 	go func() {
-		io.Copy(c, stdio.In)
-		c.(*net.UnixConn).CloseWrite() // the client is done: the daemon ends the session
-	}()
-	out := make(chan struct{})
-	go func() {
-		io.Copy(stdio.Out, fromDaemon)
-		close(out)
+		io.Copy(io.Discard, c)
+		close(ended)
 	}()
 	select {
 	case <-ctx.Done():
-	case <-out: // the session ended, or the daemon went
+	case <-ended: // the session ended, or the daemon went
 	}
 	stdio.Close()
 	return nil

@@ -1,0 +1,219 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexuscocreate/nexus/access"
+)
+
+// The daemon's MCP socket (nexusd mcp's way in when a daemon runs): a
+// unix socket of the daemon's user. A connection starts with one line,
+// "Bearer TOKEN"; the daemon answers "ok" or "error: WHY" and, after ok,
+// the connection is an MCP session in newline-delimited JSON, as on
+// stdio.
+//
+// Or the line is "Bearer TOKEN stdio", sent with two file descriptors
+// (SCM_RIGHTS): the MCP client's own stdin and stdout, which nexusd mcp was
+// given. The daemon then serves the session on them directly, and the
+// connection only says how long it lasts: the daemon closes it when the
+// session ends, and ends the session when nexusd mcp goes. No process
+// copies the client's bytes on the way (HandshakeStdio).
+
+// maxHandshake bounds the handshake line.
+const maxHandshake = 4 << 10
+
+// stdioMode is the handshake's word for the file descriptor form.
+const stdioMode = "stdio"
+
+// ServeConn serves one connection of the MCP socket until it ends or ctx
+// is cancelled.
+func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Authenticate) error {
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, files, rest, err := readHandshake(conn)
+	for _, f := range files {
+		defer f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("MCP socket handshake: %w", err)
+	}
+	conn.SetReadDeadline(time.Time{})
+	fields := strings.Fields(line)
+	var party access.Party
+	known := false
+	if len(fields) >= 2 && fields[0] == "Bearer" {
+		party, known = authenticate(fields[1])
+	}
+	if !known {
+		io.WriteString(conn, "error: unknown token\n")
+		return errors.New("MCP socket: unknown token")
+	}
+	stdio := len(fields) == 3 && fields[2] == stdioMode
+	switch {
+	case len(fields) > 3 || len(fields) == 3 && !stdio:
+		io.WriteString(conn, "error: the handshake is \"Bearer TOKEN\" or \"Bearer TOKEN stdio\"\n")
+		return fmt.Errorf("MCP socket: a handshake of %d words", len(fields))
+	case stdio && len(files) != 2:
+		io.WriteString(conn, "error: \"stdio\" comes with two file descriptors, stdin and stdout\n")
+		return fmt.Errorf("MCP socket: stdio with %d file descriptors", len(files))
+	case !stdio && len(files) > 0:
+		io.WriteString(conn, "error: file descriptors come with \"stdio\"\n")
+		return errors.New("MCP socket: file descriptors without stdio")
+	}
+	if _, err := io.WriteString(conn, "ok\n"); err != nil {
+		return err
+	}
+	var t sdk.Transport
+	if stdio {
+		in, out := GuardLines(files[0], files[1])
+		t = &sdk.IOTransport{Reader: readCloser{in, files[0]}, Writer: writeCloser{out, files[1]}}
+	} else {
+		in, out := GuardLines(io.MultiReader(bytes.NewReader(rest), conn), conn)
+		t = &sdk.IOTransport{Reader: readCloser{in, conn}, Writer: writeCloser{out, conn}}
+	}
+	session, err := g.Server(party).Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { session.Close() })
+	defer stop()
+	if stdio {
+		// nexusd mcp sends nothing more: its going away ends the session.
+		go func() {
+			io.Copy(io.Discard, conn)
+			session.Close()
+		}()
+	}
+	return session.Wait()
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+type writeCloser struct {
+	io.Writer
+	io.Closer
+}
+
+// readHandshake reads the handshake line (without its newline), the files
+// that came with it, and what came after it in the same read.
+func readHandshake(conn net.Conn) (line string, files []*os.File, rest []byte, err error) {
+	uc, _ := conn.(*net.UnixConn)
+	buf := make([]byte, 0, 512)
+	oob := make([]byte, syscall.CmsgSpace(2*4))
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= maxHandshake {
+				return "", files, nil, errors.New("no newline in the first 4 KiB")
+			}
+			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
+		}
+		var n, oobn int
+		if uc != nil && files == nil {
+			n, oobn, _, _, err = uc.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
+			if oobn > 0 {
+				fs, perr := filesOf(oob[:oobn])
+				files = fs
+				if perr != nil && err == nil {
+					err = perr
+				}
+			}
+		} else {
+			n, err = conn.Read(buf[len(buf):cap(buf)])
+		}
+		buf = buf[:len(buf)+n]
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			return strings.TrimRight(string(buf[:i]), "\r"), files, buf[i+1:], nil
+		}
+		if err != nil {
+			return "", files, nil, err
+		}
+	}
+}
+
+// filesOf returns the file descriptors of the SCM_RIGHTS messages of oob,
+// as files, set non-blocking so that closing them ends a pending read.
+func filesOf(oob []byte) ([]*os.File, error) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			return files, err
+		}
+		for _, fd := range fds {
+			syscall.CloseOnExec(fd)
+			if err := syscall.SetNonblock(fd, true); err != nil {
+				syscall.Close(fd)
+				continue
+			}
+			files = append(files, os.NewFile(uintptr(fd), "mcp-client"))
+		}
+	}
+	return files, nil
+}
+
+// Handshake is the client's side of the MCP socket's handshake: it sends
+// the token and reads the answer; the MCP session follows on conn.
+func Handshake(conn net.Conn, token string) (*bufio.Reader, error) {
+	if _, err := io.WriteString(conn, "Bearer "+token+"\n"); err != nil {
+		return nil, err
+	}
+	return answer(conn)
+}
+
+// HandshakeStdio hands in and out, an MCP client's stdin and stdout, to
+// the daemon at the other end of conn, which serves the session on them
+// until it ends; then it closes conn. (Closing conn first ends the
+// session.)
+func HandshakeStdio(conn *net.UnixConn, token string, in, out *os.File) error {
+	// Not File.Fd, which would make the files blocking.
+	var fds [2]int
+	for i, f := range []*os.File{in, out} {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return err
+		}
+		if err := rc.Control(func(fd uintptr) { fds[i] = int(fd) }); err != nil {
+			return err
+		}
+	}
+	rights := syscall.UnixRights(fds[0], fds[1])
+	if _, _, err := conn.WriteMsgUnix([]byte("Bearer "+token+" "+stdioMode+"\n"), rights, nil); err != nil {
+		return fmt.Errorf("the daemon's MCP socket: %w", err)
+	}
+	_, err := answer(conn)
+	return err
+}
+
+// answer reads the daemon's answer to the handshake.
+func answer(conn net.Conn) (*bufio.Reader, error) {
+	r := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := r.ReadString('\n')
+	conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, fmt.Errorf("the daemon's MCP socket: %w", err)
+	}
+	if line = strings.TrimRight(line, "\r\n"); line != "ok" {
+		return nil, fmt.Errorf("the daemon's MCP socket: %s", strings.TrimPrefix(line, "error: "))
+	}
+	return r, nil
+}
