@@ -269,10 +269,11 @@ func benchMCP(tmp string) error {
 	fmt.Printf("%-44s %10v   ExecuteTool(get_current_time), no MCP: %v\n", "  added by the daemon (gRPC, policy, audit)",
 		(t[0] - t[1]).Round(time.Microsecond/10), t[2].Round(time.Microsecond/10))
 
-	// The same echo from an MCP client of the gateway: nexusd mcp on the
-	// client's stdio copies to the daemon's MCP socket, and the gateway
-	// calls the tool through the manager and the hub. A client on the
-	// socket itself shows what the copying costs.
+	// The same echo from an MCP client of the gateway: nexusd mcp hands the
+	// client's stdio to the daemon (its MCP socket, SCM_RIGHTS), and the
+	// gateway calls the tool through the manager and the hub. A client on
+	// the socket itself shows what is left of nexusd mcp's part (nothing:
+	// no process copies the bytes).
 	bin := filepath.Join(tmp, "nexusd")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/nexusd").CombinedOutput(); err != nil {
 		return fmt.Errorf("build nexusd: %v: %s", err, out)
@@ -305,7 +306,7 @@ func benchMCP(tmp string) error {
 		return err
 	}
 	report("tools/call(echo) via nexusd mcp, stdio, p50", t[0], t[1], "bare go-sdk client, own server", "≤ 1.3×")
-	fmt.Printf("%-44s %10v   of which nexusd mcp's copying %v\n", "  added by nexusd mcp, the gateway and the hub",
+	fmt.Printf("%-44s %10v   of which nexusd mcp's part %v\n", "  added by nexusd mcp, the gateway and the hub",
 		(t[0] - t[1]).Round(time.Microsecond/10), (t[0] - t[2]).Round(time.Microsecond/10))
 	return nil
 }
