@@ -77,21 +77,6 @@ func connectAnswering(t *testing.T, url, token string, answers bool) *answeringC
 	return c
 }
 
-func callGateway(t *testing.T, c *mcp.ClientSession, name string, args any) (string, bool) {
-	t.Helper()
-	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("call %s: %v", name, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
-}
-
 // promptServer serves a go-sdk MCP server with the prompt NAME (argument
 // "who") and the resource template SCHEME:///{name}; with complete, it
 // completes both (names starting with the value; notes a.md and b.md).
@@ -221,19 +206,19 @@ mcp:
 		e.elicit = func(json.RawMessage) any { return map[string]any{"action": "decline"} }
 		e.mu.Unlock()
 		before := editorAsked("nexus/requestPermission")
-		if text, isErr := callGateway(t, silent.ClientSession, "write_file", map[string]any{"path": "silent.txt", "content": "x"}); !isErr || !strings.Contains(text, "rejected") {
+		if text, isErr := callText(t, silent.ClientSession, "write_file", map[string]any{"path": "silent.txt", "content": "x"}); !isErr || !strings.Contains(text, "rejected") {
 			t.Fatalf("write_file rejected in the editor: %q %v", text, isErr)
 		}
 		if editorAsked("nexus/requestPermission") != before+1 || written("silent.txt") {
 			t.Fatal("the editor was not asked, or the rejected call wrote")
 		}
 		// The hub server's question goes to the editor too.
-		callGateway(t, silent.ClientSession, "asking__ask", map[string]any{"message": "Anyone?", "schema": askForm})
+		callText(t, silent.ClientSession, "asking__ask", map[string]any{"message": "Anyone?", "schema": askForm})
 		if o := seen(t, a); o.JSON != `{"action":"decline"}` || editorAsked("nexus/requestElicitation") != 1 {
 			t.Fatalf("the server saw %+v after the editor declined", o)
 		}
 		// And no one samples for it: the server hears why.
-		callGateway(t, silent.ClientSession, "asking__sample", map[string]any{"prompt": "hi"})
+		callText(t, silent.ClientSession, "asking__sample", map[string]any{"prompt": "hi"})
 		if o := seen(t, a); !strings.Contains(o.Err, "no model for sampling") {
 			t.Fatalf("sampling without a sampling client: the server saw %+v", o)
 		}
@@ -243,7 +228,7 @@ mcp:
 		answering.answer(func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"email": "ann@example.com", "age": 41}}
 		})
-		callGateway(t, answering.ClientSession, "asking__ask", map[string]any{"message": "Who are you?", "schema": askForm})
+		callText(t, answering.ClientSession, "asking__ask", map[string]any{"message": "Who are you?", "schema": askForm})
 		o := seen(t, a)
 		var got struct {
 			Action  string         `json:"action"`
@@ -275,7 +260,7 @@ mcp:
 			close(withdrawn)
 			return &mcp.ElicitResult{Action: "cancel"}
 		})
-		callGateway(t, answering.ClientSession, "asking__ask_briefly", map[string]any{"message": "Quick?"})
+		callText(t, answering.ClientSession, "asking__ask_briefly", map[string]any{"message": "Quick?"})
 		<-withdrawn
 		if o := seen(t, a); o.Tool != "ask_briefly" || o.Err == "" {
 			t.Fatalf("the server saw %+v", o)
@@ -293,7 +278,7 @@ mcp:
 		}
 		editorBefore := editorAsked("nexus/requestPermission")
 		write := func(file string) (string, bool) {
-			return callGateway(t, answering.ClientSession, "write_file", map[string]any{"path": file, "content": "x"})
+			return callText(t, answering.ClientSession, "write_file", map[string]any{"path": file, "content": "x"})
 		}
 		answer("reject_once")
 		if text, isErr := write("r.txt"); !isErr || !strings.HasPrefix(text, "permission_denied") || written("r.txt") {
@@ -335,7 +320,7 @@ mcp:
 	})
 
 	t.Run("sampling by the client", func(t *testing.T) {
-		callGateway(t, answering.ClientSession, "asking__sample", map[string]any{"prompt": "the capital of France?"})
+		callText(t, answering.ClientSession, "asking__sample", map[string]any{"prompt": "the capital of France?"})
 		if o := seen(t, a); !strings.Contains(o.JSON, "from the client: the capital of France?") || !strings.Contains(o.JSON, "client-model") {
 			t.Fatalf("the server saw %+v", o)
 		}

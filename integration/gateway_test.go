@@ -110,7 +110,8 @@ func toolNames(t *testing.T, c *gatewayClient) map[string]bool {
 	return names
 }
 
-func callText(t *testing.T, c *gatewayClient, name string, args any) (string, bool) {
+// callText calls a tool and returns its text content and isError.
+func callText(t *testing.T, c *mcp.ClientSession, name string, args any) (string, bool) {
 	t.Helper()
 	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -178,37 +179,37 @@ func TestGatewayHTTP(t *testing.T) {
 	}
 
 	// A low-risk core tool runs; the call is the daemon's, by agent:mcp.
-	if text, isErr := callText(t, person, "read_file", map[string]any{"path": "hello.txt"}); isErr || !strings.Contains(text, "hello from the workspace") {
+	if text, isErr := callText(t, person.ClientSession, "read_file", map[string]any{"path": "hello.txt"}); isErr || !strings.Contains(text, "hello from the workspace") {
 		t.Fatalf("read_file: %q %v", text, isErr)
 	}
 	if c := d.lastCall("", "read_file"); c == nil || c.Status != "completed" || c.Author != "agent:mcp" {
 		t.Fatalf("the daemon's read_file call: %v", c)
 	}
 	// A hub tool the policy allows.
-	if text, isErr := callText(t, person, "slow__echo", map[string]any{"text": "through the gateway"}); isErr || text != "through the gateway" {
+	if text, isErr := callText(t, person.ClientSession, "slow__echo", map[string]any{"text": "through the gateway"}); isErr || text != "through the gateway" {
 		t.Fatalf("slow__echo: %q %v", text, isErr)
 	}
 	// write_file asks; with no editor to ask, it is denied.
-	if text, isErr := callText(t, person, "write_file", map[string]any{"path": "x.txt", "content": "x"}); !isErr || !strings.HasPrefix(text, "permission_denied") {
+	if text, isErr := callText(t, person.ClientSession, "write_file", map[string]any{"path": "x.txt", "content": "x"}); !isErr || !strings.HasPrefix(text, "permission_denied") {
 		t.Fatalf("write_file by the person's MCP client: %q %v", text, isErr)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "x.txt")); err == nil {
 		t.Fatal("a denied write_file wrote")
 	}
 	// Invalid arguments are refused by the manager's validation.
-	if text, isErr := callText(t, person, "slow__echo", map[string]any{"text": 42}); !isErr || !strings.HasPrefix(text, "invalid_arguments") {
+	if text, isErr := callText(t, person.ClientSession, "slow__echo", map[string]any{"text": 42}); !isErr || !strings.HasPrefix(text, "invalid_arguments") {
 		t.Fatalf("slow__echo with a number: %q %v", text, isErr)
 	}
 
 	// An app's grants apply: write_file allowed, read_file denied.
 	app := connectMCP(t, httpMCP(url, d.appToken("planner")))
-	if text, isErr := callText(t, app, "write_file", map[string]any{"path": "by-app.txt", "content": "app"}); isErr {
+	if text, isErr := callText(t, app.ClientSession, "write_file", map[string]any{"path": "by-app.txt", "content": "app"}); isErr {
 		t.Fatalf("write_file by the planner: %q", text)
 	}
 	if c := d.lastCall("", "write_file"); c == nil || c.Author != "app:planner" || c.AppId != "planner" {
 		t.Fatalf("the planner's write_file call: %v", c)
 	}
-	if text, isErr := callText(t, app, "read_file", map[string]any{"path": "hello.txt"}); !isErr || !strings.HasPrefix(text, "permission_denied") {
+	if text, isErr := callText(t, app.ClientSession, "read_file", map[string]any{"path": "hello.txt"}); !isErr || !strings.HasPrefix(text, "permission_denied") {
 		t.Fatalf("read_file by the planner: %q %v", text, isErr)
 	}
 
@@ -311,7 +312,7 @@ func TestGatewayStdio(t *testing.T) {
 
 	// No daemon runs: nexusd mcp is the daemon.
 	c := connectMCP(t, &mcp.CommandTransport{Command: exec.Command(nexusd, "mcp", "--workspace", ws)})
-	if text, isErr := callText(t, c, "read_file", map[string]any{"path": "hello.txt"}); isErr || !strings.Contains(text, "stdio hello") {
+	if text, isErr := callText(t, c.ClientSession, "read_file", map[string]any{"path": "hello.txt"}); isErr || !strings.Contains(text, "stdio hello") {
 		t.Fatalf("read_file in-process: %q %v", text, isErr)
 	}
 	c.Close()
@@ -333,13 +334,13 @@ func TestGatewayStdio(t *testing.T) {
 	if names := toolNames(t, c); !names["write_file"] {
 		t.Fatalf("tools through the running daemon: %v", names)
 	}
-	if text, isErr := callText(t, c, "read_file", map[string]any{"path": "hello.txt"}); isErr || !strings.Contains(text, "stdio hello") {
+	if text, isErr := callText(t, c.ClientSession, "read_file", map[string]any{"path": "hello.txt"}); isErr || !strings.Contains(text, "stdio hello") {
 		t.Fatalf("read_file through the daemon: %q %v", text, isErr)
 	}
 	if call := d.lastCall("", "read_file"); call == nil || call.Author != "agent:mcp" {
 		t.Fatalf("the running daemon did not make the call: %v", call)
 	}
-	if text, isErr := callText(t, c, "write_file", map[string]any{"path": "y.txt", "content": "y"}); !isErr || !strings.HasPrefix(text, "permission_denied") {
+	if text, isErr := callText(t, c.ClientSession, "write_file", map[string]any{"path": "y.txt", "content": "y"}); !isErr || !strings.HasPrefix(text, "permission_denied") {
 		t.Fatalf("write_file: %q %v", text, isErr)
 	}
 }

@@ -274,20 +274,31 @@ func (h *Hub) Resources(ctx context.Context, name string) ([]Resource, error) {
 	return out, nil
 }
 
-// ReadResource reads a resource of a server. The result is the JSON array
-// of its contents; binary contents are written to the blob directory and
-// referred to by path.
-func (h *Hub) ReadResource(ctx context.Context, name, uri string) (json.RawMessage, error) {
+// readySession is the session of the server name, which must be named and
+// ready; what names the missing server says what it is for (the server
+// "whose resource to read").
+func (h *Hub) readySession(name, what string) (*mcp.ClientSession, error) {
+	if name == "" {
+		return nil, fmt.Errorf("name the server %s", what)
+	}
 	servers, err := h.ready(name)
 	if err != nil {
 		return nil, err
 	}
-	if name == "" || len(servers) != 1 {
-		return nil, errors.New("name the server whose resource to read")
-	}
 	session, _, terr := servers[0].current()
 	if terr != nil {
 		return nil, errors.New(terr.Message)
+	}
+	return session, nil
+}
+
+// ReadResource reads a resource of a server. The result is the JSON array
+// of its contents; binary contents are written to the blob directory and
+// referred to by path.
+func (h *Hub) ReadResource(ctx context.Context, name, uri string) (json.RawMessage, error) {
+	session, err := h.readySession(name, "whose resource to read")
+	if err != nil {
+		return nil, err
 	}
 	res, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
@@ -342,16 +353,9 @@ func (h *Hub) Prompts(ctx context.Context, name string) ([]Prompt, error) {
 // GetPrompt renders a prompt of a server; the result is the JSON of
 // {description, messages}.
 func (h *Hub) GetPrompt(ctx context.Context, name, prompt string, args map[string]string) (json.RawMessage, error) {
-	servers, err := h.ready(name)
+	session, err := h.readySession(name, "whose prompt to get")
 	if err != nil {
 		return nil, err
-	}
-	if name == "" || len(servers) != 1 {
-		return nil, errors.New("name the server whose prompt to get")
-	}
-	session, _, terr := servers[0].current()
-	if terr != nil {
-		return nil, errors.New(terr.Message)
 	}
 	res, err := session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})
 	if err != nil {

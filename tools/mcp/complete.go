@@ -15,16 +15,9 @@ import (
 // completes nothing: an empty list, not an error. An error the server
 // answers with keeps its code.
 func (h *Hub) Complete(ctx context.Context, name string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	if name == "" {
-		return nil, errors.New("name the server whose completions to ask for")
-	}
-	servers, err := h.ready(name)
+	session, err := h.readySession(name, "whose completions to ask for")
 	if err != nil {
 		return nil, err
-	}
-	session, _, terr := servers[0].current()
-	if terr != nil {
-		return nil, errors.New(terr.Message)
 	}
 	if caps := session.InitializeResult().Capabilities; caps == nil || caps.Completions == nil {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil

@@ -112,16 +112,12 @@ type subscriptions struct {
 // Updates come on the bus as ResourceUpdated. The server must be ready
 // and declare subscriptions.
 func (h *Hub) Subscribe(ctx context.Context, name, uri string) (release func(), err error) {
-	if name == "" || uri == "" {
-		return nil, errors.New("name the server and the URI of the resource to subscribe to")
+	if uri == "" {
+		return nil, errors.New("name the URI of the resource to subscribe to")
 	}
-	servers, err := h.ready(name)
+	session, err := h.readySession(name, "whose resource to subscribe to")
 	if err != nil {
 		return nil, err
-	}
-	session, _, terr := servers[0].current()
-	if terr != nil {
-		return nil, errors.New(terr.Message)
 	}
 	if caps := session.InitializeResult().Capabilities; caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
 		return nil, fmt.Errorf("MCP server %q: resource subscriptions: %w", name, ErrNotSupported)
