@@ -361,7 +361,7 @@ export interface ToolCallsCancelResult {
 
 /** mcp.LaunchOAuth: how an http entry signs in; secrets by variable name. */
 export interface McpOAuth {
-  /** authorization_code (a person signs in) or client_credentials. */
+  /** authorization_code (a person signs in), client_credentials or enterprise (SEP-990). */
   grant: string;
   clientId?: string;
   clientSecretEnv?: string;
@@ -370,6 +370,19 @@ export interface McpOAuth {
   scopes?: string[];
   clientMetadataUrl?: string;
   redirectPort?: number;
+  /** The identity provider of the enterprise grant. */
+  idp?: McpIdP;
+}
+
+/** mcp.LaunchIdP: the enterprise grant's identity provider, and where the person's ID token comes from. */
+export interface McpIdP {
+  issuer?: string;
+  tokenEndpoint?: string;
+  clientId: string;
+  clientSecretEnv?: string;
+  idTokenEnv?: string;
+  /** A command (run without a shell) that prints the person's ID token. */
+  idTokenCommand?: string[];
 }
 
 /** mcp.Launch: what an MCP server entry runs. */

@@ -8,11 +8,11 @@ import type { CancellationToken, LanguageClient } from 'vscode-languageclient/no
 import { Coalescer } from './activityModel';
 import type { Daemon, Daemons } from './daemon';
 import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
+import { launchText } from './mcpModel';
 import {
   call,
   type DefEntry,
   type HistoryEntry,
-  type McpLaunch,
   type McpLoginResult,
   type McpServer,
   type McpTrustRequest,
@@ -524,15 +524,4 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
       d.dispose();
     }
   }
-}
-
-/** launchText is what an MCP server entry runs: its command line, or its url. */
-export function launchText(l: McpLaunch): string {
-  if (l.url) {
-    return l.url;
-  }
-  const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
-  const line = [l.command ?? '', ...(l.args ?? [])].filter((a) => a !== '').map(quote).join(' ');
-  const env = Object.keys(l.env ?? {});
-  return env.length ? `${line} (env: ${env.join(', ')})` : line;
 }

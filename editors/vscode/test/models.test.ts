@@ -10,6 +10,7 @@ import { ActivityModel, Coalescer, describe, groupOf, icon, shownStatus } from '
 import { answerOf, PendingApprovals, promptMessage } from '../src/approvalsModel';
 import { classifyStderr, overallState, RestartBudget, servedFolders, statusText } from '../src/lifecycle';
 import { mcpLogLine } from '../src/logs';
+import { launchText } from '../src/mcpModel';
 import {
   call,
   isMethodNotFound,
@@ -277,4 +278,15 @@ test('activity: a cancelled or denied call reads so, with a slashed icon; the fi
   assert.deepEqual(m.view().flatMap((g) => g.calls.map((c) => c.toolCallId)), ['x']);
   m.setFilter({ status: 'error' });
   assert.equal(m.view().flatMap((g) => g.calls).length, 3);
+});
+
+test('mcp: what a trust prompt says an entry runs, the enterprise grant\'s ID token command included', () => {
+  assert.equal(launchText({ transport: 'stdio', command: 'npx', args: ['-y', 'server x'], env: { TOKEN: 'secret' } }), "npx -y 'server x' (env: TOKEN)");
+  assert.equal(launchText({ transport: 'http', url: 'https://mcp.example/mcp' }), 'https://mcp.example/mcp');
+  const enterprise = {
+    transport: 'http',
+    url: 'https://mcp.wiki.example/mcp',
+    oauth: { grant: 'enterprise', clientId: 'nexus', idp: { issuer: 'https://idp.example', clientId: 'i', idTokenCommand: ['acme-sso', 'print id token'] } },
+  };
+  assert.equal(launchText(enterprise), "https://mcp.wiki.example/mcp (its ID token from: acme-sso 'print id token')");
 });
