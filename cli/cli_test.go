@@ -289,6 +289,9 @@ func TestPrintLaunch(t *testing.T) {
 		{Name: "remote", Source: ".nexus/mcp.json", Pin: "sha256:123", Launch: &nexusv1.McpLaunch{Transport: "http", Url: "https://remote.example.com/mcp",
 			Oauth: &nexusv1.McpOAuth{Grant: "authorization_code", ClientId: "nexus", ClientSecretEnv: "REMOTE_SECRET",
 				Scopes: []string{"read", "write"}, RedirectPort: 8765}}},
+		{Name: "wiki", Source: ".nexus/mcp.json", Pin: "sha256:456", Launch: &nexusv1.McpLaunch{Transport: "http", Url: "https://mcp.wiki.example/mcp",
+			Oauth: &nexusv1.McpOAuth{Grant: "enterprise", ClientId: "nexus", Idp: &nexusv1.McpIdP{Issuer: "https://idp.example",
+				ClientId: "nexus-idp", IdTokenCommand: []string{"acme-sso", "print id token"}}}}},
 	} {
 		if err := printLaunch(&b, s); err != nil {
 			t.Fatal(err)
@@ -309,6 +312,11 @@ MCP server remote (.nexus/mcp.json, http)
   url:      https://remote.example.com/mcp
   oauth:    grant=authorization_code clientId=nexus clientSecretEnv=REMOTE_SECRET scopes='read write' redirectPort=8765
   pin:      sha256:123
+MCP server wiki (.nexus/mcp.json, http)
+  url:      https://mcp.wiki.example/mcp
+  oauth:    grant=enterprise clientId=nexus idp.issuer=https://idp.example idp.clientId=nexus-idp
+  id token: acme-sso 'print id token'
+  pin:      sha256:456
 `
 	if b.String() != want {
 		t.Errorf("printLaunch =\n%s\nwant\n%s", b.String(), want)

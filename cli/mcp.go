@@ -200,13 +200,13 @@ func printLaunch(w io.Writer, s *nexusv1.McpServer) error {
 		pairs("headers", l.GetHeaders())
 		if o := l.GetOauth(); o != nil {
 			field("oauth", oauthLine(o))
+			if argv := o.GetIdp().GetIdTokenCommand(); len(argv) > 0 {
+				// A command the hub runs for the ID token (oauth.idp).
+				field("id token", commandLine(argv))
+			}
 		}
 	} else {
-		words := []string{shellQuote(l.GetCommand())}
-		for _, a := range l.GetArgs() {
-			words = append(words, shellQuote(a))
-		}
-		field("command", strings.Join(words, " "))
+		field("command", commandLine(append([]string{l.GetCommand()}, l.GetArgs()...)))
 		field("cwd", l.GetCwd())
 		pairs("env", l.GetEnv())
 		if len(l.GetInheritEnv()) > 0 {
@@ -216,6 +216,15 @@ func printLaunch(w io.Writer, s *nexusv1.McpServer) error {
 	field("pin", s.GetPin())
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// commandLine is argv as a shell would read it.
+func commandLine(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = shellQuote(a)
+	}
+	return strings.Join(words, " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -152,5 +152,13 @@ func oauthLine(o *nexusv1.McpOAuth) string {
 	if p := o.GetRedirectPort(); p != 0 {
 		add("redirectPort", strconv.Itoa(int(p)))
 	}
+	if p := o.GetIdp(); p != nil {
+		add("idp.issuer", p.GetIssuer())
+		add("idp.tokenEndpoint", p.GetTokenEndpoint())
+		add("idp.clientId", p.GetClientId())
+		add("idp.clientSecretEnv", p.GetClientSecretEnv())
+		add("idp.idTokenEnv", p.GetIdTokenEnv())
+		// idp.idTokenCommand has a line of its own (printLaunch).
+	}
 	return strings.Join(parts, " ")
 }

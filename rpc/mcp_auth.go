@@ -17,8 +17,13 @@ func mcpOAuth(o *mcp.LaunchOAuth) *nexusv1.McpOAuth {
 	if o == nil {
 		return nil
 	}
-	return &nexusv1.McpOAuth{Grant: o.Grant, ClientId: o.ClientID, ClientSecretEnv: o.ClientSecretEnv, PrivateKeyEnv: o.PrivateKeyEnv,
+	out := &nexusv1.McpOAuth{Grant: o.Grant, ClientId: o.ClientID, ClientSecretEnv: o.ClientSecretEnv, PrivateKeyEnv: o.PrivateKeyEnv,
 		SigningAlgorithm: o.SigningAlgorithm, Scopes: o.Scopes, ClientMetadataUrl: o.ClientMetadataURL, RedirectPort: int32(o.RedirectPort)}
+	if p := o.IdP; p != nil {
+		out.Idp = &nexusv1.McpIdP{Issuer: p.Issuer, TokenEndpoint: p.TokenEndpoint, ClientId: p.ClientID,
+			ClientSecretEnv: p.ClientSecretEnv, IdTokenEnv: p.IDTokenEnv, IdTokenCommand: p.IDTokenCommand}
+	}
+	return out
 }
 
 // LoginMcpServer streams the authorization URL, then done; the sign-in

@@ -2026,7 +2026,8 @@ func (x *McpLaunch) GetOauth() *McpOAuth {
 // by the daemon's environment variables that hold them, never sent.
 type McpOAuth struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// grant is authorization_code (a person signs in) or client_credentials.
+	// grant is authorization_code (a person signs in), client_credentials or
+	// enterprise (SEP-990: the person's ID token from idp).
 	Grant             string   `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
 	ClientId          string   `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	ClientSecretEnv   string   `protobuf:"bytes,3,opt,name=client_secret_env,json=clientSecretEnv,proto3" json:"client_secret_env,omitempty"`
@@ -2035,6 +2036,7 @@ type McpOAuth struct {
 	Scopes            []string `protobuf:"bytes,6,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	ClientMetadataUrl string   `protobuf:"bytes,7,opt,name=client_metadata_url,json=clientMetadataUrl,proto3" json:"client_metadata_url,omitempty"`
 	RedirectPort      int32    `protobuf:"varint,8,opt,name=redirect_port,json=redirectPort,proto3" json:"redirect_port,omitempty"`
+	Idp               *McpIdP  `protobuf:"bytes,9,opt,name=idp,proto3" json:"idp,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -2125,6 +2127,100 @@ func (x *McpOAuth) GetRedirectPort() int32 {
 	return 0
 }
 
+func (x *McpOAuth) GetIdp() *McpIdP {
+	if x != nil {
+		return x.Idp
+	}
+	return nil
+}
+
+// McpIdP is the identity provider of the enterprise grant, and where the
+// person's ID token comes from: a variable, or a command the hub runs
+// (shown to the person who approves the entry).
+type McpIdP struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Issuer          string                 `protobuf:"bytes,1,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	TokenEndpoint   string                 `protobuf:"bytes,2,opt,name=token_endpoint,json=tokenEndpoint,proto3" json:"token_endpoint,omitempty"`
+	ClientId        string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientSecretEnv string                 `protobuf:"bytes,4,opt,name=client_secret_env,json=clientSecretEnv,proto3" json:"client_secret_env,omitempty"`
+	IdTokenEnv      string                 `protobuf:"bytes,5,opt,name=id_token_env,json=idTokenEnv,proto3" json:"id_token_env,omitempty"`
+	IdTokenCommand  []string               `protobuf:"bytes,6,rep,name=id_token_command,json=idTokenCommand,proto3" json:"id_token_command,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *McpIdP) Reset() {
+	*x = McpIdP{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpIdP) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpIdP) ProtoMessage() {}
+
+func (x *McpIdP) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpIdP.ProtoReflect.Descriptor instead.
+func (*McpIdP) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *McpIdP) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *McpIdP) GetTokenEndpoint() string {
+	if x != nil {
+		return x.TokenEndpoint
+	}
+	return ""
+}
+
+func (x *McpIdP) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *McpIdP) GetClientSecretEnv() string {
+	if x != nil {
+		return x.ClientSecretEnv
+	}
+	return ""
+}
+
+func (x *McpIdP) GetIdTokenEnv() string {
+	if x != nil {
+		return x.IdTokenEnv
+	}
+	return ""
+}
+
+func (x *McpIdP) GetIdTokenCommand() []string {
+	if x != nil {
+		return x.IdTokenCommand
+	}
+	return nil
+}
+
 type ListMcpServersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2133,7 +2229,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2241,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2254,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
 }
 
 type ListMcpServersResponse struct {
@@ -2170,7 +2266,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2278,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2291,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -2214,7 +2310,7 @@ type RestartMcpServerRequest struct {
 
 func (x *RestartMcpServerRequest) Reset() {
 	*x = RestartMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2322,7 @@ func (x *RestartMcpServerRequest) String() string {
 func (*RestartMcpServerRequest) ProtoMessage() {}
 
 func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2335,7 @@ func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RestartMcpServerRequest) GetName() string {
@@ -2257,7 +2353,7 @@ type RestartMcpServerResponse struct {
 
 func (x *RestartMcpServerResponse) Reset() {
 	*x = RestartMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2365,7 @@ func (x *RestartMcpServerResponse) String() string {
 func (*RestartMcpServerResponse) ProtoMessage() {}
 
 func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2378,7 @@ func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
 }
 
 type TrustMcpServerRequest struct {
@@ -2297,7 +2393,7 @@ type TrustMcpServerRequest struct {
 
 func (x *TrustMcpServerRequest) Reset() {
 	*x = TrustMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2405,7 @@ func (x *TrustMcpServerRequest) String() string {
 func (*TrustMcpServerRequest) ProtoMessage() {}
 
 func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2418,7 @@ func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TrustMcpServerRequest) GetName() string {
@@ -2348,7 +2444,7 @@ type TrustMcpServerResponse struct {
 
 func (x *TrustMcpServerResponse) Reset() {
 	*x = TrustMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2360,7 +2456,7 @@ func (x *TrustMcpServerResponse) String() string {
 func (*TrustMcpServerResponse) ProtoMessage() {}
 
 func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +2469,7 @@ func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TrustMcpServerResponse) GetServer() *McpServer {
@@ -2392,7 +2488,7 @@ type LoginMcpServerRequest struct {
 
 func (x *LoginMcpServerRequest) Reset() {
 	*x = LoginMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2404,7 +2500,7 @@ func (x *LoginMcpServerRequest) String() string {
 func (*LoginMcpServerRequest) ProtoMessage() {}
 
 func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2417,7 +2513,7 @@ func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LoginMcpServerRequest) GetName() string {
@@ -2442,7 +2538,7 @@ type LoginMcpServerEvent struct {
 
 func (x *LoginMcpServerEvent) Reset() {
 	*x = LoginMcpServerEvent{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2454,7 +2550,7 @@ func (x *LoginMcpServerEvent) String() string {
 func (*LoginMcpServerEvent) ProtoMessage() {}
 
 func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2467,7 +2563,7 @@ func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerEvent.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerEvent) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LoginMcpServerEvent) GetEvent() isLoginMcpServerEvent_Event {
@@ -2521,7 +2617,7 @@ type LoginMcpServerDone struct {
 
 func (x *LoginMcpServerDone) Reset() {
 	*x = LoginMcpServerDone{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2533,7 +2629,7 @@ func (x *LoginMcpServerDone) String() string {
 func (*LoginMcpServerDone) ProtoMessage() {}
 
 func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2546,7 +2642,7 @@ func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerDone.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerDone) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LoginMcpServerDone) GetServer() *McpServer {
@@ -2565,7 +2661,7 @@ type LogoutMcpServerRequest struct {
 
 func (x *LogoutMcpServerRequest) Reset() {
 	*x = LogoutMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2673,7 @@ func (x *LogoutMcpServerRequest) String() string {
 func (*LogoutMcpServerRequest) ProtoMessage() {}
 
 func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2686,7 @@ func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LogoutMcpServerRequest) GetName() string {
@@ -2611,7 +2707,7 @@ type LogoutMcpServerResponse struct {
 
 func (x *LogoutMcpServerResponse) Reset() {
 	*x = LogoutMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2719,7 @@ func (x *LogoutMcpServerResponse) String() string {
 func (*LogoutMcpServerResponse) ProtoMessage() {}
 
 func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2732,7 @@ func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LogoutMcpServerResponse) GetServer() *McpServer {
@@ -2667,7 +2763,7 @@ type McpResource struct {
 
 func (x *McpResource) Reset() {
 	*x = McpResource{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2679,7 +2775,7 @@ func (x *McpResource) String() string {
 func (*McpResource) ProtoMessage() {}
 
 func (x *McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2692,7 +2788,7 @@ func (x *McpResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
 func (*McpResource) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *McpResource) GetServerName() string {
@@ -2747,7 +2843,7 @@ type ListMcpResourcesRequest struct {
 
 func (x *ListMcpResourcesRequest) Reset() {
 	*x = ListMcpResourcesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2855,7 @@ func (x *ListMcpResourcesRequest) String() string {
 func (*ListMcpResourcesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2868,7 @@ func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListMcpResourcesRequest) GetServerName() string {
@@ -2791,7 +2887,7 @@ type ListMcpResourcesResponse struct {
 
 func (x *ListMcpResourcesResponse) Reset() {
 	*x = ListMcpResourcesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2899,7 @@ func (x *ListMcpResourcesResponse) String() string {
 func (*ListMcpResourcesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2912,7 @@ func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListMcpResourcesResponse) GetResources() []*McpResource {
@@ -2836,7 +2932,7 @@ type ReadMcpResourceRequest struct {
 
 func (x *ReadMcpResourceRequest) Reset() {
 	*x = ReadMcpResourceRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +2944,7 @@ func (x *ReadMcpResourceRequest) String() string {
 func (*ReadMcpResourceRequest) ProtoMessage() {}
 
 func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +2957,7 @@ func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReadMcpResourceRequest) GetServerName() string {
@@ -2890,7 +2986,7 @@ type ReadMcpResourceResponse struct {
 
 func (x *ReadMcpResourceResponse) Reset() {
 	*x = ReadMcpResourceResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +2998,7 @@ func (x *ReadMcpResourceResponse) String() string {
 func (*ReadMcpResourceResponse) ProtoMessage() {}
 
 func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +3011,7 @@ func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReadMcpResourceResponse) GetContentsJson() string {
@@ -2939,7 +3035,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3047,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3060,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *McpPrompt) GetServerName() string {
@@ -3011,7 +3107,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3119,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3132,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListMcpPromptsRequest) GetServerName() string {
@@ -3055,7 +3151,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3163,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3176,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -3101,7 +3197,7 @@ type GetMcpPromptRequest struct {
 
 func (x *GetMcpPromptRequest) Reset() {
 	*x = GetMcpPromptRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3209,7 @@ func (x *GetMcpPromptRequest) String() string {
 func (*GetMcpPromptRequest) ProtoMessage() {}
 
 func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3222,7 @@ func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetMcpPromptRequest) GetServerName() string {
@@ -3160,7 +3256,7 @@ type GetMcpPromptResponse struct {
 
 func (x *GetMcpPromptResponse) Reset() {
 	*x = GetMcpPromptResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3268,7 @@ func (x *GetMcpPromptResponse) String() string {
 func (*GetMcpPromptResponse) ProtoMessage() {}
 
 func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3281,7 @@ func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetMcpPromptResponse) GetResultJson() string {
@@ -3210,7 +3306,7 @@ type McpResourceTemplate struct {
 
 func (x *McpResourceTemplate) Reset() {
 	*x = McpResourceTemplate{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3222,7 +3318,7 @@ func (x *McpResourceTemplate) String() string {
 func (*McpResourceTemplate) ProtoMessage() {}
 
 func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3235,7 +3331,7 @@ func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResourceTemplate.ProtoReflect.Descriptor instead.
 func (*McpResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *McpResourceTemplate) GetServerName() string {
@@ -3290,7 +3386,7 @@ type ListMcpResourceTemplatesRequest struct {
 
 func (x *ListMcpResourceTemplatesRequest) Reset() {
 	*x = ListMcpResourceTemplatesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3302,7 +3398,7 @@ func (x *ListMcpResourceTemplatesRequest) String() string {
 func (*ListMcpResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3315,7 +3411,7 @@ func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListMcpResourceTemplatesRequest) GetServerName() string {
@@ -3334,7 +3430,7 @@ type ListMcpResourceTemplatesResponse struct {
 
 func (x *ListMcpResourceTemplatesResponse) Reset() {
 	*x = ListMcpResourceTemplatesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +3442,7 @@ func (x *ListMcpResourceTemplatesResponse) String() string {
 func (*ListMcpResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +3455,7 @@ func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListMcpResourceTemplatesResponse) GetTemplates() []*McpResourceTemplate {
@@ -3382,7 +3478,7 @@ type WatchMcpChangesRequest struct {
 
 func (x *WatchMcpChangesRequest) Reset() {
 	*x = WatchMcpChangesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3394,7 +3490,7 @@ func (x *WatchMcpChangesRequest) String() string {
 func (*WatchMcpChangesRequest) ProtoMessage() {}
 
 func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3407,7 +3503,7 @@ func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMcpChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchMcpChangesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WatchMcpChangesRequest) GetServerName() string {
@@ -3440,7 +3536,7 @@ type McpChange struct {
 
 func (x *McpChange) Reset() {
 	*x = McpChange{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3452,7 +3548,7 @@ func (x *McpChange) String() string {
 func (*McpChange) ProtoMessage() {}
 
 func (x *McpChange) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3465,7 +3561,7 @@ func (x *McpChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpChange.ProtoReflect.Descriptor instead.
 func (*McpChange) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *McpChange) GetServerName() string {
@@ -3678,7 +3774,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xab\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcf\x02\n" +
 	"\bMcpOAuth\x12\x14\n" +
 	"\x05grant\x18\x01 \x01(\tR\x05grant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12*\n" +
@@ -3687,7 +3783,16 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x11signing_algorithm\x18\x05 \x01(\tR\x10signingAlgorithm\x12\x16\n" +
 	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12.\n" +
 	"\x13client_metadata_url\x18\a \x01(\tR\x11clientMetadataUrl\x12#\n" +
-	"\rredirect_port\x18\b \x01(\x05R\fredirectPort\"\x17\n" +
+	"\rredirect_port\x18\b \x01(\x05R\fredirectPort\x12\"\n" +
+	"\x03idp\x18\t \x01(\v2\x10.nexus.v1.McpIdPR\x03idp\"\xdc\x01\n" +
+	"\x06McpIdP\x12\x16\n" +
+	"\x06issuer\x18\x01 \x01(\tR\x06issuer\x12%\n" +
+	"\x0etoken_endpoint\x18\x02 \x01(\tR\rtokenEndpoint\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12*\n" +
+	"\x11client_secret_env\x18\x04 \x01(\tR\x0fclientSecretEnv\x12 \n" +
+	"\fid_token_env\x18\x05 \x01(\tR\n" +
+	"idTokenEnv\x12(\n" +
+	"\x10id_token_command\x18\x06 \x03(\tR\x0eidTokenCommand\"\x17\n" +
 	"\x15ListMcpServersRequest\"G\n" +
 	"\x16ListMcpServersResponse\x12-\n" +
 	"\aservers\x18\x01 \x03(\v2\x13.nexus.v1.McpServerR\aservers\"-\n" +
@@ -3811,7 +3916,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
@@ -3841,108 +3946,110 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*McpServer)(nil),                        // 25: nexus.v1.McpServer
 	(*McpLaunch)(nil),                        // 26: nexus.v1.McpLaunch
 	(*McpOAuth)(nil),                         // 27: nexus.v1.McpOAuth
-	(*ListMcpServersRequest)(nil),            // 28: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),           // 29: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),          // 30: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),         // 31: nexus.v1.RestartMcpServerResponse
-	(*TrustMcpServerRequest)(nil),            // 32: nexus.v1.TrustMcpServerRequest
-	(*TrustMcpServerResponse)(nil),           // 33: nexus.v1.TrustMcpServerResponse
-	(*LoginMcpServerRequest)(nil),            // 34: nexus.v1.LoginMcpServerRequest
-	(*LoginMcpServerEvent)(nil),              // 35: nexus.v1.LoginMcpServerEvent
-	(*LoginMcpServerDone)(nil),               // 36: nexus.v1.LoginMcpServerDone
-	(*LogoutMcpServerRequest)(nil),           // 37: nexus.v1.LogoutMcpServerRequest
-	(*LogoutMcpServerResponse)(nil),          // 38: nexus.v1.LogoutMcpServerResponse
-	(*McpResource)(nil),                      // 39: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),          // 40: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),         // 41: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),           // 42: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),          // 43: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                        // 44: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),            // 45: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),           // 46: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),              // 47: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),             // 48: nexus.v1.GetMcpPromptResponse
-	(*McpResourceTemplate)(nil),              // 49: nexus.v1.McpResourceTemplate
-	(*ListMcpResourceTemplatesRequest)(nil),  // 50: nexus.v1.ListMcpResourceTemplatesRequest
-	(*ListMcpResourceTemplatesResponse)(nil), // 51: nexus.v1.ListMcpResourceTemplatesResponse
-	(*WatchMcpChangesRequest)(nil),           // 52: nexus.v1.WatchMcpChangesRequest
-	(*McpChange)(nil),                        // 53: nexus.v1.McpChange
-	nil,                                      // 54: nexus.v1.McpLaunch.EnvEntry
-	nil,                                      // 55: nexus.v1.McpLaunch.HeadersEntry
-	nil,                                      // 56: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),            // 57: google.protobuf.Timestamp
+	(*McpIdP)(nil),                           // 28: nexus.v1.McpIdP
+	(*ListMcpServersRequest)(nil),            // 29: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),           // 30: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),          // 31: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),         // 32: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),            // 33: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),           // 34: nexus.v1.TrustMcpServerResponse
+	(*LoginMcpServerRequest)(nil),            // 35: nexus.v1.LoginMcpServerRequest
+	(*LoginMcpServerEvent)(nil),              // 36: nexus.v1.LoginMcpServerEvent
+	(*LoginMcpServerDone)(nil),               // 37: nexus.v1.LoginMcpServerDone
+	(*LogoutMcpServerRequest)(nil),           // 38: nexus.v1.LogoutMcpServerRequest
+	(*LogoutMcpServerResponse)(nil),          // 39: nexus.v1.LogoutMcpServerResponse
+	(*McpResource)(nil),                      // 40: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),          // 41: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),         // 42: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),           // 43: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),          // 44: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                        // 45: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),            // 46: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),           // 47: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),              // 48: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),             // 49: nexus.v1.GetMcpPromptResponse
+	(*McpResourceTemplate)(nil),              // 50: nexus.v1.McpResourceTemplate
+	(*ListMcpResourceTemplatesRequest)(nil),  // 51: nexus.v1.ListMcpResourceTemplatesRequest
+	(*ListMcpResourceTemplatesResponse)(nil), // 52: nexus.v1.ListMcpResourceTemplatesResponse
+	(*WatchMcpChangesRequest)(nil),           // 53: nexus.v1.WatchMcpChangesRequest
+	(*McpChange)(nil),                        // 54: nexus.v1.McpChange
+	nil,                                      // 55: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 56: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 57: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 58: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	11, // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	57, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	57, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	58, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	58, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	12, // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	13, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	8,  // 7: nexus.v1.ToolCall.elicitation:type_name -> nexus.v1.Elicitation
 	14, // 8: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
 	7,  // 9: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	57, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	58, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
 	20, // 11: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	57, // 12: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	58, // 12: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
 	26, // 13: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	54, // 14: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	55, // 15: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	55, // 14: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	56, // 15: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
 	27, // 16: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
-	25, // 17: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
-	25, // 18: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	36, // 19: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
-	25, // 20: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
-	25, // 21: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	39, // 22: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
-	44, // 23: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	56, // 24: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	49, // 25: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
-	57, // 26: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
-	1,  // 27: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 28: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 29: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	15, // 30: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	16, // 31: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	18, // 32: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	21, // 33: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	23, // 34: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	28, // 35: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	30, // 36: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	32, // 37: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	34, // 38: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
-	37, // 39: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
-	40, // 40: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	42, // 41: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	45, // 42: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	47, // 43: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	50, // 44: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
-	52, // 45: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
-	2,  // 46: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 47: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 48: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 49: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	17, // 50: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	19, // 51: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	22, // 52: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	24, // 53: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	29, // 54: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	31, // 55: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	33, // 56: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	35, // 57: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
-	38, // 58: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
-	41, // 59: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	43, // 60: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	46, // 61: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	48, // 62: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	51, // 63: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
-	53, // 64: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
-	46, // [46:65] is the sub-list for method output_type
-	27, // [27:46] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	28, // 17: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
+	25, // 18: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
+	25, // 19: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	37, // 20: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
+	25, // 21: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
+	25, // 22: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	40, // 23: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
+	45, // 24: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
+	57, // 25: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	50, // 26: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
+	58, // 27: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	1,  // 28: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 29: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 30: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	15, // 31: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	16, // 32: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	18, // 33: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	21, // 34: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	23, // 35: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	29, // 36: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	31, // 37: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	33, // 38: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	35, // 39: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
+	38, // 40: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
+	41, // 41: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	43, // 42: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	46, // 43: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	48, // 44: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	51, // 45: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	53, // 46: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	2,  // 47: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 48: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 49: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 50: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	17, // 51: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	19, // 52: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	22, // 53: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	24, // 54: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	30, // 55: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	32, // 56: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	34, // 57: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	36, // 58: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
+	39, // 59: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
+	42, // 60: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	44, // 61: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	47, // 62: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	49, // 63: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	52, // 64: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	54, // 65: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	47, // [47:66] is the sub-list for method output_type
+	28, // [28:47] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -3950,7 +4057,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 	if File_nexus_v1_tool_manager_proto != nil {
 		return
 	}
-	file_nexus_v1_tool_manager_proto_msgTypes[35].OneofWrappers = []any{
+	file_nexus_v1_tool_manager_proto_msgTypes[36].OneofWrappers = []any{
 		(*LoginMcpServerEvent_AuthorizationUrl)(nil),
 		(*LoginMcpServerEvent_Done)(nil),
 	}
@@ -3960,7 +4067,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
