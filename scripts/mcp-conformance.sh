@@ -236,10 +236,9 @@ else
 	echo "mcp-conformance server: $url"
 fi
 
-passed=0 xfailed=0 unexpected=0
-for s in "${scenarios[@]}"; do
-	slug=${s//\//-}
-	out=$results/$slug
+# run_one runs scenario $s into $out and sets why (empty: it passed).
+run_one() {
+	rm -rf "$out"
 	mkdir -p "$out"
 	rc=0
 	if [ "$mode" = client ]; then
@@ -252,6 +251,24 @@ for s in "${scenarios[@]}"; do
 		why="the suite failed it (exit $rc)"$'\n'
 	fi
 	why+=$(verdict "$out") || true
+}
+
+passed=0 xfailed=0 unexpected=0 retried=0
+for s in "${scenarios[@]}"; do
+	slug=${s//\//-}
+	out=$results/$slug
+	run_one
+	# Server mode: about one request in a few hundred gets no answer
+	# within the suite's 60 s ("Request timed out"), though nexusd served
+	# it (see README, "Nexus as an MCP server"); not found yet. Such a
+	# scenario runs once more, and the run says so; a second failure fails.
+	if [ "$mode" = server ] && [ -n "$why" ] && [ -z "${reason[$s]:-}" ] && grep -q 'Request timed out' <<<"$why"; then
+		echo "retry $s: a request timed out (the first run's log: $out.timed-out/suite.log)"
+		rm -rf "$out.timed-out"
+		mv "$out" "$out.timed-out"
+		retried=$((retried + 1))
+		run_one
+	fi
 	if [ -z "$why" ]; then
 		if [ -n "${reason[$s]:-}" ]; then
 			echo "XPASS $s: now passes: remove it from $expected"
@@ -275,5 +292,5 @@ for s in "${scenarios[@]}"; do
 	fi
 done
 
-echo "mcp-conformance $mode: $passed passed, $xfailed expected failures, $unexpected unexpected ($((SECONDS - start)) s)"
+echo "mcp-conformance $mode: $passed passed, $xfailed expected failures, $unexpected unexpected$([ $retried -eq 0 ] || echo ", $retried run again after a timeout") ($((SECONDS - start)) s)"
 [ "$unexpected" -eq 0 ]
