@@ -198,7 +198,7 @@ else
 		mcp_port=$(free_port)
 		printf 'tools:\n  policy:\n    "everything/*": allow\nmcp:\n  http:\n    address: 127.0.0.1:%s\n  sampling:\n    client: true\n' "$mcp_port" >"$ws/.nexus/config.yaml"
 		printf '{"mcpServers": {"everything": {"command": "%s", "unprefixed": true}}}\n' "$PWD/$cache/everything-server" >"$ws/.nexus/mcp.json"
-		bin/nexusd --workspace "$ws" >"$results/nexusd.log" 2>&1 &
+		bin/nexusd --workspace "$ws" --log-level debug >"$results/nexusd.log" 2>&1 &
 		nexusd_pid=$!
 		trap 'kill $proxy_pid $nexusd_pid 2>/dev/null; wait $proxy_pid $nexusd_pid 2>/dev/null' EXIT
 		proxy_pid=
