@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -94,7 +96,66 @@ func (g *Gateway) clientElicitor(ss *sdk.ServerSession, c clientCaps) tools.Elic
 		if err != nil {
 			return tools.ElicitResult{}, err
 		}
+		if q.Mode == tools.ElicitURL && q.ElicitationID != "" && res.Action == tools.ElicitAccept {
+			g.urlQuestions.add(urlQuestion{q.Server, q.ElicitationID}, ss)
+		}
 		return tools.ElicitResult{Action: res.Action, Content: res.Content}, nil
+	}
+}
+
+// urlQuestion names a URL-mode question a client accepted: its server and
+// the server's elicitationId.
+type urlQuestion struct{ server, id string }
+
+// maxURLQuestions bounds the URL questions waiting for their server's
+// notifications/elicitation/complete; the oldest are forgotten first.
+const maxURLQuestions = 1000
+
+// urlQuestions are the clients that went to a URL, until their server says
+// the step is complete.
+type urlQuestions struct {
+	mu    sync.Mutex
+	by    map[urlQuestion]*sdk.ServerSession
+	order []urlQuestion
+}
+
+func (u *urlQuestions) add(q urlQuestion, ss *sdk.ServerSession) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.by == nil {
+		u.by = map[urlQuestion]*sdk.ServerSession{}
+	}
+	if _, ok := u.by[q]; !ok {
+		u.order = append(u.order, q)
+	}
+	u.by[q] = ss
+	for len(u.order) > maxURLQuestions {
+		delete(u.by, u.order[0])
+		u.order = u.order[1:]
+	}
+}
+
+// take returns the client of q, and forgets it.
+func (u *urlQuestions) take(q urlQuestion) *sdk.ServerSession {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ss := u.by[q]
+	if ss != nil {
+		delete(u.by, q)
+		u.order = slices.DeleteFunc(u.order, func(o urlQuestion) bool { return o == q })
+	}
+	return ss
+}
+
+// elicitationComplete tells the client that went to the URL of a hub
+// server's question that the server says the step is complete.
+func (g *Gateway) elicitationComplete(ctx context.Context, ev mcp.ElicitationComplete) {
+	ss := g.urlQuestions.take(urlQuestion{ev.Server, ev.ElicitationID})
+	if ss == nil {
+		return
+	}
+	if err := ss.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: ev.ElicitationID}); err != nil {
+		g.logger.Info("MCP gateway: the client did not hear that its URL step is complete", "server", ev.Server, "elicitationId", ev.ElicitationID, "error", err.Error())
 	}
 }
 

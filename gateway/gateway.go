@@ -83,6 +83,9 @@ type Gateway struct {
 	templates       map[string]string
 	resourceEntries map[string]resourceEntry
 	templateEntries map[string]resourceEntry
+	// urlQuestions are the clients sent to a URL by a hub server's
+	// question, until the server says the step is complete.
+	urlQuestions urlQuestions
 	// subs are the hub subscriptions the clients asked for, by URI.
 	subs map[string]*subscription
 }
@@ -125,7 +128,7 @@ var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 func (g *Gateway) Run(ctx context.Context) {
 	sub := g.opts.Bus.Subscribe(func(ev any) bool {
 		switch ev.(type) {
-		case mcp.Status, mcp.ListChanged, mcp.ResourceUpdated:
+		case mcp.Status, mcp.ListChanged, mcp.ResourceUpdated, mcp.ElicitationComplete:
 			return true
 		}
 		return false
@@ -144,8 +147,12 @@ func (g *Gateway) Run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if u, ok := ev.(mcp.ResourceUpdated); ok {
-				g.resourceUpdated(ctx, u)
+			switch ev := ev.(type) {
+			case mcp.ResourceUpdated:
+				g.resourceUpdated(ctx, ev)
+				continue
+			case mcp.ElicitationComplete:
+				g.elicitationComplete(ctx, ev)
 				continue
 			}
 			if timer == nil {

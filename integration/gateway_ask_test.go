@@ -33,6 +33,9 @@ type answeringClient struct {
 	askedMu sync.Mutex
 	asked   []*mcp.ElicitParams
 	reply   func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult
+	// completed receives the elicitationId of each
+	// notifications/elicitation/complete.
+	completed chan string
 }
 
 func (c *answeringClient) answer(fn func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult) {
@@ -48,13 +51,19 @@ func (c *answeringClient) questions() []*mcp.ElicitParams {
 	return append([]*mcp.ElicitParams(nil), c.asked...)
 }
 
-// connectAnswering connects a client to url; it declares elicitation and
-// sampling when answers is true, nothing otherwise.
+// connectAnswering connects a client to url; it declares elicitation (form
+// and URL) and sampling when answers is true, nothing otherwise. It hears
+// notifications/elicitation/complete on completed.
 func connectAnswering(t *testing.T, url, token string, answers bool) *answeringClient {
 	t.Helper()
-	c := &answeringClient{}
+	c := &answeringClient{completed: make(chan string, 8)}
 	opts := &mcp.ClientOptions{}
 	if answers {
+		opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}}
+		opts.ElicitationCompleteHandler = func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			c.completed <- req.Params.ElicitationID
+		}
 		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			c.askedMu.Lock()
 			c.asked = append(c.asked, req.Params)
@@ -264,6 +273,23 @@ mcp:
 		<-withdrawn
 		if o := seen(t, a); o.Tool != "ask_briefly" || o.Err == "" {
 			t.Fatalf("the server saw %+v", o)
+		}
+	})
+
+	t.Run("a URL question, then its server's elicitation/complete", func(t *testing.T) {
+		answering.answer(func(_ context.Context, p *mcp.ElicitParams) *mcp.ElicitResult {
+			return &mcp.ElicitResult{Action: "accept"}
+		})
+		callText(t, answering.ClientSession, "asking__visit", map[string]any{"message": "Sign the form", "url": "https://forms.example/sign"})
+		if o := <-a.Seen; o.Tool != "visit" || o.Err != "" {
+			t.Fatalf("the server saw %+v", o)
+		}
+		qs := answering.questions()
+		if q := qs[len(qs)-1]; q.Mode != "url" || q.URL != "https://forms.example/sign" || q.ElicitationID != "visit-1" {
+			t.Fatalf("the client was asked %+v", q)
+		}
+		if id := <-answering.completed; id != "visit-1" {
+			t.Errorf("the client heard elicitation/complete for %q, want visit-1", id)
 		}
 	})
 

@@ -145,6 +145,32 @@ func specElicitation(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// ElicitationComplete is published when a server says that the
+// out-of-band step of a URL-mode question is done
+// (notifications/elicitation/complete): whoever sent the person there may
+// go on (the gateway tells its client).
+type ElicitationComplete struct {
+	Server, ElicitationID string
+}
+
+// elicitationCompleteHandler is the server's handler of
+// notifications/elicitation/complete; nil when the hub asks no questions.
+func (s *server) elicitationCompleteHandler() func(context.Context, *mcp.ElicitationCompleteNotificationRequest) {
+	if !s.hub.elicits() {
+		return nil
+	}
+	return func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+		id := ""
+		if req.Params != nil {
+			id = req.Params.ElicitationID
+		}
+		s.hub.logger.Info("MCP server: the out-of-band step of its question is complete", "server", s.cfg.Name, "elicitationId", id)
+		if id != "" && s.hub.opts.Bus != nil {
+			s.hub.opts.Bus.Publish(ElicitationComplete{Server: s.cfg.Name, ElicitationID: id})
+		}
+	}
+}
+
 // elicit puts a server's question to the person and returns the answer.
 func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	h := s.hub

@@ -430,8 +430,9 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		},
 		// Questions to the person and to the model (elicit.go, sampling.go).
 		Capabilities:         s.hub.capabilities(),
-		ElicitationHandler:   s.elicitationHandler(),
-		CreateMessageHandler: s.samplingHandler(), //lint:ignore SA1019 servers use sampling until 2026-07-28
+		ElicitationHandler:         s.elicitationHandler(),
+		ElicitationCompleteHandler: s.elicitationCompleteHandler(),
+		CreateMessageHandler:       s.samplingHandler(), //lint:ignore SA1019 servers use sampling until 2026-07-28
 	}
 	s.listen(opts, heard) // logs, resource updates, list changes (notify.go)
 	client := mcp.NewClient(&mcp.Implementation{Name: "nexusd", Title: "Nexus", Version: s.hub.opts.Version}, opts)

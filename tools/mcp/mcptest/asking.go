@@ -23,6 +23,9 @@ import (
 //   - ask_url {message, url}: elicitation/create in URL mode.
 //   - ask_briefly {message}: elicitation/create sent during the call (a
 //     client of protocol 2025-11-25 only), cancelled after 300ms.
+//   - visit {message, url}: elicitation/create in URL mode during the call
+//     (2025-11-25), elicitationId "visit-1"; once accepted, the server
+//     sends notifications/elicitation/complete for it.
 //   - sample {prompt, system, hint, maxTokens}: sampling/createMessage;
 //     the result is the CreateMessageResult as JSON, or the error.
 //   - caps: the protocol version and the client's capabilities, as JSON.
@@ -83,6 +86,14 @@ func (a *Asking) Server() *mcp.Server {
 			defer cancel()
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: in.Message})
 			return a.outcome("ask_briefly", res, err)
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "visit", Description: "Sends the person to a URL, then says the step is complete"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: in.Message, URL: in.URL, ElicitationID: "visit-1"})
+			if err == nil && res.Action == "accept" {
+				err = req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: "visit-1"})
+			}
+			return a.outcome("visit", res, err)
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_url", Description: "Sends the person to a URL"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
