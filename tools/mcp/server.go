@@ -429,7 +429,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 			}
 		},
 		// Questions to the person and to the model (elicit.go, sampling.go).
-		Capabilities:         s.hub.capabilities(),
+		Capabilities:               s.hub.capabilities(),
 		ElicitationHandler:         s.elicitationHandler(),
 		ElicitationCompleteHandler: s.elicitationCompleteHandler(),
 		CreateMessageHandler:       s.samplingHandler(), //lint:ignore SA1019 servers use sampling until 2026-07-28
