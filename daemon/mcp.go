@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -65,32 +64,7 @@ func mcpHTTPAddress(ctx context.Context, flagAddr, configAddr string, lookup loo
 		return fmt.Errorf("%s: %s; the MCP gateway serves HTTP on a loopback address only (127.0.0.0/8, ::1 or localhost), "+
 			"since there is no TLS and bearer tokens would cross the network in clear", from, what)
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("%s: not host:port: %v", from, err)
-	}
-	if host == "" {
-		return "", notLoopback("no host means every interface")
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !ip.Unmap().IsLoopback() {
-			return "", notLoopback(host + " is not a loopback address")
-		}
-		return addr, nil
-	}
-	if !strings.EqualFold(host, "localhost") {
-		return "", notLoopback(fmt.Sprintf("%q is a host name (write 127.0.0.1, [::1] or localhost)", host))
-	}
-	ips, err := lookup(ctx, host)
-	if err != nil || len(ips) == 0 {
-		return "", fmt.Errorf("%s: localhost does not resolve: %v", from, err)
-	}
-	for _, ip := range ips {
-		if !ip.Unmap().IsLoopback() {
-			return "", notLoopback(fmt.Sprintf("localhost resolves to %s", ip))
-		}
-	}
-	return net.JoinHostPort(ips[0].Unmap().String(), port), nil
+	return loopbackAddress(ctx, addr, from, notLoopback, lookup)
 }
 
 // mcpDoors are the gateway's listeners while the daemon serves.

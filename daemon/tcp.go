@@ -46,6 +46,15 @@ func tcpAddress(ctx context.Context, flagAddr, configAddr string, insecure bool,
 		return fmt.Errorf("%s: %s, and --insecure-tcp serves plain TCP on a loopback address only (127.0.0.0/8, ::1 or localhost); "+
 			"any other address needs TLS (--tls-cert/--tls-key), which is coming in a later issue", from, what)
 	}
+	return loopbackAddress(ctx, addr, from, notLoopback, lookup)
+}
+
+// loopbackAddress checks that addr (named by from in errors) is a
+// host:port on loopback: 127.0.0.0/8, ::1, or localhost when it resolves to
+// loopback only, which is replaced by the address it resolves to (IPv4
+// first, as net.Listen would) so that the name is resolved once. Any other
+// address is notLoopback's error, which says why.
+func loopbackAddress(ctx context.Context, addr, from string, notLoopback func(what string) error, lookup lookupFunc) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("%s: not host:port: %v", from, err)

@@ -85,3 +85,28 @@ func TestTCPAddressRealLocalhost(t *testing.T) {
 		t.Errorf("localhost:0 = %q", got)
 	}
 }
+
+func TestMCPHTTPAddress(t *testing.T) {
+	loopback := func(_ context.Context, _ string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	for _, tc := range []struct{ flag, conf, want, err string }{
+		{},
+		{flag: "127.0.0.1:7777", want: "127.0.0.1:7777"},
+		{conf: "localhost:7777", want: "127.0.0.1:7777"},
+		{flag: "0.0.0.0:7777", err: "--mcp-addr 0.0.0.0:7777: 0.0.0.0 is every interface; the MCP gateway serves HTTP on a loopback address only"},
+		{conf: ":7777", err: `mcp.http.address ":7777" in .nexus/config.yaml: no host means every interface`},
+		{flag: "example.com:7777", err: `"example.com" is a host name`},
+	} {
+		got, err := mcpHTTPAddress(context.Background(), tc.flag, tc.conf, loopback)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q/%q: error %v, want %q", tc.flag, tc.conf, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q/%q = %q, %v; want %q", tc.flag, tc.conf, got, err, tc.want)
+		}
+	}
+}
