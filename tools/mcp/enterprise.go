@@ -61,6 +61,8 @@ type idJAGSource struct {
 	asm      *oauthex.AuthServerMeta
 	resource string
 	scopes   []string
+	// idpEndpoint is the IdP's token endpoint, once known.
+	idpEndpoint string
 }
 
 func (s *idJAGSource) Token() (*oauth2.Token, error) {
@@ -71,12 +73,15 @@ func (s *idJAGSource) Token() (*oauth2.Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	endpoint := p.TokenEndpoint
-	if endpoint == "" {
-		if endpoint, err = idpTokenEndpoint(ctx, a.client, p.Issuer); err != nil {
-			return nil, err
+	if s.idpEndpoint == "" { // discovered once: the source's calls are serialized (oauth2.ReuseTokenSource)
+		s.idpEndpoint = p.TokenEndpoint
+		if s.idpEndpoint == "" {
+			if s.idpEndpoint, err = idpTokenEndpoint(ctx, a.client, p.Issuer); err != nil {
+				return nil, err
+			}
 		}
 	}
+	endpoint := s.idpEndpoint
 	creds := &oauthex.ClientCredentials{ClientID: p.ClientID}
 	if p.ClientSecret != "" {
 		creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: p.ClientSecret}
