@@ -32,6 +32,9 @@ type ClientTerminal interface {
 
 // TerminalCommand is a command for a [ClientTerminal].
 type TerminalCommand struct {
+	// CallID is the tool call the command is of, for the terminal to be
+	// shown in it.
+	CallID      string
 	Command     string // the program
 	Args        []string
 	Cwd         string            // absolute, inside the workspace

@@ -102,7 +102,7 @@ func (t *Tools) ExecuteCommand(cfg ExecConfig) tools.Tool {
 		},
 		Timeout: -1, // the command's own timeout applies
 		Handler: func(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-			return t.execute(ctx, cfg, inv.Acting(), raw)
+			return t.execute(ctx, cfg, inv.Acting(), inv.CallID, raw)
 		},
 	}
 }
@@ -125,7 +125,7 @@ type executeResult struct {
 	DurationMs int64  `json:"durationMs"`
 }
 
-func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party, callID string, raw json.RawMessage) (json.RawMessage, error) {
 	var a executeArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, tools.Errorf(tools.CodeInvalidArguments, "%v", err)
@@ -169,7 +169,7 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 		env[k] = v
 	}
 	if ct := tools.ClientTerminalFrom(ctx); ct != nil {
-		return t.executeInClient(ctx, ct, cfg, party, a, dir, timeout)
+		return t.executeInClient(ctx, ct, cfg, party, callID, a, dir, timeout)
 	}
 	var view *command.View
 	if cfg.Mode != command.Off {
@@ -293,13 +293,13 @@ const terminalGrace = 10 * time.Second
 // terminal of the editor the call's session comes from, where the person
 // sees it: outside the sandbox, with only the call's own env. An app's
 // commands never run unconfined, there as with tools.sandbox off.
-func (t *Tools) executeInClient(ctx context.Context, ct tools.ClientTerminal, cfg ExecConfig, party access.Party, a executeArgs,
+func (t *Tools) executeInClient(ctx context.Context, ct tools.ClientTerminal, cfg ExecConfig, party access.Party, callID string, a executeArgs,
 	dir string, timeout time.Duration) (json.RawMessage, error) {
 	if !party.IsPerson() {
 		return nil, tools.Errorf(tools.CodePermissionDenied,
 			"the editor's terminal runs commands outside the sandbox: only the person's commands run there, an app's never do")
 	}
-	cmd := tools.TerminalCommand{Cwd: dir, Env: a.Env, OutputLimit: cfg.OutputLimit, Timeout: timeout}
+	cmd := tools.TerminalCommand{CallID: callID, Cwd: dir, Env: a.Env, OutputLimit: cfg.OutputLimit, Timeout: timeout}
 	if a.Command != "" {
 		cmd.Command, cmd.Args = "/bin/sh", []string{"-c", a.Command}
 	} else {
