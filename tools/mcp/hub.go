@@ -260,9 +260,10 @@ func (h *Hub) Apply(cfgs map[string]ServerConfig) {
 // workspace, and none is the workspace. nil or empty cfgs removes them:
 // they are stopped and their tools unregistered before it returns.
 //
-// A name already used by a file entry or by another session's server, or
-// an entry that cannot run (no name, a name with "/" or white space, no
-// command or URL), is an error naming it, and nothing changes.
+// A name already used by a file entry or by another session's server (a
+// name the session has already stays its own), or an entry that cannot
+// run (no name, a name with "/" or white space, no command or URL), is an
+// error naming it, and nothing changes.
 func (h *Hub) SetSessionServers(key string, cfgs map[string]ServerConfig) error {
 	if key == "" {
 		return errors.New("MCP session servers: the session key is empty")
@@ -280,10 +281,14 @@ func (h *Hub) SetSessionServers(key string, cfgs map[string]ServerConfig) error 
 			return errors.New("MCP session servers: the hub is closed")
 		}
 		for _, name := range sortedNames(set) {
+			owner := h.ownerLocked(name)
+			if owner == key {
+				continue // its own, even if a file entry of that name came since
+			}
 			if c, ok := h.files[name]; ok {
 				return fmt.Errorf("MCP server %q: the name is already used by the entry in %s", name, c.Source)
 			}
-			if owner := h.ownerLocked(name); owner != "" && owner != key {
+			if owner != "" {
 				return fmt.Errorf("MCP server %q: the name is already used by another session's server", name)
 			}
 		}

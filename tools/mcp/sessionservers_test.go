@@ -98,6 +98,13 @@ func TestSessionServers(t *testing.T) {
 	if st := th.statusOf("sess"); st.State != StateReady || st.PID != pid || st.Session != "s1" {
 		t.Fatalf("the session's server after a reload: %+v (pid was %d)", st, pid)
 	}
+	// The session may set its servers again, keeping that name.
+	if err := th.SetSessionServers("s1", map[string]ServerConfig{"sess": sess}); err != nil {
+		t.Fatal(err)
+	}
+	if st := th.statusOf("sess"); st.PID != pid {
+		t.Fatalf("the session's unchanged server was restarted: %+v", st)
+	}
 
 	// Its session gone: stopped, its tools unregistered, when
 	// SetSessionServers returns. The file entry of its name then runs.
