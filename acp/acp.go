@@ -100,13 +100,28 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	gin, gout := gateway.GuardLinesWith(in, out, gateway.LineRules{MaxLine: maxLine, NoBatches: true})
 	c := &conn{opts: opts, logger: opts.Logger, key: opts.Registry.open(), sessions: map[string]*session{}}
 	defer c.close()
-	c.peer = acpsdk.NewAgentSideConnection(c, gout, gin)
+	// The connection reads at once; nothing is read until c.peer is set,
+	// which the handlers use.
+	ready := make(chan struct{})
+	c.peer = acpsdk.NewAgentSideConnection(c, gout, readAfter{ready, gin})
 	c.peer.SetLogger(opts.Logger)
+	close(ready)
 	select {
 	case <-ctx.Done():
 	case <-c.peer.Done():
 	}
 	return nil
+}
+
+// readAfter reads r once ready is closed.
+type readAfter struct {
+	ready <-chan struct{}
+	r     io.Reader
+}
+
+func (r readAfter) Read(p []byte) (int, error) {
+	<-r.ready
+	return r.r.Read(p)
 }
 
 // conn is one client's connection: the agent side of ACP.

@@ -20,6 +20,7 @@ import (
 	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/command"
 	"github.com/nexuscocreate/nexus/tools/core"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
@@ -31,6 +32,15 @@ import (
 // random model cannot be made to give. The real nexusd acp, driven by the
 // official TypeScript SDK against a real llama-server, is tested in
 // integration (TestACPClientTS).
+
+// TestMain lets this test binary be the command sandbox's helper, as
+// nexusd is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == command.HelperArg {
+		os.Exit(command.HelperMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
 
 // script answers each model request with its next turn.
 type script struct {
@@ -92,7 +102,7 @@ func newFixture(t *testing.T, rules map[string]policy.Decision) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tl := range ct.List() {
+	for _, tl := range append(ct.List(), ct.ExecuteCommand(core.ExecConfig{Mode: command.Off, Runner: command.NewRunner(command.RunnerOptions{})})) {
 		if err := m.Register(tl); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +148,14 @@ type client struct {
 	written  map[string]string
 	answer   func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome
 	askedNow chan struct{}
+	// terminals, when set, are offered: every command prints terminalOutput
+	// and exits 3.
+	terminals bool
+	created   []acpsdk.CreateTerminalRequest
+	released  int
 }
+
+const terminalOutput = "hello from the editor's terminal\n"
 
 func newClient(buffers map[string]string) *client {
 	return &client{buffers: buffers, written: map[string]string{}, askedNow: make(chan struct{}, 16),
@@ -183,20 +200,29 @@ func (c *client) SessionUpdate(ctx context.Context, n acpsdk.SessionNotification
 
 var errNoTerminal = errors.New("this client has no terminals")
 
-func (c *client) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
-	return acpsdk.CreateTerminalResponse{}, errNoTerminal
+func (c *client) CreateTerminal(_ context.Context, req acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.terminals {
+		return acpsdk.CreateTerminalResponse{}, errNoTerminal
+	}
+	c.created = append(c.created, req)
+	return acpsdk.CreateTerminalResponse{TerminalId: "term-1"}, nil
 }
 func (c *client) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
-	return acpsdk.KillTerminalResponse{}, errNoTerminal
+	return acpsdk.KillTerminalResponse{}, nil
 }
 func (c *client) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
-	return acpsdk.TerminalOutputResponse{}, errNoTerminal
+	return acpsdk.TerminalOutputResponse{Output: terminalOutput}, nil
 }
 func (c *client) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
-	return acpsdk.ReleaseTerminalResponse{}, errNoTerminal
+	c.mu.Lock()
+	c.released++
+	c.mu.Unlock()
+	return acpsdk.ReleaseTerminalResponse{}, nil
 }
 func (c *client) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
-	return acpsdk.WaitForTerminalExitResponse{}, errNoTerminal
+	return acpsdk.WaitForTerminalExitResponse{ExitCode: acpsdk.Ptr(3)}, nil
 }
 
 // updatesJSON are the updates of session id so far, as JSON lines.
@@ -219,7 +245,8 @@ func (f *fixture) connect(t *testing.T, c *client) *acpsdk.ClientSideConnection 
 	w, r := f.serve(t, func(string) (string, bool) { return "", false })
 	conn := acpsdk.NewClientSideConnection(c, w, r)
 	if _, err := conn.Initialize(context.Background(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber,
-		ClientCapabilities: acpsdk.ClientCapabilities{Fs: acpsdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}}}); err != nil {
+		ClientCapabilities: acpsdk.ClientCapabilities{Fs: acpsdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Terminal: c.terminals}}); err != nil {
 		t.Fatal(err)
 	}
 	return conn
@@ -320,6 +347,43 @@ func TestTurnThroughTheClient(t *testing.T) {
 		if !strings.Contains(string(ask), want) {
 			t.Errorf("the permission request lacks %s: %s", want, ask)
 		}
+	}
+}
+
+// TestClientTerminal: with acp.terminal client, execute_command runs in
+// the client's terminal, shown in the tool call, and is released; without
+// it, a client's terminals are not used.
+func TestClientTerminal(t *testing.T) {
+	for _, where := range []string{"client", "nexus"} {
+		t.Run(where, func(t *testing.T) {
+			f := newFixture(t, map[string]policy.Decision{"execute_command": policy.Allow})
+			f.cfg.ACP.Terminal = where
+			c := newClient(map[string]string{})
+			c.terminals = true
+			conn := f.connect(t, c)
+			id := f.newSession(t, conn)
+			f.model.add(calls(llm.ToolCall{ID: "x", Name: "execute_command", Arguments: json.RawMessage(`{"command":"echo from nexus"}`)}))
+			prompt(t, conn, id, "run it")
+			u := c.updatesJSON(id)
+			if where == "nexus" {
+				if len(c.created) != 0 || !strings.Contains(u, `"stdout":"from nexus\n"`) {
+					t.Errorf("acp.terminal nexus: terminals created %v; updates:\n%s", c.created, u)
+				}
+				return
+			}
+			if len(c.created) != 1 || c.created[0].Command != "/bin/sh" || strings.Join(c.created[0].Args, " ") != "-c echo from nexus" ||
+				c.created[0].Cwd == nil || *c.created[0].Cwd != f.ws {
+				t.Fatalf("terminal/create: %+v", c.created)
+			}
+			for _, want := range []string{`"type":"terminal"`, `"terminalId":"term-1"`, "hello from the editor's terminal", `"exitCode":3`} {
+				if !strings.Contains(u, want) {
+					t.Errorf("the updates lack %s:\n%s", want, u)
+				}
+			}
+			if c.released != 1 {
+				t.Errorf("the terminal was released %d times", c.released)
+			}
+		})
 	}
 }
 
