@@ -85,7 +85,7 @@ function log(...args) {
 }
 
 function short(value, max = 600) {
-	const s = typeof value === "string" ? value : JSON.stringify(value);
+	const s = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
 	return s.length > max ? `${s.slice(0, max)}…(${s.length} chars)` : s;
 }
 
@@ -129,7 +129,8 @@ class Agent {
 		this.expected = []; // SDK reports the step expects (RegExps)
 		this.wireUpdates = 0; // session/update notifications on the wire
 		this.taken = 0; // … that the SDK's handler got
-		this.rejected = 0; // … that the SDK's schema refused
+		this.rejected = []; // what the SDK said of those its schema refused
+		this.untaken = []; // the wire's session/update the handler has not got (yet)
 		this.permissions = []; // {requestId, params, answer}
 		this.reads = []; // {requestId, params, content}
 		this.writes = []; // {requestId, params}
@@ -203,10 +204,7 @@ class Agent {
 			.onRequest(acp.methods.client.session.requestPermission, (cx) => this.permission(cx))
 			.onRequest(acp.methods.client.fs.readTextFile, (cx) => this.readTextFile(cx))
 			.onRequest(acp.methods.client.fs.writeTextFile, (cx) => this.writeTextFile(cx))
-			.onNotification(acp.methods.client.session.update, () => {
-				this.taken++;
-				this.wake();
-			})
+			.onNotification(acp.methods.client.session.update, ({ params }) => this.took(params))
 			.onRequest("*", ({ method, params }) => {
 				this.problem(`${this.name} called ${method} ${short(params)}, which this client did not offer`);
 				throw acp.RequestError.methodNotFound(method);
@@ -229,8 +227,24 @@ class Agent {
 			this.record({ dir: "in", raw: line });
 			return;
 		}
-		if (msg?.method === acp.methods.client.session.update) this.wireUpdates++;
-		this.record({ dir: "in", msg });
+		const entry = { dir: "in", msg };
+		if (msg?.method === acp.methods.client.session.update) {
+			this.wireUpdates++;
+			this.untaken.push(entry);
+		}
+		this.record(entry);
+	}
+
+	// took is the SDK's handler of session/update: what it gets passed the
+	// SDK's schema; it matches the first untaken update on the wire of the
+	// same session, kind and tool call.
+	took(params) {
+		const key = (p) => [p?.sessionId, p?.update?.sessionUpdate, p?.update?.toolCallId ?? ""].join(" ");
+		const i = this.untaken.findIndex((e) => key(e.msg.params) === key(params));
+		if (i >= 0) this.untaken.splice(i, 1);
+		else this.problem(`the SDK handed over a session/update that is not on the wire: ${short(params)}`);
+		this.taken++;
+		this.wake();
 	}
 
 	record(entry) {
@@ -248,12 +262,8 @@ class Agent {
 	sdkSaid(args) {
 		const text = args.map((a) => (typeof a === "string" ? a : short(a))).join(" ");
 		if (args[0] === "Error handling notification" && args[1]?.method === acp.methods.client.session.update) {
-			// Handlers start in the order the notifications came: this is
-			// most likely the next one not taken yet.
-			const updates = this.wire.filter((e) => e.msg?.method === acp.methods.client.session.update);
-			const which = updates[this.taken + this.rejected];
-			this.rejected++;
-			this.problem(`a session/update does not match ACP's schema (the SDK dropped it): ${text}; the update: ${short(which?.msg, 2000)}`);
+			// Which one: settle says.
+			this.rejected.push(text);
 			this.wake();
 			return;
 		}
@@ -455,9 +465,13 @@ class Agent {
 	}
 
 	// settle waits until the SDK has taken (or refused) every
-	// session/update that came.
+	// session/update that came; each one it refused is a problem.
 	async settle() {
-		await this.until("the SDK's handler to take every session/update on the wire", () => this.taken + this.rejected >= this.wireUpdates);
+		await this.until("the SDK's handler to take every session/update on the wire", () => this.taken + this.rejected.length >= this.wireUpdates);
+		for (const e of this.untaken) {
+			this.problem(`a session/update that does not match ACP's schema (the SDK dropped it: ${this.rejected.join("; ")}): ${short(e.msg, 2000)}`);
+		}
+		this.untaken = [];
 	}
 
 	// stop closes nexusd acp's stdin, as a client that goes away does,
@@ -876,7 +890,10 @@ async function main() {
 		({ agent, result } = await step());
 	} catch (err) {
 		// Stop nexusd acp, still saying why the step failed.
-		if (current) await current.stop({ settle: false }).catch(() => {});
+		if (current) {
+			await current.settle().catch(() => {});
+			await current.stop({ settle: false }).catch(() => {});
+		}
 		throw err;
 	}
 	await agent.stop();
