@@ -176,7 +176,7 @@ func (ss *Session) replay() ([]Update, error) {
 				out = append(out, Update{SessionUpdate: "agent_message_chunk", Content: textBlock(m.Text)})
 			}
 			for _, c := range m.ToolCalls {
-				u := Update{SessionUpdate: "tool_call", ToolCallID: c.ID, Title: c.Name, Kind: "other", Status: "completed", RawInput: rawOrNull(c.Arguments)}
+				u := Update{SessionUpdate: "tool_call", ToolCallID: c.ID, Title: c.Name, ToolName: c.Name, Kind: "other", Status: "completed", RawInput: rawOrNull(c.Arguments)}
 				if r := results[c.ID]; r != nil {
 					if r.IsError {
 						u.Status = "failed"
@@ -266,7 +266,10 @@ const shownOutput = 4 << 10
 
 // toolCallUpdate is the ACP update of a Nexus tool call.
 func toolCallUpdate(first bool, c tools.Call) Update {
-	u := Update{SessionUpdate: "tool_call_update", ToolCallID: c.ID, Status: acpStatus(c.Status)}
+	u := Update{SessionUpdate: "tool_call_update", ToolCallID: c.ID, Status: acpStatus(c.Status), ToolName: c.ToolName}
+	if c.ServerName != "" {
+		u.ToolName = c.ServerName + "/" + c.ToolName
+	}
 	if first {
 		u.SessionUpdate = "tool_call"
 		u.Title = c.Title

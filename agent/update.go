@@ -24,13 +24,16 @@ type Update struct {
 
 	// Tool calls: ToolCallID is the Nexus tool call id (the one
 	// nexus/toolCall and WatchToolCalls carry).
-	ToolCallID string          `json:"toolCallId,omitempty"`
-	Title      string          `json:"title,omitempty"`
-	Kind       string          `json:"kind,omitempty"`
-	Status     string          `json:"status,omitempty"`
-	RawInput   json.RawMessage `json:"rawInput,omitempty"`
-	RawOutput  json.RawMessage `json:"rawOutput,omitempty"`
-	Locations  []Location      `json:"locations,omitempty"`
+	ToolCallID string `json:"toolCallId,omitempty"`
+	// ToolName is the tool the call is of ("SERVER/TOOL" for an MCP
+	// server's), for the doors; it is not sent, Title is what people read.
+	ToolName  string          `json:"-"`
+	Title     string          `json:"title,omitempty"`
+	Kind      string          `json:"kind,omitempty"`
+	Status    string          `json:"status,omitempty"`
+	RawInput  json.RawMessage `json:"rawInput,omitempty"`
+	RawOutput json.RawMessage `json:"rawOutput,omitempty"`
+	Locations []Location      `json:"locations,omitempty"`
 
 	Entries           []PlanEntry `json:"entries,omitempty"`
 	AvailableCommands []Command   `json:"availableCommands,omitempty"`

@@ -94,6 +94,7 @@ directory, or the nearest of its parents that holds .nexus/run/daemon.json.`,
 		e.permCommand(),
 		e.mcpCommand(),
 		e.chatCommand(),
+		e.acpCommand(),
 		e.versionCommand(),
 	)
 	return root

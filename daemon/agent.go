@@ -18,12 +18,15 @@ import (
 // permission requests go to the terminal that prompts them when there is
 // one, else to the editor.
 func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Definitions, apps map[string]*access.App,
-	opts Options, logger *slog.Logger) (*agent.Service, error) {
+	ss *sessionServers, opts Options, logger *slog.Logger) (*agent.Service, error) {
 	svc, err := agent.NewService(agent.Options{
 		Layout: l.Layout,
 		Config: cfg,
 		Tools:  tp.manager,
 		MayUse: func(party access.Party, d tools.Definition) bool {
+			if !ss.allowed(party.Author(), d.ServerName) {
+				return false // an MCP server another editor connection brought
+			}
 			v := tp.policy.Decide(policy.Request{AppID: party.AppID(), Agent: true, Tool: d, Args: json.RawMessage(`{}`)})
 			return v.Decision != policy.Deny
 		},

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/acp"
 	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/events"
@@ -57,6 +58,12 @@ type Options struct {
 	// the client goes.
 	MCPStdio *Stdio
 	MCPToken string
+	// ACPStdio, when set, is an ACP client's connection (nexusd acp with
+	// no daemon running): the daemon serves it the agent over ACP, acting
+	// for the person (or the app of ACPToken), and stops when the client
+	// goes.
+	ACPStdio *Stdio
+	ACPToken string
 	// InsecureTCP allows plain TCP (no TLS) on a loopback address; without
 	// it, a TCP address (GRPCAddr or grpc.address) refuses to start.
 	InsecureTCP bool
@@ -123,9 +130,12 @@ type Parts struct {
 	mcpAddr     string
 	socket      string // the unix socket's path
 	permissions rpc.Permissions
-	adminToken  string
-	apps        map[string]*access.App
-	appTokens   map[string]string
+	// sessionServers keeps the MCP servers of ACP clients to their
+	// sessions.
+	sessionServers *sessionServers
+	adminToken     string
+	apps           map[string]*access.App
+	appTokens      map[string]string
 	// closers undo what Open did, in the reverse order.
 	closers []func()
 }
@@ -209,13 +219,15 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.socket, err = l.socketPath(); err != nil {
 		return nil, err
 	}
-	tp, err := openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, logger)
+	p.sessionServers = &sessionServers{registry: acp.NewRegistry()}
+	tp, err := openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, p.sessionServers, logger)
 	if err != nil {
 		return nil, err
 	}
 	p.Tools, p.Approvals, p.Approvers, p.permissions = tp.manager, tp.approvals, tp.approvers, tp.permissions
 	p.closers = append(p.closers, func() { p.Tools.Close() })
 	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, logLevel, opts)
+	p.sessionServers.setHub(p.MCP)
 	p.closers = append(p.closers, func() { p.MCP.Close() })
 
 	if p.adminToken, err = l.writeAdminToken(); err != nil {
@@ -224,7 +236,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.apps, p.appTokens, err = l.appTokens(cfg.Apps); err != nil {
 		return nil, err
 	}
-	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.apps, opts, logger); err != nil {
+	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.apps, p.sessionServers, opts, logger); err != nil {
 		return nil, err
 	}
 	p.closers = append(p.closers, func() { p.Agent.Close() })
@@ -293,6 +305,15 @@ func (p *Parts) Serve(ctx context.Context) error {
 			}
 		}
 	}
+	acpClient := access.Person("acp")
+	if opts.ACPStdio != nil && opts.ACPToken != "" {
+		id, ok := auth.Identify(opts.ACPToken)
+		if !ok || id.App == nil {
+			unixLis.Close()
+			return errors.New("nexusd acp: the token (--token-file or NEXUS_TOKEN) is not the token of an app of .nexus/config.yaml")
+		}
+		acpClient = acpParty(id)
+	}
 	listeners := []net.Listener{unixLis}
 	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.AdminToken,
 		MCPSocket: doors.sock.Addr().String(), MCPURL: doors.url()}
@@ -323,6 +344,17 @@ func (p *Parts) Serve(ctx context.Context) error {
 			err := doors.serveStdio(gctx, opts.MCPStdio, mcpParty)
 			logger.Info("MCP client connection ended")
 			return err
+		})
+	}
+	if opts.ACPStdio != nil {
+		g.Go(func() error {
+			err := acp.Serve(gctx, p.acpOptions(acpClient), opts.ACPStdio.In, opts.ACPStdio.Out)
+			opts.ACPStdio.Close()
+			logger.Info("ACP client connection ended")
+			if err != nil {
+				return err
+			}
+			return errEditorGone
 		})
 	}
 	g.Go(func() error {

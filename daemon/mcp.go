@@ -69,8 +69,10 @@ func mcpHTTPAddress(ctx context.Context, flagAddr, configAddr string, lookup loo
 
 // mcpDoors are the gateway's listeners while the daemon serves.
 type mcpDoors struct {
-	gw     *gateway.Gateway
-	auth   gateway.Authenticate
+	gw   *gateway.Gateway
+	auth gateway.Authenticate
+	// doors are the other protocols of the MCP socket (acp).
+	doors  map[string]gateway.Door
 	sock   net.Listener
 	http   *http.Server
 	httpLn net.Listener
@@ -81,7 +83,7 @@ type mcpDoors struct {
 // HTTP. It returns the doors and the URL of the HTTP endpoint.
 func (p *Parts) openMCPDoors(ctx context.Context, a *rpc.Authenticator, maxMsg int) (*mcpDoors, error) {
 	cfg := p.Config
-	d := &mcpDoors{logger: p.Logger, auth: authenticateMCP(a)}
+	d := &mcpDoors{logger: p.Logger, auth: authenticateMCP(a), doors: map[string]gateway.Door{"acp": p.acpDoor(a)}}
 	d.gw = gateway.New(gateway.Options{Tools: p.Tools, Hub: p.MCP, Bus: p.Bus, Logger: p.Logger, Workspace: p.Workspace,
 		Separator: cfg.MCP.Separator, Version: p.opts.Version})
 	var err error
@@ -119,7 +121,7 @@ func (d *mcpDoors) serveSocket(ctx context.Context) error {
 			return fmt.Errorf("MCP socket: %w", err)
 		}
 		go func() {
-			if err := d.gw.ServeConn(ctx, conn, d.auth); err != nil && ctx.Err() == nil {
+			if err := d.gw.ServeConn(ctx, conn, d.auth, d.doors); err != nil && ctx.Err() == nil {
 				d.logger.Debug("MCP socket connection ended", "error", err.Error())
 			}
 		}()

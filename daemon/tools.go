@@ -35,7 +35,8 @@ type toolParts struct {
 
 // openTools builds the ToolManager with the core tools and the permission
 // policy of the configuration.
-func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus, logger *slog.Logger) (*toolParts, error) {
+func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus,
+	ss *sessionServers, logger *slog.Logger) (*toolParts, error) {
 	rules, err := policy.FromConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tool policy: %w", err)
@@ -54,7 +55,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 	m, err := tools.NewManager(tools.Options{
 		Bus:    bus,
 		Logger: logger,
-		Gate:   pol.Gate(approvers, approvalTimeout, logger),
+		Gate:   ss.gate(pol.Gate(approvers, approvalTimeout, logger)),
 		// A result carries at most tools.outputLimit bytes of content;
 		// JSON escaping can double it.
 		OutputLimit:  2*outputLimit + 64<<10,

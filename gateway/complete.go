@@ -37,6 +37,9 @@ func (g *Gateway) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: no " + what + " is exposed here"}
 	}
+	if err := g.sessionOwned(server); err != nil {
+		return nil, err
+	}
 	p.Ref = &ref
 	return g.opts.Hub.Complete(ctx, server, &p)
 }

@@ -165,6 +165,9 @@ func entryHash(e resourceEntry) string {
 
 func (g *Gateway) resourceHandler(server string) sdk.ResourceHandler {
 	return func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		if err := g.sessionOwned(server); err != nil {
+			return nil, err
+		}
 		raw, err := g.opts.Hub.ReadResource(ctx, server, req.Params.URI)
 		if err != nil {
 			return nil, err
@@ -274,6 +277,9 @@ func sdkPrompt(name string, p mcp.Prompt) *sdk.Prompt {
 
 func (g *Gateway) promptHandler(ref promptRef) sdk.PromptHandler {
 	return func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		if err := g.sessionOwned(ref.server); err != nil {
+			return nil, err
+		}
 		raw, err := g.opts.Hub.GetPrompt(ctx, ref.server, ref.name, req.Params.Arguments)
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 // Package gateway serves Nexus to MCP clients: the core tools and the
-// tools, resources and prompts of every McpHub server, over the MCP
-// protocol (nexusd mcp on stdio, /mcp over Streamable HTTP). Start with
+// tools, resources and prompts of every McpHub server of the
+// configuration files (not those an editor's session brought, which are
+// that session's), over the MCP protocol (nexusd mcp on stdio, /mcp over Streamable HTTP). Start with
 // [New] and [Gateway.Server].
 //
 // Every tools/call is a Nexus tool call through the [tools.Manager]:
@@ -209,14 +210,21 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 func (g *Gateway) sync(ctx context.Context) {
 	defer g.synced.Store(true)
 	unprefixed := map[string]bool{}
+	// owned says, by server name, whether a session brought the server:
+	// its tools, prompts and resources are that session's alone.
+	owned := map[string]bool{}
 	var ready []string
 	for _, st := range g.opts.Hub.Servers() {
+		owned[st.Name] = st.Session != ""
+		if owned[st.Name] {
+			continue
+		}
 		unprefixed[st.Name] = st.Unprefixed
 		if st.State == mcp.StateReady {
 			ready = append(ready, st.Name)
 		}
 	}
-	defs := g.opts.Tools.List("")
+	defs := g.withoutSessions(g.opts.Tools.List(""), owned)
 	refs := map[string]toolRef{}
 	hashes := map[string]string{}
 	byName := map[string]tools.Definition{}
@@ -284,6 +292,36 @@ func (g *Gateway) sync(ctx context.Context) {
 	g.updateResourcesLocked(resources, templates)
 }
 
+// withoutSessions drops from defs the tools of the servers sessions
+// brought: those owned says, and those of servers that came after it was
+// made (the hub is asked, and owned learns the answer).
+func (g *Gateway) withoutSessions(defs []tools.Definition, owned map[string]bool) []tools.Definition {
+	out := defs[:0]
+	for _, d := range defs {
+		if d.ServerName != "" {
+			o, known := owned[d.ServerName]
+			if !known {
+				o = g.opts.Hub.OwnerOf(d.ServerName) != ""
+				owned[d.ServerName] = o
+			}
+			if o {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// sessionOwned refuses a server a session brought: a name the gateway
+// exposed may have changed hands since it was listed.
+func (g *Gateway) sessionOwned(server string) error {
+	if server != "" && g.opts.Hub.OwnerOf(server) != "" {
+		return fmt.Errorf("%s: MCP server %q belongs to an editor's session, not to the gateway's clients", tools.CodePermissionDenied, server)
+	}
+	return nil
+}
+
 // sdkTool is the MCP tool of a definition, under name.
 func (g *Gateway) sdkTool(name string, d tools.Definition) *sdk.Tool {
 	t := &sdk.Tool{Name: name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema}
@@ -303,6 +341,9 @@ func (g *Gateway) sdkTool(name string, d tools.Definition) *sdk.Tool {
 // toolHandler runs a tools/call as a Nexus tool call of ps's party.
 func (g *Gateway) toolHandler(ps *partyServer, ref toolRef) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if err := g.sessionOwned(ref.server); err != nil {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}}, nil
+		}
 		args := req.Params.Arguments
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")

@@ -30,8 +30,25 @@ const maxLine = 64 << 20
 // are skipped. Writes to the writer are whole, one at a time, so that the
 // errors never fall inside a message.
 func GuardLines(r io.Reader, w io.Writer) (io.Reader, io.Writer) {
+	return GuardLinesWith(r, w, LineRules{})
+}
+
+// LineRules are the rules of a protocol other than MCP for GuardLinesWith.
+type LineRules struct {
+	// MaxLine bounds a message; 0 is 64 MiB.
+	MaxLine int
+	// NoBatches refuses batches (-32600), for a protocol without them
+	// (ACP).
+	NoBatches bool
+}
+
+// GuardLinesWith is GuardLines with other rules.
+func GuardLinesWith(r io.Reader, w io.Writer, rules LineRules) (io.Reader, io.Writer) {
+	if rules.MaxLine <= 0 {
+		rules.MaxLine = maxLine
+	}
 	lw := &lockedWriter{w: w}
-	return &guardedReader{r: bufio.NewReaderSize(r, 64<<10), w: lw}, lw
+	return &guardedReader{r: bufio.NewReaderSize(r, 64<<10), w: lw, rules: rules}, lw
 }
 
 type lockedWriter struct {
@@ -48,6 +65,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 type guardedReader struct {
 	r       *bufio.Reader
 	w       io.Writer
+	rules   LineRules
 	pending []byte // of the current line, not yet read
 }
 
@@ -74,7 +92,7 @@ func (g *guardedReader) readLine() ([]byte, error) {
 	line, tooLong, err := g.next()
 	switch {
 	case tooLong:
-		g.refuse(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message longer than %d MiB", maxLine>>20))
+		g.refuse(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message longer than %s", sizeText(g.rules.MaxLine)))
 		return nil, err
 	case len(line) == 0:
 		return nil, err
@@ -93,7 +111,7 @@ func (g *guardedReader) next() (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := g.r.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(chunk) > maxLine {
+			if len(line)+len(chunk) > g.rules.MaxLine {
 				tooLong, line = true, nil
 			} else {
 				line = append(line, chunk...)
@@ -115,6 +133,10 @@ func (g *guardedReader) check(line []byte) bool {
 	if trimmed[0] == '[' {
 		if !json.Valid(trimmed) {
 			g.refuse(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
+			return false
+		}
+		if g.rules.NoBatches {
+			g.refuse(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not supported; send one message per line")
 			return false
 		}
 		var batch []json.RawMessage
@@ -181,4 +203,12 @@ func (g *guardedReader) refuse(id json.RawMessage, code int64, msg string) {
 	}
 	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
 	g.w.Write(append(out, '\n'))
+}
+
+// sizeText is a size limit in words: whole MiB when it is about that.
+func sizeText(n int) string {
+	if mib := (n + 1) >> 20; mib > 0 && mib<<20-n <= 1 {
+		return fmt.Sprintf("%d MiB", mib)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -37,9 +37,19 @@ const maxHandshake = 4 << 10
 // stdioMode is the handshake's word for the file descriptor form.
 const stdioMode = "stdio"
 
+// Door is another protocol served on the MCP socket: a handshake "Bearer
+// TOKEN WORD", WORD a key of ServeConn's doors, sent with the client's
+// stdin and stdout (SCM_RIGHTS), hands them to Serve, as the party
+// Authenticate gives the token. nexusd acp comes in this way.
+type Door struct {
+	Authenticate Authenticate
+	// Serve serves the client on in and out until it goes or ctx ends.
+	Serve func(ctx context.Context, party access.Party, in io.Reader, out io.Writer) error
+}
+
 // ServeConn serves one connection of the MCP socket until it ends or ctx
 // is cancelled.
-func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Authenticate) error {
+func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Authenticate, doors map[string]Door) error {
 	defer conn.Close()
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, files, rest, err := readHandshake(conn)
@@ -51,6 +61,11 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 	}
 	conn.SetReadDeadline(time.Time{})
 	fields := strings.Fields(line)
+	if len(fields) == 3 && fields[0] == "Bearer" && fields[2] != stdioMode {
+		if door, ok := doors[fields[2]]; ok {
+			return serveDoor(ctx, conn, door, fields[1], files)
+		}
+	}
 	var party access.Party
 	known := false
 	if len(fields) >= 2 && fields[0] == "Bearer" {
@@ -63,7 +78,11 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 	stdio := len(fields) == 3 && fields[2] == stdioMode
 	switch {
 	case len(fields) > 3 || len(fields) == 3 && !stdio:
-		io.WriteString(conn, "error: the handshake is \"Bearer TOKEN\" or \"Bearer TOKEN stdio\"\n")
+		words := []string{`"Bearer TOKEN"`, `"Bearer TOKEN stdio"`}
+		for _, w := range sortedKeys(doors) {
+			words = append(words, `"Bearer TOKEN `+w+`"`)
+		}
+		io.WriteString(conn, "error: the handshake is "+strings.Join(words, " or ")+"\n")
 		return fmt.Errorf("MCP socket: a handshake of %d words", len(fields))
 	case stdio && len(files) != 2:
 		io.WriteString(conn, "error: \"stdio\" comes with two file descriptors, stdin and stdout\n")
@@ -97,6 +116,32 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 		}()
 	}
 	return session.Wait()
+}
+
+// serveDoor serves a door's client on files, its stdin and stdout, until
+// it goes, ctx ends or the connection (the client's launcher) goes.
+func serveDoor(ctx context.Context, conn net.Conn, door Door, token string, files []*os.File) error {
+	party, ok := door.Authenticate(token)
+	if !ok {
+		io.WriteString(conn, "error: unknown token\n")
+		return errors.New("MCP socket: unknown token")
+	}
+	if len(files) != 2 {
+		io.WriteString(conn, "error: the handshake comes with two file descriptors, stdin and stdout\n")
+		return fmt.Errorf("MCP socket: a door with %d file descriptors", len(files))
+	}
+	if _, err := io.WriteString(conn, "ok\n"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		io.Copy(io.Discard, conn) // the launcher sends nothing more: its going away ends the session
+		cancel()
+	}()
+	err := door.Serve(ctx, party, files[0], files[1])
+	files[0].Close() // ends a pending read of the client's stdin
+	return err
 }
 
 type readCloser struct {
@@ -184,6 +229,12 @@ func Handshake(conn net.Conn, token string) (*bufio.Reader, error) {
 // until it ends; then it closes conn. (Closing conn first ends the
 // session.)
 func HandshakeStdio(conn *net.UnixConn, token string, in, out *os.File) error {
+	return HandshakeDoor(conn, token, stdioMode, in, out)
+}
+
+// HandshakeDoor hands in and out, a client's stdin and stdout, to the
+// daemon's door named word (see [Door]; "stdio" is the MCP gateway's).
+func HandshakeDoor(conn *net.UnixConn, token, word string, in, out *os.File) error {
 	// Not File.Fd, which would make the files blocking.
 	var fds [2]int
 	for i, f := range []*os.File{in, out} {
@@ -196,7 +247,7 @@ func HandshakeStdio(conn *net.UnixConn, token string, in, out *os.File) error {
 		}
 	}
 	rights := syscall.UnixRights(fds[0], fds[1])
-	if _, _, err := conn.WriteMsgUnix([]byte("Bearer "+token+" "+stdioMode+"\n"), rights, nil); err != nil {
+	if _, _, err := conn.WriteMsgUnix([]byte("Bearer "+token+" "+word+"\n"), rights, nil); err != nil {
 		return fmt.Errorf("the daemon's MCP socket: %w", err)
 	}
 	_, err := answer(conn)

@@ -33,6 +33,9 @@ func (g *Gateway) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 	if !ok {
 		return fmt.Errorf("no MCP server has the resource %s", uri)
 	}
+	if err := g.sessionOwned(e.server); err != nil {
+		return err
+	}
 	release, err := g.opts.Hub.Subscribe(ctx, e.server, uri)
 	if err != nil {
 		return err
@@ -53,8 +56,12 @@ func (g *Gateway) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) er
 	return nil
 }
 
-// resourceUpdated tells every server's subscribed sessions.
+// resourceUpdated tells every server's subscribed sessions, of a hub
+// server of the files.
 func (g *Gateway) resourceUpdated(ctx context.Context, ev mcp.ResourceUpdated) {
+	if g.opts.Hub.OwnerOf(ev.Server) != "" {
+		return // a session's server: nothing of the gateway's clients
+	}
 	g.mu.Lock()
 	servers := make([]*sdk.Server, 0, len(g.servers))
 	for _, ps := range g.servers {

@@ -34,6 +34,22 @@ type Config struct {
 	Context     ContextConfig     `yaml:"context"`
 	Log         LogConfig         `yaml:"log"`
 	GRPC        GRPCConfig        `yaml:"grpc"`
+	ACP         ACPConfig         `yaml:"acp"`
+}
+
+// ACPConfig is the acp section: the agent in the editors that speak the
+// Agent Client Protocol (nexusd acp).
+type ACPConfig struct {
+	// Mode is the mode a session starts in: "default" (the policy as
+	// configured), "ask" (every call that changes something is asked),
+	// "auto-edit" (edits in the workspace run without asking) or
+	// "read-only" (only tools that read run).
+	Mode string `yaml:"mode"`
+	// Terminal is where execute_command runs for a client that offers
+	// terminals: "nexus" (Nexus's command sandbox, the output in the tool
+	// call) or "client" (the editor's terminal, where the person watches
+	// it, outside Nexus's sandbox).
+	Terminal string `yaml:"terminal"`
 }
 
 // DefinitionsConfig is the definitions section: where definition files live.
@@ -298,6 +314,7 @@ func DefaultConfig() *Config {
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
+		ACP:      ACPConfig{Mode: "default", Terminal: "nexus"},
 	}
 }
 
@@ -831,6 +848,9 @@ func (d *decoder) check(c *Config) {
 	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "remove_oldest", "token_budget", "none")
 
 	d.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+
+	d.oneOf("acp.mode", c.ACP.Mode, "default", "ask", "auto-edit", "read-only")
+	d.oneOf("acp.terminal", c.ACP.Terminal, "nexus", "client")
 }
 
 // llm checks the llm section and folds a profile written directly under

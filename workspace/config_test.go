@@ -56,6 +56,7 @@ func TestDefaultConfig(t *testing.T) {
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
+		ACP:      ACPConfig{Mode: "default", Terminal: "nexus"},
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig() = %+v\nwant %+v", got, want)
@@ -198,6 +199,9 @@ func TestParseConfigAllSections(t *testing.T) {
 		"grpc:",
 		"  address: 127.0.0.1:7777",
 		"  maxMessageSize: 1GiB",
+		"acp:",
+		"  mode: read-only",
+		"  terminal: client",
 	)
 	want := &Config{
 		Definitions: DefinitionsConfig{Root: "defs", MaxFileSize: 512 * 1024, Watch: false, Debounce: Duration(250 * time.Millisecond)},
@@ -255,6 +259,7 @@ func TestParseConfigAllSections(t *testing.T) {
 		Context:  ContextConfig{File: "docs/CONTEXT.md"},
 		Log:      LogConfig{Level: "warn", File: "/tmp/nexus.log"},
 		GRPC:     GRPCConfig{Address: "127.0.0.1:7777", MaxMessageSize: 1 << 30},
+		ACP:      ACPConfig{Mode: "read-only", Terminal: "client"},
 	}
 	got, err := ParseConfig("config.yaml", in, env(nil))
 	if err != nil {
@@ -339,7 +344,7 @@ func TestParseConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown top-level key", yamlText("logs:", "  level: debug"),
-			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc)`},
+			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp)`},
 		{"unknown key in app", yamlText(
 			"# Apps",
 			"",
@@ -445,7 +450,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duplicate key", yamlText("log:", "  level: info", "  file: a", "  level: debug"),
 			`c.yaml:4:3: log: duplicate key "level" (first at line 2)`},
 		{"merge key", yamlText("base: &b {level: info}", "log:", "  <<: *b"),
-			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc)\n" +
+			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp)\n" +
 				"c.yaml:3:3: log: merge keys (<<) are not supported"},
 		{"llm default not a profile", yamlText("llm:", "  default: big", "  profiles:", "    small: {provider: openai, model: gpt-5-mini}"),
 			`c.yaml:2:12: llm.default: "big" is not a profile (profiles: small)`},
@@ -518,7 +523,7 @@ func TestParseConfigManyErrors(t *testing.T) {
 		`.nexus/config.yaml:12:12: environment variable TOKEN is not set (write ${TOKEN:-default} to give a default)`,
 		`.nexus/config.yaml:14:12: tools.sandbox: "jail" is not one of: read-only, workspace-write, off`,
 		`.nexus/config.yaml:15:12: tools.network: "sure" is not a boolean (true or false)`,
-		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc)`,
+		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp)`,
 	}, "\n")
 	_, err := ParseConfig(".nexus/config.yaml", in, env(nil))
 	if err == nil {

@@ -28,8 +28,13 @@ func main() {
 		os.Exit(command.HelperMain(os.Args[2:]))
 	}
 	run := run
-	if len(os.Args) > 1 && os.Args[1] == "mcp" {
-		run = func(ctx context.Context, args []string) error { return runMCP(ctx, args[1:]) }
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "mcp":
+			run = func(ctx context.Context, args []string) error { return runMCP(ctx, args[1:]) }
+		case "acp":
+			run = func(ctx context.Context, args []string) error { return runACP(ctx, args[1:]) }
+		}
 	}
 	if err := run(context.Background(), os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

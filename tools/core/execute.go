@@ -102,7 +102,7 @@ func (t *Tools) ExecuteCommand(cfg ExecConfig) tools.Tool {
 		},
 		Timeout: -1, // the command's own timeout applies
 		Handler: func(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-			return t.execute(ctx, cfg, inv.Acting(), raw)
+			return t.execute(ctx, cfg, inv.Acting(), inv.CallID, raw)
 		},
 	}
 }
@@ -125,7 +125,7 @@ type executeResult struct {
 	DurationMs int64  `json:"durationMs"`
 }
 
-func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party, callID string, raw json.RawMessage) (json.RawMessage, error) {
 	var a executeArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, tools.Errorf(tools.CodeInvalidArguments, "%v", err)
@@ -167,6 +167,9 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 			return nil, tools.Errorf(tools.CodeInvalidArguments, "env: %q is not a variable name", k)
 		}
 		env[k] = v
+	}
+	if ct := tools.ClientTerminalFrom(ctx); ct != nil {
+		return t.executeInClient(ctx, ct, cfg, party, callID, a, dir, timeout)
 	}
 	var view *command.View
 	if cfg.Mode != command.Off {
@@ -280,4 +283,55 @@ func expandMount(defs string, m access.Mount) []string {
 		}
 	}
 	return out
+}
+
+// terminalGrace is how long past a command's timeout the editor's terminal
+// has to report it ended before the call gives up on it.
+const terminalGrace = 10 * time.Second
+
+// executeInClient runs a command whose arguments passed every check in the
+// terminal of the editor the call's session comes from, where the person
+// sees it: outside the sandbox, with only the call's own env. An app's
+// commands never run unconfined, there as with tools.sandbox off.
+func (t *Tools) executeInClient(ctx context.Context, ct tools.ClientTerminal, cfg ExecConfig, party access.Party, callID string, a executeArgs,
+	dir string, timeout time.Duration) (json.RawMessage, error) {
+	if !party.IsPerson() {
+		return nil, tools.Errorf(tools.CodePermissionDenied,
+			"the editor's terminal runs commands outside the sandbox: only the person's commands run there, an app's never do")
+	}
+	cmd := tools.TerminalCommand{CallID: callID, Cwd: dir, Env: a.Env, OutputLimit: cfg.OutputLimit, Timeout: timeout}
+	if a.Command != "" {
+		cmd.Command, cmd.Args = "/bin/sh", []string{"-c", a.Command}
+	} else {
+		cmd.Command, cmd.Args = a.Argv[0], a.Argv[1:]
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout+terminalGrace)
+	defer cancel()
+	began := time.Now()
+	res, err := ct.Run(rctx, cmd)
+	took := time.Since(began)
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case rctx.Err() != nil:
+		return nil, tools.Errorf(tools.CodeTimeout, "the editor's terminal did not end the command within %v of its timeout of %v", terminalGrace, timeout)
+	case err != nil:
+		return nil, tools.Errorf(tools.CodeExecutionFailed, "the editor's terminal failed: %v", err)
+	}
+	exit := -1 // a signal ended it, or the terminal does not say
+	if res.ExitCode != nil {
+		exit = *res.ExitCode
+	}
+	out, err := json.Marshal(executeResult{ExitCode: exit, Signal: res.Signal, Stdout: res.Output, Truncated: res.Truncated,
+		TimedOut: res.TimedOut, DurationMs: took.Milliseconds()})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case res.TimedOut:
+		return nil, &tools.Error{Code: tools.CodeTimeout, Message: fmt.Sprintf("the command did not finish in %v; the editor's terminal killed it", timeout), Output: out}
+	case res.Truncated:
+		return nil, &tools.Error{Code: tools.CodeOutputLimit, Message: fmt.Sprintf("the output was over %d bytes; the editor's terminal kept part of it", cfg.OutputLimit), Output: out}
+	}
+	return out, nil
 }

@@ -104,6 +104,9 @@ func (t *Tools) readFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 	if err := t.allow(inv.Acting(), p, canon, false); err != nil {
 		return nil, err
 	}
+	if cf := tools.ClientFilesFrom(ctx); cf != nil && !t.inDefinitions(canon) {
+		return t.readClient(ctx, cf, p, canon, start, end, ranged)
+	}
 	f, fi, err := t.openRegular(p, canon)
 	if err != nil {
 		return nil, err
@@ -248,7 +251,7 @@ type writeResult struct {
 	Revision     string `json:"revision,omitempty"`
 }
 
-func (t *Tools) writeFile(_ context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) writeFile(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
 	var a writeArgs
 	if err := decode(raw, &a); err != nil {
 		return nil, err
@@ -280,6 +283,12 @@ func (t *Tools) writeFile(_ context.Context, inv *tools.Invocation, raw json.Raw
 		res.Revision, err = defs.Set(rel, content, state.WriteOptions{Message: "write_file " + p})
 		if err != nil {
 			return nil, stateError("write", p, err)
+		}
+		return marshal(res)
+	}
+	if cf := tools.ClientFilesFrom(ctx); cf != nil {
+		if res.Created, err = t.writeClient(ctx, cf, p, canon, *a.Content); err != nil {
+			return nil, err
 		}
 		return marshal(res)
 	}
@@ -338,7 +347,7 @@ type editResult struct {
 	Revision     string `json:"revision,omitempty"`
 }
 
-func (t *Tools) editFile(_ context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
+func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
 	var a editArgs
 	if err := decode(raw, &a); err != nil {
 		return nil, err
@@ -379,6 +388,12 @@ func (t *Tools) editFile(_ context.Context, inv *tools.Invocation, raw json.RawM
 			ExpectedRevision: cur.Revision})
 		if err != nil {
 			return nil, stateError("write", p, err)
+		}
+		return marshal(res)
+	}
+	if cf := tools.ClientFilesFrom(ctx); cf != nil {
+		if err := t.editClient(ctx, cf, p, canon, a.OldText, *a.NewText); err != nil {
+			return nil, err
 		}
 		return marshal(res)
 	}

@@ -14,7 +14,8 @@
 // command, args, env or url change, it waits in state pending_approval.
 //
 // Start with [New], [Hub.Apply] the servers of [LoadConfig], and
-// [Hub.Watch] the configuration files.
+// [Hub.Watch] the configuration files. A session of an editor may bring
+// servers of its own ([Hub.SetSessionServers]), which run beside them.
 package mcp
 
 import (
@@ -22,12 +23,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
@@ -70,6 +74,10 @@ type Status struct {
 	Launch  Launch
 	Pin     string
 	Trusted bool
+	// Session is the key of the session that brought the server
+	// ([Hub.SetSessionServers]); "" for a server of the configuration
+	// files.
+	Session string
 }
 
 // Options configure a Hub. Zero values get the defaults of the mcp section
@@ -141,8 +149,13 @@ type Hub struct {
 
 	mu      sync.Mutex
 	servers map[string]*server
-	closed  bool
-	loaded  string // the snapshot of the configuration files of the last Reload
+	// files are the servers of the configuration files (Apply), and
+	// sessions those each session brings (SetSessionServers), by session
+	// key: together, the servers that should run.
+	files    map[string]ServerConfig
+	sessions map[string]map[string]ServerConfig
+	closed   bool
+	loaded   string // the snapshot of the configuration files of the last Reload
 	// asker is asked to approve servers that wait (SetTrustAsker); asked
 	// holds the pin it was asked about, by server name.
 	asker      TrustAsker
@@ -207,7 +220,8 @@ func New(opts Options) *Hub {
 	if opts.ElicitTimeout <= 0 {
 		opts.ElicitTimeout = 10 * time.Minute
 	}
-	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{}}
+	h := &Hub{opts: opts, logger: opts.Logger, sem: make(chan struct{}, opts.Parallel), servers: map[string]*server{},
+		sessions: map[string]map[string]ServerConfig{}}
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)
 	if h.trustErr != nil {
 		h.logger.Error("MCP servers are not trusted: their trust file cannot be read", "error", h.trustErr.Error())
@@ -219,24 +233,164 @@ func New(opts Options) *Hub {
 	return h
 }
 
-// Apply makes the running servers those of cfgs: it starts the new ones,
-// stops the removed ones, and restarts the ones whose configuration
-// changed. Servers whose configuration is unchanged go on undisturbed.
+// Apply makes the servers of the configuration files those of cfgs: it
+// starts the new ones, stops the removed ones, and restarts the ones whose
+// configuration changed. Servers whose configuration is unchanged go on
+// undisturbed, and so do the servers sessions brought
+// ([Hub.SetSessionServers]): while a session has a server of a name, an
+// entry of that name in cfgs is ignored.
 func (h *Hub) Apply(cfgs map[string]ServerConfig) {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return
+	h.reconcile(func() error {
+		for _, name := range sortedNames(cfgs) {
+			if key := h.ownerLocked(name); key != "" {
+				h.logger.Warn("MCP server entry ignored: a session brought a server of that name", "server", name,
+					"source", cfgs[name].Source, "session", key)
+			}
+		}
+		h.files = maps.Clone(cfgs)
+		return nil
+	})
+}
+
+// SetSessionServers sets the servers that session key brings, besides
+// those of the configuration files: they wait for the person's approval
+// and start like any entry (their Source, given in cfgs, says where they
+// come from: "ACP client (session KEY)"), their tools register as any
+// server's, and [Hub.Reload] keeps them. A relative Cwd is relative to the
+// workspace, and none is the workspace. nil or empty cfgs removes them:
+// they are stopped and their tools unregistered before it returns.
+//
+// A name already used by a file entry or by another session's server (a
+// name the session has already stays its own), or an entry that cannot
+// run (no name, a name with "/" or white space, no command or URL), is an
+// error naming it, and nothing changes.
+func (h *Hub) SetSessionServers(key string, cfgs map[string]ServerConfig) error {
+	if key == "" {
+		return errors.New("MCP session servers: the session key is empty")
 	}
+	set := make(map[string]ServerConfig, len(cfgs))
+	for _, name := range sortedNames(cfgs) {
+		c, err := h.sessionConfig(name, cfgs[name])
+		if err != nil {
+			return err
+		}
+		set[name] = c
+	}
+	return h.reconcile(func() error {
+		if h.closed && len(set) > 0 {
+			return errors.New("MCP session servers: the hub is closed")
+		}
+		for _, name := range sortedNames(set) {
+			owner := h.ownerLocked(name)
+			if owner == key {
+				continue // its own, even if a file entry of that name came since
+			}
+			if c, ok := h.files[name]; ok {
+				return fmt.Errorf("MCP server %q: the name is already used by the entry in %s", name, c.Source)
+			}
+			if owner != "" {
+				return fmt.Errorf("MCP server %q: the name is already used by another session's server", name)
+			}
+		}
+		if len(set) == 0 {
+			delete(h.sessions, key)
+		} else {
+			h.sessions[key] = set
+		}
+		return nil
+	})
+}
+
+// sessionConfig checks a server a session brings and fills in its name
+// and working directory.
+func (h *Hub) sessionConfig(name string, c ServerConfig) (ServerConfig, error) {
+	switch {
+	case name == "":
+		return c, errors.New("MCP session servers: a server has no name")
+	case strings.ContainsFunc(name, func(r rune) bool { return r == '/' || unicode.IsSpace(r) }):
+		return c, fmt.Errorf(`MCP server %q: the name must not contain "/" or white space (tools are named server/tool)`, name)
+	case c.Name != "" && c.Name != name:
+		return c, fmt.Errorf("MCP server %q: its entry names it %q", name, c.Name)
+	case c.Transport == "stdio" && c.Command == "":
+		return c, fmt.Errorf("MCP server %q: a stdio server needs a command", name)
+	case c.Transport == "http" && c.URL == "":
+		return c, fmt.Errorf("MCP server %q: an http server needs a URL", name)
+	case c.Transport != "stdio" && c.Transport != "http":
+		return c, fmt.Errorf("MCP server %q: transport %q is not stdio or http", name, c.Transport)
+	}
+	c.Name = name
+	if c.Transport == "stdio" {
+		root := absWorkspace(h.opts.Workspace)
+		switch {
+		case c.Cwd == "":
+			c.Cwd = root
+		case !filepath.IsAbs(c.Cwd):
+			c.Cwd = filepath.Join(root, c.Cwd)
+		}
+	}
+	return c, nil
+}
+
+// OwnerOf is the key of the session that brought server name; "" for a
+// server of the configuration files, or a name no one brought.
+func (h *Hub) OwnerOf(name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ownerLocked(name)
+}
+
+func (h *Hub) ownerLocked(name string) string {
+	for key, cfgs := range h.sessions {
+		if _, ok := cfgs[name]; ok {
+			return key
+		}
+	}
+	return ""
+}
+
+// wanted is a server that should run, and the session that brought it
+// ("" for the files).
+type wanted struct {
+	cfg   ServerConfig
+	owner string
+}
+
+// wantLocked is the servers that should run: the files' and the
+// sessions'; a session's server takes its name from a file entry. The
+// caller holds h.mu.
+func (h *Hub) wantLocked() map[string]wanted {
+	want := make(map[string]wanted, len(h.files))
+	for name, c := range h.files {
+		want[name] = wanted{cfg: c}
+	}
+	for key, cfgs := range h.sessions {
+		for name, c := range cfgs {
+			want[name] = wanted{cfg: c, owner: key}
+		}
+	}
+	return want
+}
+
+// reconcile runs change, which returns an error to change nothing, and
+// makes the running servers those that should run then: it starts the
+// new ones, stops the removed ones, and restarts the ones whose
+// configuration or owner changed. It returns change's error.
+func (h *Hub) reconcile(change func() error) error {
+	h.mu.Lock()
+	if err := change(); err != nil || h.closed {
+		h.mu.Unlock()
+		return err
+	}
+	want := h.wantLocked()
 	var stopping []*server
 	for _, name := range sortedNames(h.servers) {
 		s := h.servers[name]
-		c, ok := cfgs[name]
+		w, ok := want[name]
 		switch {
 		case !ok:
-			h.logger.Info("MCP server removed from the configuration", "server", name)
-		case !sameConfig(s.cfg, c):
-			h.logger.Info("MCP server configuration changed: restarting it", "server", name, "source", c.Source)
+			h.logger.Info("MCP server removed", "server", name, "source", s.cfg.Source)
+		case !sameConfig(s.cfg, w.cfg) || s.owner != w.owner:
+			h.logger.Info("MCP server configuration changed: restarting it", "server", name, "source", w.cfg.Source)
 		default:
 			continue
 		}
@@ -260,15 +414,18 @@ func (h *Hub) Apply(cfgs map[string]ServerConfig) {
 		}
 	}
 	if h.closed {
-		return
+		return nil
 	}
-	for _, name := range sortedNames(cfgs) {
+	// What should run now: another change may have come meanwhile.
+	want = h.wantLocked()
+	for _, name := range sortedNames(want) {
 		if _, ok := h.servers[name]; !ok {
-			s := h.start(cfgs[name])
+			s := h.start(want[name].cfg, want[name].owner)
 			h.servers[name] = s
 			h.askLocked(s)
 		}
 	}
+	return nil
 }
 
 // Servers returns the status of every configured server, sorted by name.

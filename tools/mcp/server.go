@@ -29,7 +29,10 @@ import (
 type server struct {
 	hub *Hub
 	cfg ServerConfig
-	pin string // of cfg.Launch()
+	// owner is the key of the session that brought the server, "" for the
+	// configuration files.
+	owner string
+	pin   string // of cfg.Launch()
 	// auth authorizes the requests of an http server (oauth.go); nil for
 	// stdio.
 	auth *serverAuth
@@ -61,15 +64,16 @@ var errServerGone = errors.New("the MCP server ended")
 // start supervises a server of the configuration; the caller holds h.mu.
 // A server whose entry the person has not approved waits in state
 // pending_approval, and runs nothing until [Hub.Trust].
-func (h *Hub) start(cfg ServerConfig) *server {
+func (h *Hub) start(cfg ServerConfig, owner string) *server {
 	ctx, stop := context.WithCancel(context.Background())
 	launch := cfg.Launch()
 	s := &server{
-		hub: h, cfg: cfg, pin: launch.Pin(), life: ctx, approved: make(chan struct{}),
+		hub: h, cfg: cfg, owner: owner, pin: launch.Pin(), life: ctx, approved: make(chan struct{}),
 		hashes: map[string]string{}, settled: make(chan struct{}),
 		wakeCh: make(chan struct{}, 1), restartCh: make(chan struct{}, 1), refreshCh: make(chan struct{}, 1),
 		stop: stop, done: make(chan struct{}),
-		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Unprefixed: cfg.Unprefixed, Since: time.Now(), Launch: launch},
+		status: Status{Name: cfg.Name, Transport: cfg.Transport, Source: cfg.Source, Lazy: cfg.Lazy, Unprefixed: cfg.Unprefixed, Since: time.Now(), Launch: launch,
+			Session: owner},
 	}
 	s.status.Pin = s.pin
 	s.auth = newServerAuth(h, cfg)

@@ -147,6 +147,16 @@
 // that app that the rules would ask about; deny rules and the parse check
 // still apply.
 //
+// # Session modes
+//
+// An agent session may run in a mode ([Mode], put in the call's context
+// with [WithMode]) that bends the verdict of the levels above, in the
+// gate only: ask asks before every call that does more than read,
+// auto-edit allows the workspace edits of core tools that would be asked
+// about (never a protected path), read-only denies every call that does
+// more than read. No mode turns a deny into anything else; see [Mode] for
+// the table.
+//
 // # Checking without running
 //
 // [Policy.Check] answers the CoreFramework.CheckPermission RPC with the same

@@ -90,8 +90,9 @@ func (a *Approvers) get() Approver {
 	return a.approver
 }
 
-// Gate returns the permission check of the ToolManager: allow and deny
-// decide at once; ask puts the ICERC record on the call and waits for the
+// Gate returns the permission check of the ToolManager: the policy's
+// verdict, bent by the mode of the call's session (see [Mode], [WithMode]);
+// then allow and deny decide at once; ask puts the ICERC record on the call and waits for the
 // approver (the call's own, see WithApprover, else the Approvers'), at
 // most timeout. No approver, no answer in time, or an error
 // from the approver: the call is denied, never allowed.
@@ -102,6 +103,9 @@ func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.
 	return func(ctx context.Context, gr *tools.GateRequest, setICERC func(tools.ICERC)) error {
 		req := &Request{AppID: gr.Call.AppID, Agent: gr.Agent, Tool: gr.Tool, Args: gr.Args}
 		v := p.decideRef(req)
+		if m := ModeFrom(ctx); m != ModeDefault {
+			v = m.apply(req, v)
+		}
 		if v.Decision == Allow {
 			return nil
 		}

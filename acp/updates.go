@@ -1,0 +1,171 @@
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+// mapper turns the agent core's updates (already ACP-shaped, see
+// agent.Update) into the SDK's: paths made absolute, as ACP wants them,
+// an edit's diff added to its tool call, and Nexus's own kinds mapped or
+// left out (permission and elicitation requests reach the client in their
+// own ways; command output and retries are shown as text).
+type mapper struct {
+	ws string
+
+	mu sync.Mutex
+	// diffs are the diffs of the edits of the turn, by tool call id, sent
+	// again with the call's end (an update replaces the content).
+	diffs map[string]acpsdk.ToolCallContent
+}
+
+func (c *conn) mapper(s *session) *mapper {
+	return &mapper{ws: c.opts.Workspace, diffs: map[string]acpsdk.ToolCallContent{}}
+}
+
+// kindOf is a Nexus tool kind in ACP's words; they are the same.
+func kindOf(k tools.Kind) string {
+	if k == "" {
+		return string(tools.KindOther)
+	}
+	return string(k)
+}
+
+func rawOrNil(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// abs is a path of the workspace as an absolute path.
+func (m *mapper) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(m.ws, p)
+}
+
+// locations are the files a call's arguments name.
+func (m *mapper) locations(args json.RawMessage) []acpsdk.ToolCallLocation {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Path == "" {
+		return nil
+	}
+	return []acpsdk.ToolCallLocation{{Path: m.abs(a.Path)}}
+}
+
+// diff is the diff an edit's arguments describe: write_file's whole new
+// text, edit_file's replaced piece.
+func (m *mapper) diff(tool string, args json.RawMessage) (acpsdk.ToolCallContent, bool) {
+	var a struct {
+		Path    string  `json:"path"`
+		Content *string `json:"content"`
+		OldText *string `json:"oldText"`
+		NewText *string `json:"newText"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Path == "" {
+		return acpsdk.ToolCallContent{}, false
+	}
+	switch {
+	case tool == "write_file" && a.Content != nil:
+		return acpsdk.ToolDiffContent(m.abs(a.Path), *a.Content), true
+	case tool == "edit_file" && a.OldText != nil && a.NewText != nil:
+		return acpsdk.ToolDiffContent(m.abs(a.Path), *a.NewText, *a.OldText), true
+	}
+	return acpsdk.ToolCallContent{}, false
+}
+
+// text is a text content block of a chunk.
+func text(c any) (acpsdk.ContentBlock, bool) {
+	if b, ok := c.(*agent.ContentBlock); ok && b != nil {
+		return acpsdk.TextBlock(b.Text), true
+	}
+	return acpsdk.ContentBlock{}, false
+}
+
+// content is a tool call's content.
+func content(c any) []acpsdk.ToolCallContent {
+	items, _ := c.([]agent.ToolCallContent)
+	var out []acpsdk.ToolCallContent
+	for _, it := range items {
+		if it.Content != nil {
+			out = append(out, acpsdk.ToolContent(acpsdk.TextBlock(it.Content.Text)))
+		}
+	}
+	return out
+}
+
+// convert maps one update; it returns none for the kinds ACP has no use
+// for.
+func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
+	switch u.SessionUpdate {
+	case "user_message_chunk":
+		if b, ok := text(u.Content); ok {
+			return []acpsdk.SessionUpdate{acpsdk.UpdateUserMessage(b)}
+		}
+	case "agent_message_chunk", "command_output":
+		if b, ok := text(u.Content); ok {
+			return []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessage(b)}
+		}
+	case "agent_thought_chunk":
+		if b, ok := text(u.Content); ok {
+			return []acpsdk.SessionUpdate{acpsdk.UpdateAgentThought(b)}
+		}
+	case "retry":
+		if r := u.Retry; r != nil {
+			return []acpsdk.SessionUpdate{acpsdk.UpdateAgentThoughtText(fmt.Sprintf("The model request failed (%s); sending it again in %v (attempt %d).\n",
+				r.Error, (time.Duration(r.WaitMs) * time.Millisecond).Round(time.Millisecond), r.Attempt))}
+		}
+	case "tool_call":
+		tc := &acpsdk.SessionUpdateToolCall{SessionUpdate: "tool_call", ToolCallId: acpsdk.ToolCallId(u.ToolCallID), Title: u.Title,
+			Kind: acpsdk.ToolKind(u.Kind), Status: acpsdk.ToolCallStatus(u.Status), RawInput: rawOrNil(u.RawInput),
+			RawOutput: rawOrNil(u.RawOutput), Locations: m.locations(u.RawInput), Content: content(u.Content)}
+		if d, ok := m.diff(u.ToolName, u.RawInput); ok {
+			m.mu.Lock()
+			m.diffs[u.ToolCallID] = d
+			m.mu.Unlock()
+			tc.Content = append([]acpsdk.ToolCallContent{d}, tc.Content...)
+		}
+		return []acpsdk.SessionUpdate{{ToolCall: tc}}
+	case "tool_call_update":
+		up := &acpsdk.SessionToolCallUpdate{SessionUpdate: "tool_call_update", ToolCallId: acpsdk.ToolCallId(u.ToolCallID),
+			RawOutput: rawOrNil(u.RawOutput), Content: content(u.Content)}
+		if u.Status != "" {
+			st := acpsdk.ToolCallStatus(u.Status)
+			up.Status = &st
+		}
+		if len(up.Content) > 0 {
+			m.mu.Lock()
+			d, ok := m.diffs[u.ToolCallID]
+			m.mu.Unlock()
+			if ok {
+				up.Content = append([]acpsdk.ToolCallContent{d}, up.Content...)
+			}
+		}
+		return []acpsdk.SessionUpdate{{ToolCallUpdate: up}}
+	case "plan":
+		entries := make([]acpsdk.PlanEntry, 0, len(u.Entries))
+		for _, e := range u.Entries {
+			entries = append(entries, acpsdk.PlanEntry{Content: e.Content, Priority: acpsdk.PlanEntryPriority(e.Priority), Status: acpsdk.PlanEntryStatus(e.Status)})
+		}
+		return []acpsdk.SessionUpdate{acpsdk.UpdatePlan(entries...)}
+	case "usage_update":
+		uu := &acpsdk.SessionUsageUpdate{SessionUpdate: "usage_update", Used: u.Used, Size: u.Size}
+		if u.Cost != nil {
+			uu.Cost = &acpsdk.Cost{Amount: u.Cost.Amount, Currency: u.Cost.Currency}
+		}
+		return []acpsdk.SessionUpdate{{UsageUpdate: uu}}
+	}
+	return nil
+}
