@@ -747,12 +747,24 @@ const steps = {
 		const replay = b.updates(sessionId, 0, load.resp);
 		const user = replay.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content?.text ?? "").join("");
 		assert.ok(user.includes(said), `session/load replayed no user_message_chunk with the prompt before its response: ${short(replay, 4000)}`);
+		// The replayed calls are the turn's, as the client saw them live:
+		// the same ids (Nexus tool call ids), titles, kinds and end
+		// statuses. A difference is a problem, and the step goes on to
+		// session/list and the loaded session's next prompt.
 		const replayed = toolCalls(replay);
+		const missing = turn.calls.filter((c) => !replayed.some((r) => r.id === c.id));
+		if (missing.length) {
+			b.problem(
+				`session/load replayed ${replayed.length} tool calls for the turn's ${turn.calls.length}, not with their ids:\n    live:     ${short(turn.calls.map(brief), 3000)}\n    replayed: ${short(replayed.map(brief), 3000)}`,
+			);
+		}
 		for (const c of turn.calls) {
 			const r = replayed.find((r) => r.id === c.id);
-			assert.ok(r, `session/load did not replay tool call ${c.id} before its response: ${short(replayed.map(brief))}`);
-			assert.equal(r.first, "tool_call", `the replayed call ${c.id} begins with ${r.first}`);
-			assert.equal(r.status, c.status, `the replayed call ${c.id} ends ${r.status}, it ended ${c.status}`);
+			if (!r) continue;
+			if (r.first !== "tool_call") b.problem(`the replayed call ${c.id} begins with ${r.first}, not tool_call`);
+			for (const k of ["title", "kind", "status"]) {
+				if (r[k] !== c[k]) b.problem(`the replayed call ${c.id} has ${k} ${JSON.stringify(r[k])}; live it had ${JSON.stringify(c[k])}`);
+			}
 		}
 		const after = b.updates(sessionId, load.resp).filter((u) => u.sessionUpdate === "user_message_chunk" || u.sessionUpdate === "tool_call");
 		assert.equal(after.length, 0, `history came after session/load's response: ${short(after)}`);
