@@ -11,8 +11,8 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
-	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/integration/localllm"
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
 // acpRecorder is an ACP client that records the session updates; it has
