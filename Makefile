@@ -69,8 +69,9 @@ test-vscode: vsix
 
 # The MCP servers the McpHub tests and benchmarks run, pinned by
 # integration/mcpservers/package-lock.json, installed from npm into .cache.
-# The second line: the MCP TypeScript SDK and Node 22 of
-# integration/mcpconformance for integration/gateway_ts_test.go.
+# The second line: the MCP and ACP TypeScript SDKs and Node 22 of
+# integration/mcpconformance for integration/gateway_ts_test.go and
+# integration/acp_ts_test.go.
 mcp-servers:
 	bash scripts/mcp-servers.sh
 	bash scripts/mcp-conformance.sh install

