@@ -461,6 +461,9 @@ func TestCancel(t *testing.T) {
 	if got := <-stop; got != acpsdk.StopReasonCancelled {
 		t.Errorf("stop reason %q, want cancelled", got)
 	}
+	if u := c.updatesJSON(id); !strings.Contains(u, "the call was cancelled") {
+		t.Errorf("the write does not end as cancelled by the person:\n%s", u)
+	}
 	if _, err := os.Stat(filepath.Join(f.ws, "x.txt")); !os.IsNotExist(err) {
 		t.Errorf("x.txt was written")
 	}
@@ -473,7 +476,16 @@ func TestLoad(t *testing.T) {
 	c := newClient(map[string]string{})
 	conn := f.connect(t, c)
 	id := f.newSession(t, conn)
+	f.model.add(calls(llm.ToolCall{ID: "model-id", Name: "list_directory", Arguments: json.RawMessage(`{"path":"."}`)}))
 	prompt(t, conn, id, "remember this prompt")
+	var live string
+	c.mu.Lock()
+	for _, n := range c.updates {
+		if n.Update.ToolCall != nil {
+			live = string(n.Update.ToolCall.ToolCallId)
+		}
+	}
+	c.mu.Unlock()
 
 	c2 := newClient(map[string]string{})
 	conn2 := f.connect(t, c2)
@@ -483,6 +495,10 @@ func TestLoad(t *testing.T) {
 	u := c2.updatesJSON(id)
 	if !strings.Contains(u, `"sessionUpdate":"user_message_chunk"`) || !strings.Contains(u, "remember this prompt") {
 		t.Errorf("session/load replayed:\n%s", u)
+	}
+	// The tool call as it was shown live: its Nexus id, title and kind.
+	if live == "" || !strings.Contains(u, `"toolCallId":"`+live+`"`) || !strings.Contains(u, `"kind":"read"`) || strings.Contains(u, "model-id") {
+		t.Errorf("session/load replayed the tool call %s as:\n%s", live, u)
 	}
 	list, err := conn2.ListSessions(context.Background(), acpsdk.ListSessionsRequest{})
 	if err != nil {

@@ -33,7 +33,12 @@ func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.Pro
 	// Updates go out even after a cancel: the turn's last ones say how
 	// its tool calls ended.
 	send := context.WithoutCancel(ctx)
-	ctx = policy.WithMode(ctx, s.currentMode())
+	// The SDK cancels the request's context at session/cancel, before
+	// Cancel runs: the turn is stopped through the session instead, so
+	// that its calls end "cancelled" by the person, not "the caller went
+	// away".
+	defer context.AfterFunc(ctx, func() { c.opts.Agent.Cancel(c.opts.Party, s.id) })()
+	ctx = policy.WithMode(send, s.currentMode())
 	caps := c.clientCaps()
 	if caps.Fs.ReadTextFile && caps.Fs.WriteTextFile {
 		ctx = tools.WithClientFiles(ctx, clientFiles{c: c, session: s.id})

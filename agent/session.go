@@ -178,6 +178,14 @@ func (ss *Session) replay() ([]Update, error) {
 			for _, c := range m.ToolCalls {
 				u := Update{SessionUpdate: "tool_call", ToolCallID: c.ID, Title: c.Name, ToolName: c.Name, Kind: "other", Status: "completed", RawInput: rawOrNull(c.Arguments)}
 				if r := results[c.ID]; r != nil {
+					// The Nexus call, as it was shown live (sessions saved
+					// before it was kept show the model's call id).
+					if r.ToolCallID != "" {
+						u.ToolCallID, u.Kind = r.ToolCallID, r.Kind
+					}
+					if r.Title != "" {
+						u.Title = r.Title
+					}
 					if r.IsError {
 						u.Status = "failed"
 					}

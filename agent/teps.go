@@ -332,6 +332,7 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 		first = false
 	}
 	call := ss.svc.opts.Tools.Execute(ctx, req)
+	res.ToolCallID, res.Title, res.Kind = call.ID, call.Title, acpKind(call.Kind)
 	switch {
 	case call.Error == nil:
 		res.Content = string(call.ResultJSON)

@@ -72,6 +72,12 @@ type ToolResult struct {
 	// the size it had.
 	Cut      bool `json:"cut,omitempty"`
 	FullSize int  `json:"fullSize,omitempty"`
+	// ToolCallID, Title and Kind are the Nexus tool call that gave the
+	// result, to show the conversation again as it was shown live; the
+	// model is not sent them.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	Title      string `json:"title,omitempty"`
+	Kind       string `json:"kind,omitempty"`
 }
 
 // Tool is a tool the model may call: its name as the model sees it, what
