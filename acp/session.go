@@ -61,6 +61,16 @@ func (c *conn) checkCwd(cwd string) (string, error) {
 	return clean, nil
 }
 
+// checkOpen checks what opening a session takes, before anything is
+// made: its cwd (returned cleaned) and its MCP servers.
+func (c *conn) checkOpen(cwd string, servers []acpsdk.McpServer) (string, error) {
+	cwd, err := c.checkCwd(cwd)
+	if err != nil {
+		return "", err
+	}
+	return cwd, c.checkServers(servers)
+}
+
 // open records a session as open on this connection, with the MCP servers
 // its client passed.
 func (c *conn) open(id, cwd string, servers []acpsdk.McpServer) (*session, error) {
@@ -93,11 +103,8 @@ func (c *conn) get(id acpsdk.SessionId) (*session, error) {
 
 // NewSession starts a session of the agent core in cwd.
 func (c *conn) NewSession(ctx context.Context, req acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
-	cwd, err := c.checkCwd(req.Cwd)
+	cwd, err := c.checkOpen(req.Cwd, req.McpServers)
 	if err != nil {
-		return acpsdk.NewSessionResponse{}, err
-	}
-	if err := c.checkServers(req.McpServers); err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
 	info, err := c.opts.Agent.New(ctx, agent.NewSession{Owner: c.opts.Party})
@@ -139,11 +146,8 @@ func (c *conn) update(ctx context.Context, id string, u acpsdk.SessionUpdate) {
 // LoadSession opens a saved session and replays its conversation as
 // session/update notifications before it answers.
 func (c *conn) LoadSession(ctx context.Context, req acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
-	cwd, err := c.checkCwd(req.Cwd)
+	cwd, err := c.checkOpen(req.Cwd, req.McpServers)
 	if err != nil {
-		return acpsdk.LoadSessionResponse{}, err
-	}
-	if err := c.checkServers(req.McpServers); err != nil {
 		return acpsdk.LoadSessionResponse{}, err
 	}
 	_, updates, err := c.opts.Agent.Load(c.opts.Party, string(req.SessionId))
@@ -166,11 +170,8 @@ func (c *conn) LoadSession(ctx context.Context, req acpsdk.LoadSessionRequest) (
 
 // ResumeSession opens a saved session without replaying it.
 func (c *conn) ResumeSession(ctx context.Context, req acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	cwd, err := c.checkCwd(req.Cwd)
+	cwd, err := c.checkOpen(req.Cwd, req.McpServers)
 	if err != nil {
-		return acpsdk.ResumeSessionResponse{}, err
-	}
-	if err := c.checkServers(req.McpServers); err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
 	if _, _, err := c.opts.Agent.Load(c.opts.Party, string(req.SessionId)); err != nil {

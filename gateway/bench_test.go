@@ -55,21 +55,8 @@ func BenchmarkGatewayEcho(b *testing.B) {
 	for st := h.Servers(); len(st) != 1 || st[0].State != mcp.StateReady; st = h.Servers() {
 		time.Sleep(5 * time.Millisecond)
 	}
-	g := New(Options{Tools: m, Hub: h, Bus: bus, Workspace: ws})
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	go g.Run(ctx)
-	ct, st := sdk.NewInMemoryTransports()
-	ss, err := g.Server(access.Person("cli").Agent("mcp")).Connect(ctx, st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(b, New(Options{Tools: m, Hub: h, Bus: bus, Workspace: ws}))
+	ctx := b.Context()
 	params := &sdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "bench"}}
 	for {
 		if r, err := cs.CallTool(ctx, params); err == nil && !r.IsError {
@@ -85,4 +72,25 @@ func BenchmarkGatewayEcho(b *testing.B) {
 			b.Fatal(err, r)
 		}
 	}
+}
+
+// connect runs g and serves it, as an agent acting for the person, to a
+// go-sdk client over in-memory transports, until tb ends.
+func connect(tb testing.TB, g *Gateway) *sdk.ClientSession {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	go g.Run(ctx)
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := g.Server(access.Person("cli").Agent("mcp")).Connect(ctx, st, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cs.Close() })
+	return cs
 }

@@ -98,20 +98,8 @@ func TestSessionServersAreNotExposed(t *testing.T) {
 	h := mcp.New(mcp.Options{Workspace: ws, Tools: m, Bus: bus, TrustFile: filepath.Join(t.TempDir(), "trust.json")})
 	t.Cleanup(h.Close)
 	g := New(Options{Tools: m, Hub: h, Bus: bus, Workspace: ws})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go g.Run(ctx)
-	ct, st := sdk.NewInMemoryTransports()
-	ss, err := g.Server(access.Person("cli").Agent("mcp")).Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, g)
+	ctx := t.Context()
 
 	// The session's server is ready first; the files' server comes after
 	// it, so that the list that has the files' tools was made while the
