@@ -138,7 +138,10 @@ type conn struct {
 	// servers are the MCP servers the client brought, by name, for the
 	// sessions of this connection.
 	servers map[string]mcp.ServerConfig
-	closed  bool
+	// asked are the servers the person was asked about, with the pin
+	// they were shown: a refusal is not asked again at every prompt.
+	asked  map[string]string
+	closed bool
 }
 
 // session is a session open on this connection.

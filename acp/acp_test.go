@@ -22,6 +22,8 @@ import (
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/command"
 	"github.com/nexuscocreate/nexus/tools/core"
+	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/mcp/mcptest"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -35,9 +37,17 @@ import (
 
 // TestMain lets this test binary be the command sandbox's helper, as
 // nexusd is.
+// With NEXUS_TEST_ASKING=stdio it is an MCP server on stdio (mcptest's
+// asking server), for a client to pass to a session.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == command.HelperArg {
 		os.Exit(command.HelperMain(os.Args[2:]))
+	}
+	if os.Getenv("NEXUS_TEST_ASKING") == "stdio" {
+		if err := new(mcptest.Asking).ServeStdio(context.Background()); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -80,6 +90,9 @@ type fixture struct {
 	model *script
 	svc   *agent.Service
 	cfg   *workspace.Config
+	m     *tools.Manager
+	// hub, when set, takes the MCP servers clients pass.
+	hub *mcp.Hub
 }
 
 func newFixture(t *testing.T, rules map[string]policy.Decision) *fixture {
@@ -98,6 +111,7 @@ func newFixture(t *testing.T, rules map[string]policy.Decision) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
+	f.m = m
 	ct, err := core.New(core.Config{Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +141,11 @@ func (f *fixture) serve(t *testing.T, getenv func(string) (string, bool)) (toAge
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		acp.Serve(ctx, acp.Options{Agent: f.svc, Config: f.cfg, Workspace: f.ws, Party: access.Person("acp"), Version: "test", Getenv: getenv}, inR, outW)
+		opts := acp.Options{Agent: f.svc, Config: f.cfg, Workspace: f.ws, Party: access.Person("acp"), Version: "test", Getenv: getenv}
+		if f.hub != nil {
+			opts.Hub = f.hub
+		}
+		acp.Serve(ctx, opts, inR, outW)
 		outW.Close()
 	}()
 	t.Cleanup(func() {
@@ -384,6 +402,59 @@ func TestClientTerminal(t *testing.T) {
 				t.Errorf("the terminal was released %d times", c.released)
 			}
 		})
+	}
+}
+
+// TestClientMCPServer: a server the client passes waits for the person's
+// approval, asked through the client before the next prompt and not again
+// after a refusal on that connection; approved, its tools are the
+// session's.
+func TestClientMCPServer(t *testing.T) {
+	f := newFixture(t, nil)
+	f.hub = mcp.New(mcp.Options{Workspace: f.ws, Tools: f.m, TrustFile: filepath.Join(t.TempDir(), "trust.json")})
+	t.Cleanup(f.hub.Close)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := []acpsdk.McpServer{{Stdio: &acpsdk.McpServerStdio{Name: "asking", Command: exe, Args: []string{},
+		Env: []acpsdk.EnvVariable{{Name: "NEXUS_TEST_ASKING", Value: "stdio"}}}}}
+	open := func(answer string) (*client, *acpsdk.ClientSideConnection, acpsdk.SessionId) {
+		c := newClient(map[string]string{})
+		c.answer = func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome {
+			return acpsdk.NewRequestPermissionOutcomeSelected(acpsdk.PermissionOptionId(answer))
+		}
+		conn := f.connect(t, c)
+		resp, err := conn.NewSession(context.Background(), acpsdk.NewSessionRequest{Cwd: f.ws, McpServers: servers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, conn, resp.SessionId
+	}
+	tools := func(c *client, conn *acpsdk.ClientSideConnection, id acpsdk.SessionId) string {
+		c.mu.Lock()
+		c.updates = nil
+		c.mu.Unlock()
+		prompt(t, conn, id, "/tools")
+		return c.updatesJSON(id)
+	}
+
+	c, conn, id := open("reject_once")
+	if u := tools(c, conn, id); strings.Contains(u, "asking__") || len(c.asked) != 1 {
+		t.Fatalf("refused: asked %d times; /tools:\n%s", len(c.asked), u)
+	}
+	ask, _ := json.Marshal(c.asked[0])
+	if !strings.Contains(string(ask), "NEXUS_TEST_ASKING=stdio") || !strings.Contains(string(ask), exe) {
+		t.Errorf("the approval request does not show what runs: %s", ask)
+	}
+	tools(c, conn, id)
+	if len(c.asked) != 1 {
+		t.Errorf("a refused server was asked about again (%d times)", len(c.asked))
+	}
+
+	c2, conn2, id2 := open("allow_always")
+	if u := tools(c2, conn2, id2); !strings.Contains(u, "asking__") || len(c2.asked) != 1 {
+		t.Errorf("approved: asked %d times; /tools:\n%s", len(c2.asked), u)
 	}
 }
 

@@ -128,8 +128,9 @@ func (c *conn) addServers(s *session, servers []acpsdk.McpServer) error {
 // approveServers asks the person, through the client, about each server
 // of the session that waits for approval, and then waits until the
 // approved ones are ready (or failed), so that the prompt's agent sees
-// their tools. A refusal leaves the server waiting; the prompt goes on
-// without it.
+// their tools. A refusal leaves the server waiting, and is not asked
+// again on this connection (nexus mcp trust approves it); the prompt goes
+// on without it.
 func (c *conn) approveServers(ctx context.Context, s *session) {
 	if len(s.servers) == 0 || c.opts.Hub == nil {
 		return
@@ -144,7 +145,14 @@ func (c *conn) approveServers(ctx context.Context, s *session) {
 			continue
 		}
 		if st.State == mcp.StatePendingApproval {
-			if !c.askServer(ctx, s, st) {
+			c.mu.Lock()
+			seen := c.asked[st.Name] == st.Pin
+			if c.asked == nil {
+				c.asked = map[string]string{}
+			}
+			c.asked[st.Name] = st.Pin
+			c.mu.Unlock()
+			if seen || !c.askServer(ctx, s, st) {
 				continue
 			}
 		}
