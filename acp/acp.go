@@ -208,9 +208,10 @@ func (c *conn) Initialize(ctx context.Context, req acpsdk.InitializeRequest) (ac
 		AgentInfo:       &acpsdk.Implementation{Name: "nexus", Title: &title, Version: c.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
 			LoadSession: true,
-			// The agent core sends text to the model: images and audio
-			// are refused rather than dropped.
-			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true},
+			// Images when the default profile's model takes them (a
+			// session may switch with /model: its prompt then says why
+			// an image is refused); audio never, no adapter sends it.
+			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true, Image: c.defaultTakesImages()},
 			McpCapabilities:    acpsdk.McpCapabilities{Http: c.opts.Hub != nil},
 			SessionCapabilities: acpsdk.SessionCapabilities{
 				List:   &acpsdk.SessionListCapabilities{},
@@ -226,16 +227,30 @@ func (c *conn) Initialize(ctx context.Context, req acpsdk.InitializeRequest) (ac
 	return resp, nil
 }
 
+// defaultProfile is the profile a new session uses, and its name; ok is
+// false when the configuration names none.
+func (c *conn) defaultProfile() (name string, p workspace.LLMProfile, ok bool) {
+	cfg := c.opts.Config.LLM
+	name = cfg.Default
+	if name == "" && len(cfg.Profiles) == 1 {
+		name = cfg.ProfileNames()[0]
+	}
+	p, ok = cfg.Profiles[name]
+	return name, p, ok
+}
+
+// defaultTakesImages reports whether the default profile's model takes
+// images with a prompt.
+func (c *conn) defaultTakesImages() bool {
+	name, p, ok := c.defaultProfile()
+	return ok && agent.Profile(name, p).TakesImages()
+}
+
 // missingKey is the variable the default profile reads its API key from
 // when it is not set, and the profile; ok is false when nothing is
 // missing.
 func (c *conn) missingKey() (env, profile string, ok bool) {
-	cfg := c.opts.Config.LLM
-	name := cfg.Default
-	if name == "" && len(cfg.Profiles) == 1 {
-		name = cfg.ProfileNames()[0]
-	}
-	p, found := cfg.Profiles[name]
+	name, p, found := c.defaultProfile()
 	if !found {
 		return "", "", false
 	}
@@ -297,6 +312,8 @@ func requestError(err error) error {
 		return &acpsdk.RequestError{Code: -32002, Message: err.Error()} // ACP's "resource not found"
 	case errors.As(err, &lialInit) && errors.Is(err, llm.ErrMissingKey):
 		return &acpsdk.RequestError{Code: -32000, Message: "Authentication required: " + err.Error()}
+	case errors.As(err, new(*agent.PromptError)):
+		return invalidParams("%s", err.Error())
 	case errors.Is(err, agent.ErrBusy):
 		return &acpsdk.RequestError{Code: -32600, Message: err.Error()}
 	}

@@ -52,16 +52,35 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// script answers each model request with its next turn.
+// script answers each model request with its next turn, and keeps the
+// requests.
 type script struct {
-	mu    sync.Mutex
-	turns []func(ctx context.Context) (*llm.Response, error)
+	mu       sync.Mutex
+	turns    []func(ctx context.Context) (*llm.Response, error)
+	requests []*llm.Request
 }
 
 func (s *script) Profile() llm.Profile { return llm.Profile{Name: "test"} }
 
+// lastUser is the last user message the model was sent.
+func (s *script) lastUser() (llm.Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests) == 0 {
+		return llm.Message{}, false
+	}
+	msgs := s.requests[len(s.requests)-1].Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i], true
+		}
+	}
+	return llm.Message{}, false
+}
+
 func (s *script) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Response, error) {
 	s.mu.Lock()
+	s.requests = append(s.requests, req)
 	if len(s.turns) == 0 {
 		s.mu.Unlock()
 		emit(llm.Event{Kind: llm.EventText, Text: "done"})

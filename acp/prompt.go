@@ -2,7 +2,9 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
@@ -22,11 +25,11 @@ func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.Pro
 	if err != nil {
 		return acpsdk.PromptResponse{}, err
 	}
-	text, err := c.promptText(req.Prompt)
+	text, images, err := c.promptContent(req.Prompt)
 	if err != nil {
 		return acpsdk.PromptResponse{}, err
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
 		return acpsdk.PromptResponse{}, invalidParams("the prompt has no text")
 	}
 	c.approveServers(ctx, s)
@@ -53,7 +56,8 @@ func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.Pro
 				c.update(send, s.id, au)
 			}
 		},
-		Ask: c.asker(s, m),
+		Ask:    c.asker(s, m),
+		Images: images,
 	})
 	if err != nil {
 		return acpsdk.PromptResponse{}, requestError(err)
@@ -67,16 +71,34 @@ func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.Pro
 	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(res.StopReason)}, nil
 }
 
-// promptText is the text the model gets for the prompt's blocks: text as
+// promptContent is what the model gets for the prompt's blocks: text as
 // it is, a resource link as a mention of the file (workspace-relative when
-// it is in the workspace), an embedded text resource with its URI. Images
-// and audio are refused: the agent core sends text.
-func (c *conn) promptText(blocks []acpsdk.ContentBlock) (string, error) {
+// it is in the workspace), an embedded text resource with its URI, and
+// images (image blocks, and embedded image resources) beside the text.
+// Audio is refused: no adapter sends it. Whether the session's model takes
+// images is the agent core's to say (agent.PromptError).
+func (c *conn) promptContent(blocks []acpsdk.ContentBlock) (string, []llm.Image, error) {
 	var b strings.Builder
+	var images []llm.Image
+	size := 0
 	sep := func() {
 		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 			b.WriteString("\n")
 		}
+	}
+	addImage := func(i int, mimeType, data string) error {
+		img, err := decodeImage(mimeType, data)
+		if err != nil {
+			return invalidParams("prompt block %d: %v", i, err)
+		}
+		if len(images) == maxImages {
+			return invalidParams("prompt block %d: more than %d images in one prompt", i, maxImages)
+		}
+		if size += len(img.Data); size > maxImagesSize {
+			return invalidParams("prompt block %d: the prompt's images come to more than %d MiB", i, maxImagesSize>>20)
+		}
+		images = append(images, img)
+		return nil
 	}
 	for i, blk := range blocks {
 		switch {
@@ -95,18 +117,56 @@ func (c *conn) promptText(blocks []acpsdk.ContentBlock) (string, error) {
 			switch {
 			case r.TextResourceContents != nil:
 				fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>\n", c.mention(r.TextResourceContents.Uri), r.TextResourceContents.Text)
+			case r.BlobResourceContents != nil && r.BlobResourceContents.MimeType != nil && imageTypes[*r.BlobResourceContents.MimeType]:
+				fmt.Fprintf(&b, "[image %s, attached]\n", c.mention(r.BlobResourceContents.Uri))
+				if err := addImage(i, *r.BlobResourceContents.MimeType, r.BlobResourceContents.Blob); err != nil {
+					return "", nil, err
+				}
 			case r.BlobResourceContents != nil:
 				fmt.Fprintf(&b, "[binary content of %s, not shown to the model]\n", c.mention(r.BlobResourceContents.Uri))
 			}
 		case blk.Image != nil:
-			return "", invalidParams("prompt block %d is an image: this agent sends text to its model (promptCapabilities.image is false)", i)
+			if err := addImage(i, blk.Image.MimeType, blk.Image.Data); err != nil {
+				return "", nil, err
+			}
 		case blk.Audio != nil:
-			return "", invalidParams("prompt block %d is audio: this agent sends text to its model (promptCapabilities.audio is false)", i)
+			return "", nil, invalidParams("prompt block %d is audio: this agent sends no audio to its model (promptCapabilities.audio is false)", i)
 		default:
-			return "", invalidParams("prompt block %d has no content", i)
+			return "", nil, invalidParams("prompt block %d has no content", i)
 		}
 	}
-	return b.String(), nil
+	return b.String(), images, nil
+}
+
+// Limits of a prompt's images: the most the hosted providers take in one
+// request (Anthropic: 5 MB an image), well within an ACP line.
+const (
+	maxImages     = 20
+	maxImageSize  = 5 << 20
+	maxImagesSize = 8 << 20
+)
+
+// imageTypes are the image types every adapter's provider takes.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// decodeImage is an image block's base64 data, checked: a type the
+// providers take, data that decodes, and bytes that are an image of that
+// type.
+func decodeImage(mimeType, data string) (llm.Image, error) {
+	if !imageTypes[mimeType] {
+		return llm.Image{}, fmt.Errorf("image type %q is not one of image/png, image/jpeg, image/gif, image/webp", mimeType)
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return llm.Image{}, fmt.Errorf("the %s image's data is not base64: %v", mimeType, err)
+	}
+	if len(raw) > maxImageSize {
+		return llm.Image{}, fmt.Errorf("the %s image is %d bytes, more than the %d MiB a model takes", mimeType, len(raw), maxImageSize>>20)
+	}
+	if sniffed := http.DetectContentType(raw); sniffed != mimeType {
+		return llm.Image{}, fmt.Errorf("the data of the image said to be %s is %s", mimeType, sniffed)
+	}
+	return llm.Image{MIMEType: mimeType, Data: raw}, nil
 }
 
 // mention is how a URI is named to the model: a file of the workspace by

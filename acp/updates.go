@@ -86,12 +86,16 @@ func (m *mapper) diff(tool string, args json.RawMessage) (acpsdk.ToolCallContent
 	return acpsdk.ToolCallContent{}, false
 }
 
-// text is a text content block of a chunk.
+// text is the content block of a chunk: its text, or its image.
 func text(c any) (acpsdk.ContentBlock, bool) {
-	if b, ok := c.(*agent.ContentBlock); ok && b != nil {
-		return acpsdk.TextBlock(b.Text), true
+	b, ok := c.(*agent.ContentBlock)
+	switch {
+	case !ok || b == nil:
+		return acpsdk.ContentBlock{}, false
+	case b.Type == "image":
+		return acpsdk.ImageBlock(b.Data, b.MimeType), true
 	}
-	return acpsdk.ContentBlock{}, false
+	return acpsdk.TextBlock(b.Text), true
 }
 
 // content is a tool call's content.

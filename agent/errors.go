@@ -69,6 +69,13 @@ func (e *ToolExecutionError) Error() string {
 }
 func (e *ToolExecutionError) Unwrap() error { return e.Err }
 
+// PromptError: the prompt cannot be sent as it is (images for a model
+// that takes none, images with a special command). The message says why
+// and what to change; nothing was added to the session.
+type PromptError struct{ Msg string }
+
+func (e *PromptError) Error() string { return e.Msg }
+
 // CommandError: a special command was misused (unknown, or without the
 // argument it needs). The message says how to write it.
 type CommandError struct{ Msg string }

@@ -279,8 +279,13 @@ func Tokens(m Message) int {
 	if m.Result != nil {
 		n += len(m.Result.Content) + len(m.Result.CallID)
 	}
-	return (n+3)/4 + 4
+	return (n+3)/4 + 4 + len(m.Images)*imageTokens
 }
+
+// imageTokens is the estimate of an image's size in tokens until the
+// provider reports it: about what Anthropic and OpenAI count for a
+// screenshot they scale to their largest size.
+const imageTokens = 1600
 
 // cutMiddle keeps the head and the tail of s within limit bytes, at rune
 // boundaries, and says how much was left out between them.

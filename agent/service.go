@@ -228,6 +228,10 @@ type PromptOptions struct {
 	// prompt's tool calls (the terminal that prompted); nil leaves them to
 	// the editor.
 	Elicit tools.Elicitor
+	// Images go to the model with the prompt's text, when the session's
+	// profile takes images (llm.Profile.TakesImages); otherwise the
+	// prompt fails with a PromptError.
+	Images []llm.Image
 }
 
 // PromptResult is how a prompt ended.
@@ -337,7 +341,7 @@ func Profile(name string, p workspace.LLMProfile) llm.Profile {
 	return llm.Profile{
 		Name: name, Provider: p.Provider, API: p.API, Model: p.Model, APIKeyEnv: p.APIKeyEnv,
 		BaseURL: p.BaseURL, Temperature: p.Temperature, MaxOutputTokens: p.MaxOutputTokens,
-		ContextWindow: p.ContextWindow, ExtraBody: p.ExtraBody,
+		ContextWindow: p.ContextWindow, ExtraBody: p.ExtraBody, Images: p.Images,
 		Prices: llm.Prices{Input: p.Prices.Input, Output: p.Prices.Output, Cached: p.Prices.Cached},
 	}
 }

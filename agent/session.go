@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -87,6 +88,13 @@ func (ss *Session) infoLocked() SessionInfo {
 	}
 }
 
+// currentProfile is the profile the session's next request goes to.
+func (ss *Session) currentProfile() llm.Profile {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.profile
+}
+
 func (ss *Session) costLocked() *Cost {
 	if !ss.costOK {
 		return nil
@@ -168,7 +176,13 @@ func (ss *Session) replay() ([]Update, error) {
 	for _, m := range transcript {
 		switch m.Role {
 		case RoleUser:
-			out = append(out, Update{SessionUpdate: "user_message_chunk", Content: textBlock(m.Text)})
+			if m.Text != "" || len(m.Images) == 0 {
+				out = append(out, Update{SessionUpdate: "user_message_chunk", Content: textBlock(m.Text)})
+			}
+			for _, img := range m.Images {
+				out = append(out, Update{SessionUpdate: "user_message_chunk", Content: &ContentBlock{Type: "image",
+					Data: base64.StdEncoding.EncodeToString(img.Data), MimeType: img.MIMEType}})
+			}
 		case RoleSystem:
 			out = append(out, Update{SessionUpdate: "command_output", Content: textBlock("system: " + m.Text)})
 		case RoleAssistant:

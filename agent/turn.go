@@ -33,9 +33,18 @@ func (ss *Session) prompt(ctx context.Context, text string, opts PromptOptions) 
 		opts.OnUpdate(u)
 	}
 	if cmd, ok := strings.CutPrefix(strings.TrimSpace(text), "/"); ok && cmd != "" && !strings.HasPrefix(cmd, "/") {
+		if len(opts.Images) > 0 {
+			return PromptResult{}, &PromptError{Msg: fmt.Sprintf("/%s is a special command: it takes no images (send them with a message to the model)", strings.Fields(cmd)[0])}
+		}
 		return ss.command(ctx, cmd, emit)
 	}
-	if _, err := ss.add(Message{Role: RoleUser, Text: text}); err != nil {
+	if len(opts.Images) > 0 {
+		if p := ss.currentProfile(); !p.TakesImages() {
+			return PromptResult{}, &PromptError{Msg: fmt.Sprintf("the model of profile %q (%s) takes no images: send text, switch with /model to a profile that takes them, "+
+				"or set llm.profiles.%s.images: true in .nexus/config.yaml if it does", p.Name, p.Model, p.Name)}
+		}
+	}
+	if _, err := ss.add(Message{Role: RoleUser, Text: text, Images: opts.Images}); err != nil {
 		return PromptResult{}, err
 	}
 	stop, err := ss.run(ctx, emit)
@@ -199,7 +208,36 @@ func (ss *Session) request(offered *offer) (*llm.Request, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	msgs := ss.hist.Messages()
-	return &llm.Request{System: system, Messages: msgs[:len(msgs):len(msgs)], Tools: offered.list}, nil
+	msgs = msgs[:len(msgs):len(msgs)]
+	if !ss.profile.TakesImages() {
+		msgs = withoutImages(msgs, ss.profile.Name)
+	}
+	return &llm.Request{System: system, Messages: msgs, Tools: offered.list}, nil
+}
+
+// withoutImages is msgs with each image replaced by a note, for a model
+// that takes none (the session switched to it with /model after images
+// were sent): a text-only model given an image fails the whole request.
+func withoutImages(msgs []Message, profile string) []Message {
+	var out []Message
+	for i, m := range msgs {
+		if len(m.Images) == 0 {
+			if out != nil {
+				out = append(out, m)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]Message, 0, len(msgs)), msgs[:i]...)
+		}
+		m.Text += fmt.Sprintf("\n[%d image(s) attached here are not shown: the model of profile %q takes no images]", len(m.Images), profile)
+		m.Images = nil
+		out = append(out, m)
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // system is the system prompt: Nexus's own, then the context file's

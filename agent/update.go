@@ -56,10 +56,13 @@ type Update struct {
 	Elicitation *tools.Elicitation `json:"elicitation,omitempty"`
 }
 
-// ContentBlock is an ACP content block; Nexus sends text.
+// ContentBlock is an ACP content block: text, or (Type "image") an image
+// of a prompt, base64 in Data.
 type ContentBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Data     string `json:"data,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
 }
 
 // ToolCallContent is an ACP tool call content item.

@@ -208,6 +208,10 @@ type LLMProfile struct {
 	// ExtraBody is merged into the JSON body of every request (vendor
 	// parameters: tool_choice, logit_bias, provider routing).
 	ExtraBody map[string]any `yaml:"extraBody"`
+	// Images says whether the model takes images with a prompt (an ACP
+	// editor's pasted screenshot); unset, the hosted providers' models
+	// do and a baseURL's server is assumed not to.
+	Images *bool `yaml:"images"`
 }
 
 // LLMPrices are the prices of a million tokens; unset prices make the
@@ -864,7 +868,7 @@ func (d *decoder) llm(c *LLMConfig) {
 				c.Profiles = map[string]LLMProfile{}
 			}
 			c.Profiles["default"] = c.LLMProfile
-			for _, k := range []string{"provider", "api", "model", "apiKeyEnv", "baseURL", "temperature", "maxOutputTokens", "contextWindow", "prices", "extraBody"} {
+			for _, k := range []string{"provider", "api", "model", "apiKeyEnv", "baseURL", "temperature", "maxOutputTokens", "contextWindow", "prices", "extraBody", "images"} {
 				if n, ok := d.nodes["llm."+k]; ok {
 					d.nodes["llm.profiles.default."+k] = n
 				}

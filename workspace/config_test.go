@@ -307,6 +307,10 @@ func TestParseConfigEnv(t *testing.T) {
 			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai", Model: "m",
 				ExtraBody: map[string]any{"n": 42, "deep": map[string]any{"m": "big-model"}}}}}
 		}},
+		{"images", "llm:\n  provider: openai-compatible\n  baseURL: http://h/v1\n  model: m\n  images: ${NET}\n", func(c *Config) {
+			no := false
+			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai-compatible", BaseURL: "http://h/v1", Model: "m", Images: &no}}}
+		}},
 		{"not keys", "tools:\n  policy:\n    ${KEY}: deny\n", func(c *Config) { c.Tools.Policy = map[string]string{"${KEY}": "deny"} }},
 		{"alias expanded once", "llm:\n  provider: openai\n  model: &m $$${N}\n  baseURL: *m\n", func(c *Config) {
 			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai", Model: "$42", BaseURL: "$42"}}}

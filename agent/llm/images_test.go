@@ -67,3 +67,26 @@ func TestImagesAndStop(t *testing.T) {
 		}
 	}
 }
+
+// TestTakesImages: a profile says whether its model takes images; unset,
+// the hosted providers' models do and a server at a baseURL is assumed
+// not to.
+func TestTakesImages(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		p    llm.Profile
+		want bool
+	}{
+		{llm.Profile{Provider: llm.ProviderAnthropic}, true},
+		{llm.Profile{Provider: llm.ProviderGemini}, true},
+		{llm.Profile{Provider: llm.ProviderOpenAI}, true},
+		{llm.Profile{Provider: llm.ProviderOpenAI, BaseURL: "http://proxy/v1"}, false},
+		{llm.Profile{Provider: llm.ProviderOpenAICompatible, BaseURL: "http://127.0.0.1:8080/v1"}, false},
+		{llm.Profile{Provider: llm.ProviderOpenAICompatible, BaseURL: "http://127.0.0.1:8080/v1", Images: &yes}, true},
+		{llm.Profile{Provider: llm.ProviderAnthropic, Images: &no}, false},
+	} {
+		if got := c.p.TakesImages(); got != c.want {
+			t.Errorf("%s at %q (images %v): TakesImages = %v, want %v", c.p.Provider, c.p.BaseURL, c.p.Images, got, c.want)
+		}
+	}
+}

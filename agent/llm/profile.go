@@ -50,6 +50,26 @@ type Profile struct {
 	// ExtraBody is merged into the JSON body of every request (vendor
 	// parameters: tool_choice, logit_bias, provider routing).
 	ExtraBody map[string]any
+	// Images says whether the model takes images with a prompt; nil is
+	// the provider's usual answer (see TakesImages).
+	Images *bool
+}
+
+// TakesImages reports whether the profile's model takes images. Set
+// explicitly (llm.profiles.NAME.images) it is that; otherwise the hosted
+// providers' current models do (Anthropic, Gemini, OpenAI at its own
+// endpoint), and a server of unknown models (openai-compatible, or any
+// baseURL) is assumed not to, since a text-only model given an image
+// fails the whole request.
+func (p Profile) TakesImages() bool {
+	if p.Images != nil {
+		return *p.Images
+	}
+	switch p.Provider {
+	case ProviderAnthropic, ProviderGemini, ProviderOpenAI:
+		return p.BaseURL == ""
+	}
+	return false
 }
 
 // Prices are the price of a million tokens of each kind; zero is unknown.

@@ -132,6 +132,10 @@ export function emptyChat(): ChatState {
 }
 
 function text(content: unknown): string {
+  if (typeof content === 'object' && content !== null && (content as { type?: unknown }).type === 'image') {
+    // An image an ACP editor sent with a prompt: named, not shown.
+    return ` [image, ${String((content as { mimeType?: unknown }).mimeType ?? 'unknown type')}]`;
+  }
   if (typeof content === 'object' && content !== null && typeof (content as { text?: unknown }).text === 'string') {
     return (content as { text: string }).text;
   }

@@ -34,6 +34,7 @@ test('chat reducer: chunks join, tool calls update in place, commands and the st
   s.sessionId = 's1';
   reduce(s, { sessionUpdate: 'available_commands_update', availableCommands: [{ name: 'cost', description: 'the cost' }] });
   reduce(s, { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'write it' } });
+  reduce(s, { sessionUpdate: 'user_message_chunk', content: { type: 'image', text: '', data: 'iVBORw0K', mimeType: 'image/png' } });
   reduce(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Sure, ' } });
   reduce(s, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: '**done**' } });
   reduce(s, { sessionUpdate: 'tool_call', toolCallId: 'c1', title: 'Write file', kind: 'edit', status: 'pending' });
@@ -48,7 +49,7 @@ test('chat reducer: chunks join, tool calls update in place, commands and the st
   endTurn(s, 'max_turn_requests');
   assert.deepEqual(s.commands, [{ name: 'cost', description: 'the cost' }]);
   assert.deepEqual(s.entries, [
-    { kind: 'user', text: 'write it' },
+    { kind: 'user', text: 'write it [image, image/png]' },
     { kind: 'agent', text: 'Sure, **done**' },
     { kind: 'tool', toolCallId: 'c1', title: 'Write file', toolKind: 'edit', status: 'completed', detail: '{"ok":true}' },
     { kind: 'agent', text: 'after' },
