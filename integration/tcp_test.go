@@ -348,6 +348,10 @@ apps:
 	if err := set(planner, "coder"); code(err) != codes.PermissionDenied {
 		t.Errorf("the planner's certificate writes the coder's namespace: %v", err)
 	}
+	if _, err := planner.GetRuntimeValue(guard(t), &nexusv1.GetRuntimeValueRequest{AppId: "coder", Key: "k"}); code(err) != codes.PermissionDenied ||
+		!strings.Contains(err.Error(), `the client certificate belongs to app "planner", the request names app "coder"`) {
+		t.Errorf("the planner's certificate acting for the coder: %v", err)
+	}
 	if err := set(client(plannerCert, plannerKey, d.appToken("planner")), "planner"); err != nil {
 		t.Errorf("the planner's certificate and token: %v", err)
 	}

@@ -27,6 +27,9 @@ type Identity struct {
 	Admin bool
 	// App is the app id of an app token; empty for the admin.
 	App *access.App
+	// Certificate is set when the app is known by its TLS client
+	// certificate (apps[].certificate) rather than by a token alone.
+	Certificate bool
 }
 
 // Authenticator maps bearer tokens, and verified TLS client certificates,
@@ -66,7 +69,7 @@ func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
 	if len(vals) == 0 {
 		switch {
 		case certApp != nil:
-			return Identity{App: certApp}, nil
+			return Identity{App: certApp, Certificate: true}, nil
 		case certFP != "":
 			return Identity{}, status.Errorf(codes.Unauthenticated, "missing authorization metadata, and the client certificate (SHA-256 %s) is no app's "+
 				"(apps[].certificate in .nexus/config.yaml): send \"authorization: Bearer <token>\"", certFP)
@@ -88,6 +91,7 @@ func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
 		}
 		return Identity{}, status.Errorf(codes.Unauthenticated, "the client certificate is app %q's and the request carries %s: send the app's own token, or none", certApp.ID, who)
 	}
+	id.Certificate = certApp != nil
 	return id, nil
 }
 

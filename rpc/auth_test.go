@@ -78,6 +78,8 @@ func TestAuthenticateCertificate(t *testing.T) {
 			t.Errorf("%s: %v, want Unauthenticated %q", c.name, err, c.err)
 		case c.err == "" && (err != nil || got != c.want):
 			t.Errorf("%s: %s, %v; want %s", c.name, got, err, c.want)
+		case c.err == "" && id.Certificate != (c.verified && c.cert == plannerCert):
+			t.Errorf("%s: known by its certificate = %v", c.name, id.Certificate)
 		}
 	}
 }
