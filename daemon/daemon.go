@@ -495,8 +495,9 @@ func (p *Parts) openTLS(logger *slog.Logger) error {
 }
 
 // announceTLS logs the TCP address's certificate and its fingerprint, and
-// prints them on standard error too when the log goes to a file, so that
-// the person who started the daemon can give the fingerprint to clients.
+// prints them on standard error too when the log goes to a file or leaves
+// out info lines, so that the person who started the daemon always sees
+// the fingerprint to give to clients.
 func (p *Parts) announceTLS(info Info) {
 	what := "a generated self-signed certificate"
 	if !p.tls.generated {
@@ -504,7 +505,7 @@ func (p *Parts) announceTLS(info Info) {
 	}
 	p.Logger.Info("serving gRPC over TLS with "+what, "address", info.GRPCTCPAddress, "cert", info.TLSCertFile,
 		"sha256", info.TLSFingerprint, "clientCertificates", p.tls.clientCerts)
-	if p.opts.LogFile != "" || p.Config.Log.File != "" {
+	if p.opts.LogFile != "" || p.Config.Log.File != "" || !p.Logger.Enabled(context.Background(), slog.LevelInfo) {
 		w := p.opts.Stderr
 		if w == nil {
 			w = os.Stderr

@@ -263,11 +263,13 @@ func TestTLSEveryInterface(t *testing.T) {
 }
 
 // --tls-cert/--tls-key serve the given certificate, whose fingerprint
-// daemon.json gives; none is generated.
+// daemon.json gives, and the log, and stderr when the log is in a file;
+// none is generated.
 func TestTLSConfiguredCertificate(t *testing.T) {
 	cert, key := writeCert(t, t.TempDir(), "server", nil, nil)
 	ws := newWorkspace(t, twoApps)
-	d := startDaemon(t, ws, "--grpc-addr", "localhost:0", "--tls-cert", cert, "--tls-key", key)
+	logFile := filepath.Join(t.TempDir(), "nexusd.log")
+	d := startDaemon(t, ws, "--grpc-addr", "localhost:0", "--tls-cert", cert, "--tls-key", key, "--log-file", logFile)
 	info := d.tcp()
 	pair, err := tls.LoadX509KeyPair(cert, key)
 	if err != nil {
@@ -287,6 +289,13 @@ func TestTLSConfiguredCertificate(t *testing.T) {
 	cf := nexusv1.NewCoreFrameworkClient(dialTCP(t, info.GRPCTCPAddress, creds, d.appToken("planner")))
 	if _, err := cf.GetRuntimeValue(guard(t), &nexusv1.GetRuntimeValueRequest{AppId: "planner", Key: "k"}); err != nil {
 		t.Error(err)
+	}
+	d.stop()
+	if want := "with the configured certificate (" + cert + "), SHA-256 fingerprint " + info.TLSFingerprint; !strings.Contains(d.stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, d.stderr)
+	}
+	if log, err := os.ReadFile(logFile); err != nil || !strings.Contains(string(log), "sha256="+info.TLSFingerprint) {
+		t.Errorf("the log does not give the fingerprint: %v\n%s", err, log)
 	}
 }
 
