@@ -269,10 +269,10 @@ func (p *Parts) Close() error {
 	return nil
 }
 
-// Serve serves gRPC (the unix socket, and plain TCP when allowed),
-// publishes daemon.json, watches the definitions root and the
-// configuration files, and serves the editor with --stdio, until ctx is
-// cancelled or the editor goes. It does not close the parts.
+// Serve serves gRPC (the unix socket, and the TCP address with TLS, or as
+// plain TCP with --insecure-tcp), publishes daemon.json, watches the
+// definitions root and the configuration files, and serves the editor with
+// --stdio, until ctx is cancelled or the editor goes. It does not close the parts.
 func (p *Parts) Serve(ctx context.Context) error {
 	l, cfg, logger, ws, opts := p.layout, p.Config, p.Logger, p.Workspace, p.opts
 	// One message, over gRPC or from the editor, carries at most the

@@ -267,9 +267,10 @@ func namesFor(host, hostname string) certNames {
 // reason: it changes the fingerprint that clients pin.
 func ensureGeneratedCert(l layout, names certNames, now time.Time, logger *slog.Logger) (tls.Certificate, error) {
 	pair, err := tls.LoadX509KeyPair(l.TLSCert, l.TLSKey)
+	_, statErr := os.Stat(l.TLSCert)
 	var why string
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) && errors.Is(statErr, fs.ErrNotExist): // the first one
 	case err != nil:
 		why = "it does not load (" + strings.TrimPrefix(err.Error(), "tls: ") + ")"
 	case now.Add(certRenewBefore).After(pair.Leaf.NotAfter):
