@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -88,15 +89,21 @@ func tlsSettings(opts Options, cfg workspace.TLSConfig, l layout, tcpAddr string
 		return s, nil
 	}
 	in := func(key string) string { return key + " in .nexus/config.yaml" }
+	abs := func(p string) string { // a flag's path is relative to the current directory
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
 	if opts.TLSCert != "" {
-		s.cert, s.certFrom = opts.TLSCert, "--tls-cert "+opts.TLSCert
-		s.key, s.keyFrom = opts.TLSKey, "--tls-key "+opts.TLSKey
+		s.cert, s.certFrom = abs(opts.TLSCert), "--tls-cert "+opts.TLSCert
+		s.key, s.keyFrom = abs(opts.TLSKey), "--tls-key "+opts.TLSKey
 	} else if cfg.Cert != "" {
 		s.cert, s.certFrom = l.Resolve(cfg.Cert), in("grpc.tls.cert")
 		s.key, s.keyFrom = l.Resolve(cfg.Key), in("grpc.tls.key")
 	}
 	if opts.TLSClientCA != "" {
-		s.clientCA, s.clientCAFrom = opts.TLSClientCA, "--tls-client-ca "+opts.TLSClientCA
+		s.clientCA, s.clientCAFrom = abs(opts.TLSClientCA), "--tls-client-ca "+opts.TLSClientCA
 	} else if cfg.ClientCA != "" {
 		s.clientCA, s.clientCAFrom = l.Resolve(cfg.ClientCA), in("grpc.tls.clientCA")
 	}

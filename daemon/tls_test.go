@@ -153,6 +153,10 @@ func TestTLSSettings(t *testing.T) {
 	ws := t.TempDir()
 	l := newLayout(ws)
 	conf := workspace.TLSConfig{Cert: "tls/a.crt", Key: "tls/a.key", ClientCA: "/etc/ca.pem"}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		opts Options
@@ -169,6 +173,9 @@ func TestTLSSettings(t *testing.T) {
 		{name: "from the config, relative to the workspace", conf: conf, addr: "0.0.0.0:1",
 			want: tlsSources{cert: filepath.Join(ws, "tls/a.crt"), key: filepath.Join(ws, "tls/a.key"), clientCA: "/etc/ca.pem",
 				certFrom: "grpc.tls.cert in .nexus/config.yaml", keyFrom: "grpc.tls.key in .nexus/config.yaml", clientCAFrom: "grpc.tls.clientCA in .nexus/config.yaml"}},
+		{name: "flags relative to the current directory", opts: Options{TLSCert: "c.pem", TLSKey: "k.pem", TLSClientCA: "ca.pem"}, addr: "0.0.0.0:1",
+			want: tlsSources{cert: filepath.Join(wd, "c.pem"), key: filepath.Join(wd, "k.pem"), clientCA: filepath.Join(wd, "ca.pem"),
+				certFrom: "--tls-cert c.pem", keyFrom: "--tls-key k.pem", clientCAFrom: "--tls-client-ca ca.pem"}},
 		{name: "the flags win", opts: Options{TLSCert: "/c", TLSKey: "/k"}, conf: conf, addr: "0.0.0.0:1",
 			want: tlsSources{cert: "/c", key: "/k", clientCA: "/etc/ca.pem", certFrom: "--tls-cert /c", keyFrom: "--tls-key /k", clientCAFrom: "grpc.tls.clientCA in .nexus/config.yaml"}},
 		{name: "a certificate without its key", opts: Options{TLSCert: "/c"}, addr: "0.0.0.0:1", err: "--tls-cert and --tls-key go together"},
