@@ -152,7 +152,7 @@ func benchEvents(tmp string) error {
 	defer m.Close()
 	const token = "bench-admin-token-0123456789"
 	srv := rpc.NewServer(rpc.Config{Bus: bus, Tools: m, MaxMessageSize: 4 << 20,
-		Auth: rpc.NewAuthenticator(token, nil, nil)})
+		Auth: rpc.NewAuthenticator(token, nil, nil, nil)})
 	sock := filepath.Join(tmp, "events.sock")
 	lis, err := net.Listen("unix", sock)
 	if err != nil {

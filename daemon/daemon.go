@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/acp"
@@ -64,9 +65,14 @@ type Options struct {
 	// goes.
 	ACPStdio *Stdio
 	ACPToken string
-	// InsecureTCP allows plain TCP (no TLS) on a loopback address; without
-	// it, a TCP address (GRPCAddr or grpc.address) refuses to start.
+	// InsecureTCP serves the TCP address (GRPCAddr or grpc.address) as
+	// plain TCP, without TLS; it must be on loopback.
 	InsecureTCP bool
+	// TLSCert and TLSKey are the PEM certificate and key of the TCP
+	// address (grpc.tls.cert/key); without them nexusd generates a
+	// certificate into .nexus/tls/. TLSClientCA (grpc.tls.clientCA) makes
+	// clients present a certificate it signed.
+	TLSCert, TLSKey, TLSClientCA string
 	// Getenv reads the LLM providers' API keys; default os.LookupEnv.
 	Getenv func(string) (string, bool)
 	// NewProvider makes the model adapter of an llm profile; default
@@ -127,6 +133,9 @@ type Parts struct {
 	layout      layout
 	cfgSnapshot string
 	tcpAddr     string
+	// tls is the TLS of tcpAddr; nil for plain TCP (--insecure-tcp) or
+	// no TCP.
+	tls         *tlsDoor
 	mcpAddr     string
 	socket      string // the unix socket's path
 	permissions rpc.Permissions
@@ -136,6 +145,8 @@ type Parts struct {
 	adminToken     string
 	apps           map[string]*access.App
 	appTokens      map[string]string
+	// appCerts are the apps' client certificates (apps[].certificate).
+	appCerts map[string][32]byte
 	// closers undo what Open did, in the reverse order.
 	closers []func()
 }
@@ -187,6 +198,9 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, err
 	}
 	p.closers = append(p.closers, closeLog)
+	if err := p.openTLS(logger); err != nil {
+		return nil, err
+	}
 
 	p.Bus = events.New()
 	if opts.Stdio != nil {
@@ -255,18 +269,23 @@ func (p *Parts) Close() error {
 	return nil
 }
 
-// Serve serves gRPC (the unix socket, and plain TCP when allowed),
-// publishes daemon.json, watches the definitions root and the
-// configuration files, and serves the editor with --stdio, until ctx is
-// cancelled or the editor goes. It does not close the parts.
+// Serve serves gRPC (the unix socket, and the TCP address with TLS, or as
+// plain TCP with --insecure-tcp), publishes daemon.json, watches the
+// definitions root and the configuration files, and serves the editor with
+// --stdio, until ctx is cancelled or the editor goes. It does not close the parts.
 func (p *Parts) Serve(ctx context.Context) error {
 	l, cfg, logger, ws, opts := p.layout, p.Config, p.Logger, p.Workspace, p.opts
 	// One message, over gRPC or from the editor, carries at most the
 	// largest definition file (twice, in a diff) or the largest tool
 	// arguments; a larger one is refused before it is read.
 	maxMsg := max(int(cfg.GRPC.MaxMessageSize), max(2*int(cfg.Definitions.MaxFileSize), int(cfg.Tools.MaxArgumentsSize))+1<<20)
-	auth := rpc.NewAuthenticator(p.adminToken, p.apps, p.appTokens)
+	auth := rpc.NewAuthenticator(p.adminToken, p.apps, p.appTokens, p.appCerts)
+	var creds credentials.TransportCredentials
+	if p.tls != nil {
+		creds = &doorCreds{tls: credentials.NewTLS(p.tls.config)}
+	}
 	srv := rpc.NewServer(rpc.Config{
+		Creds:          creds,
 		Definitions:    p.Definitions,
 		Runtime:        p.Runtime,
 		Bus:            p.Bus,
@@ -323,10 +342,16 @@ func (p *Parts) Serve(ctx context.Context) error {
 			unixLis.Close()
 			return fmt.Errorf("listen on %s: %w", p.tcpAddr, err)
 		}
-		listeners = append(listeners, tl)
 		info.GRPCTCPAddress = tl.Addr().String()
-		logger.Warn("serving gRPC over plain TCP (--insecure-tcp): bearer tokens cross it in clear, and any process of this machine may connect",
-			"address", info.GRPCTCPAddress)
+		if p.tls == nil {
+			listeners = append(listeners, tl)
+			logger.Warn("serving gRPC over plain TCP (--insecure-tcp): bearer tokens cross it in clear, and any process of this machine may connect",
+				"address", info.GRPCTCPAddress)
+		} else {
+			listeners = append(listeners, &tcpListener{Listener: tl, secure: true})
+			info.TLSCertFile, info.TLSFingerprint = p.tls.certFile, workspace.FormatFingerprint(p.tls.fingerprint)
+			p.announceTLS(info)
+		}
 	}
 	if err := workspace.WriteJSONAtomic(l.DaemonJSON, info); err != nil {
 		return err
@@ -387,7 +412,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 			Apps:        appIDs(p.apps),
 			Logger:      logger,
 			MaxMessage:  maxMsg,
-			Info: server.Info{Version: opts.Version, Workspace: ws, GRPCAddress: info.GRPCAddress, GRPCTCPAddress: info.GRPCTCPAddress,
+			Info: server.Info{Version: opts.Version, Workspace: ws, GRPCAddress: info.GRPCAddress, GRPCTCPAddress: info.GRPCTCPAddress, TLSFingerprint: info.TLSFingerprint,
 				AdminTokenFile: l.AdminToken, DefinitionsRoot: l.Resolve(cfg.Definitions.Root), Debounce: time.Duration(cfg.Definitions.Debounce).String()},
 		})
 		g.Go(func() error {
@@ -434,6 +459,59 @@ func (p *Parts) Serve(ctx context.Context) error {
 		return editorExit
 	}
 	return nil
+}
+
+// openTLS sets up the TLS of the TCP address (see tls.go) and reads the
+// apps' client certificates.
+func (p *Parts) openTLS(logger *slog.Logger) error {
+	cfg := p.Config
+	src, err := tlsSettings(p.opts, cfg.GRPC.TLS, p.layout, p.tcpAddr, func(msg string) { logger.Warn(msg) })
+	if err != nil {
+		return err
+	}
+	if p.tcpAddr != "" && !p.opts.InsecureTCP {
+		if p.tls, err = openTLS(src, p.layout, p.tcpAddr, logger); err != nil {
+			return err
+		}
+	}
+	p.appCerts = map[string][32]byte{}
+	var withCert []string
+	for _, a := range cfg.Apps {
+		if a.Certificate == "" {
+			continue
+		}
+		fp, err := workspace.ParseFingerprint(a.Certificate)
+		if err != nil { // checked by LoadConfig already
+			return fmt.Errorf("app %q: certificate: %w", a.ID, err)
+		}
+		p.appCerts[a.ID] = fp
+		withCert = append(withCert, a.ID)
+	}
+	if len(withCert) > 0 && (p.tls == nil || !p.tls.clientCerts) {
+		logger.Warn("apps[].certificate is used only over TLS with client certificates (--tls-client-ca or grpc.tls.clientCA); these apps authenticate with their tokens alone",
+			"apps", strings.Join(withCert, ","))
+	}
+	return nil
+}
+
+// announceTLS logs the TCP address's certificate and its fingerprint, and
+// prints them on standard error too when the log goes to a file or leaves
+// out info lines, so that the person who started the daemon always sees
+// the fingerprint to give to clients.
+func (p *Parts) announceTLS(info Info) {
+	what := "a generated self-signed certificate"
+	if !p.tls.generated {
+		what = "the configured certificate"
+	}
+	p.Logger.Info("serving gRPC over TLS with "+what, "address", info.GRPCTCPAddress, "cert", info.TLSCertFile,
+		"sha256", info.TLSFingerprint, "clientCertificates", p.tls.clientCerts)
+	if p.opts.LogFile != "" || p.Config.Log.File != "" || !p.Logger.Enabled(context.Background(), slog.LevelInfo) {
+		w := p.opts.Stderr
+		if w == nil {
+			w = os.Stderr
+		}
+		fmt.Fprintf(w, "nexusd: gRPC over TLS on %s with %s (%s), SHA-256 fingerprint %s\n", info.GRPCTCPAddress, what, info.TLSCertFile, info.TLSFingerprint)
+	}
 }
 
 // errEditorGone ends the daemon's errgroup when the editor's connection

@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// gRPC over TCP carries bearer tokens. Until nexusd has TLS
-// (--tls-cert/--tls-key, a later issue), it serves TCP only as plain TCP on
-// a loopback address, and only when the command line says --insecure-tcp:
-// the configuration file is workspace content, which a tool call may have
-// written, so it can name an address (grpc.address) but never allow it.
+// gRPC over TCP carries bearer tokens, so it is served with TLS (see
+// tls.go), on any address. Plain TCP is served only on a loopback address,
+// and only when the command line says --insecure-tcp: the configuration
+// file is workspace content, which a tool call may have written, so it can
+// name an address (grpc.address) but never allow plain TCP.
 
 // lookupFunc resolves a host name to its addresses.
 type lookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -21,12 +21,14 @@ func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
-// tcpAddress returns the address to serve plain TCP gRPC on ("" for none):
-// the --grpc-addr flag, else grpc.address from the configuration. It
-// refuses an address without --insecure-tcp, an address that is not on
-// loopback (127.0.0.0/8, ::1, or localhost when it resolves to loopback
-// only), and --insecure-tcp without an address. localhost is replaced by
-// the loopback address it resolves to, so that the name is resolved once.
+// tcpAddress returns the address to serve gRPC on TCP ("" for none): the
+// --grpc-addr flag, else grpc.address from the configuration, served with
+// TLS, or as plain TCP with insecure (--insecure-tcp). It refuses an
+// address that is not host:port, and with insecure an address that is not
+// on loopback (127.0.0.0/8, ::1, or localhost when it resolves to loopback
+// only) and --insecure-tcp without an address. Under insecure, localhost
+// is replaced by the loopback address it resolves to, so that the name is
+// resolved once.
 func tcpAddress(ctx context.Context, flagAddr, configAddr string, insecure bool, lookup lookupFunc) (string, error) {
 	addr, from := flagAddr, "--grpc-addr "+flagAddr
 	if addr == "" {
@@ -38,13 +40,14 @@ func tcpAddress(ctx context.Context, flagAddr, configAddr string, insecure bool,
 	case addr == "":
 		return "", nil
 	case !insecure:
-		return "", fmt.Errorf("%s: gRPC over TCP needs TLS, which nexusd does not have yet (--tls-cert/--tls-key, coming in a later issue), "+
-			"and bearer tokens would cross the network in clear; serve the unix socket only, "+
-			"or plain TCP on a loopback address with --insecure-tcp on the command line", from)
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return "", fmt.Errorf("%s: not host:port: %v", from, err)
+		}
+		return addr, nil
 	}
 	notLoopback := func(what string) error {
-		return fmt.Errorf("%s: %s, and --insecure-tcp serves plain TCP on a loopback address only (127.0.0.0/8, ::1 or localhost); "+
-			"any other address needs TLS (--tls-cert/--tls-key), which is coming in a later issue", from, what)
+		return fmt.Errorf("%s: %s, and --insecure-tcp serves plain TCP on a loopback address only (127.0.0.0/8, ::1 or localhost): "+
+			"bearer tokens would cross the network in clear; leave out --insecure-tcp to serve TLS", from, what)
 	}
 	return loopbackAddress(ctx, addr, from, notLoopback, lookup)
 }

@@ -96,7 +96,8 @@ func newSecEnv(t *testing.T) *secEnv {
 	d2 = startDaemon(t, ws2)
 
 	t.Setenv("NEXUS_TEST_SECRET", "ENV-SECRET-MARKER")
-	d := startDaemon(t, ws)
+	// With TLS on TCP, so that the generated certificate's key is there.
+	d := startDaemon(t, ws, "--grpc-addr", "127.0.0.1:0")
 	e := &secEnv{t: t, d: d, ws: ws, callers: map[string]context.Context{
 		"alpha": as(d.appToken("alpha")), "beta": as(d.appToken("beta")), "person": as(d.admin),
 	}}
@@ -114,14 +115,29 @@ func newSecEnv(t *testing.T) *secEnv {
 		{name: "audit log", path: ".nexus/audit/toolcalls.jsonl", marker: "get_current_time"},
 		{name: "history ref", path: ".nexus/history.git/refs/heads/main"},
 		{name: "daemon.json", path: ".nexus/run/daemon.json", marker: d.info.GRPCAddress},
+		{name: "the TLS key", path: ".nexus/tls/key.pem", marker: tlsKeyLine(t, ws)},
 		{name: "an MCP server's OAuth tokens", path: ".nexus/mcp-auth/remote.json", marker: "MCP-TOKEN-MARKER"},
 		{name: "another workspace's admin token", path: filepath.Join(ws2, ".nexus", "run", "admin.token"), marker: d2.admin},
 		{name: "the daemon's environment", path: fmt.Sprintf("/proc/%d/environ", d.info.PID), marker: "ENV-SECRET-MARKER"},
 	}
 	e.writable = []string{".git/hooks/README", ".git/HEAD", ".vscode/settings.json", ".vscode/mcp.json", ".mcp.json",
 		".nexus/config.yaml", ".nexus/definitions/gamma/secret.txt", ".nexus/run/admin.token", ".nexus/run/apps/gamma.token",
-		".nexus/mcp-auth/remote.json"}
+		".nexus/mcp-auth/remote.json", ".nexus/tls/key.pem"}
 	return e
+}
+
+// tlsKeyLine is a line of the base64 of the generated TLS key.
+func tlsKeyLine(t *testing.T, ws string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(ws, ".nexus", "tls", "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) < 2 || len(lines[1]) < 32 {
+		t.Fatalf("key.pem:\n%s", data)
+	}
+	return lines[1]
 }
 
 func (e *secEnv) tool(caller, name, args string) *nexusv1.ExecuteToolResponse {

@@ -31,7 +31,11 @@ func (known apps) caller(ctx context.Context, appID string) (caller, error) {
 	switch {
 	case id.App != nil:
 		if appID != "" && appID != id.App.ID {
-			return caller{}, status.Errorf(codes.PermissionDenied, "the token belongs to app %q, the request names app %q", id.App.ID, appID)
+			by := "the token"
+			if id.Certificate {
+				by = "the client certificate"
+			}
+			return caller{}, status.Errorf(codes.PermissionDenied, "%s belongs to app %q, the request names app %q", by, id.App.ID, appID)
 		}
 		return caller{id: id, party: access.ForApp(id.App), appID: id.App.ID}, nil
 	case id.Admin:

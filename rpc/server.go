@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -36,13 +37,20 @@ type Config struct {
 	// MaxMessageSize bounds a request or response, in bytes; gRPC refuses
 	// a larger request (RESOURCE_EXHAUSTED) before it reads it.
 	MaxMessageSize int
+	// Creds are the transport credentials of every connection (TLS on
+	// TCP); nil for none.
+	Creds credentials.TransportCredentials
 }
 
 // NewServer returns a gRPC server with CoreFramework, ToolManager, Agent,
 // health and reflection registered. Every method but health and reflection
 // needs a bearer token.
 func NewServer(cfg Config) *grpc.Server {
-	srv := grpc.NewServer(
+	var creds []grpc.ServerOption
+	if cfg.Creds != nil {
+		creds = append(creds, grpc.Creds(cfg.Creds))
+	}
+	srv := grpc.NewServer(append(creds,
 		grpc.ChainUnaryInterceptor(cfg.Auth.unary),
 		grpc.ChainStreamInterceptor(cfg.Auth.stream),
 		grpc.MaxRecvMsgSize(cfg.MaxMessageSize),
@@ -53,7 +61,7 @@ func NewServer(cfg Config) *grpc.Server {
 		// callers rarely spill onto fresh goroutines; few enough that each
 		// is reused before a GC shrinks its stack again.
 		grpc.NumStreamWorkers(uint32(8*runtime.NumCPU())),
-	)
+	)...)
 	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps, mcp: cfg.MCP,
 		questions: newQuestions()}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{

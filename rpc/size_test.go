@@ -38,7 +38,7 @@ func sizeServer(t *testing.T) (*grpc.ClientConn, context.Context) {
 		t.Fatal(err)
 	}
 	const token = "size-test-admin-token"
-	srv := NewServer(Config{Bus: bus, Tools: m, MaxMessageSize: 2 << 20, Auth: NewAuthenticator(token, nil, nil)})
+	srv := NewServer(Config{Bus: bus, Tools: m, MaxMessageSize: 2 << 20, Auth: NewAuthenticator(token, nil, nil, nil)})
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	lis, err := net.Listen("unix", sock)
 	if err != nil {

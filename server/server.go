@@ -68,6 +68,9 @@ type Info struct {
 	Workspace      string `json:"workspace"`
 	GRPCAddress    string `json:"grpcAddress"`
 	GRPCTCPAddress string `json:"grpcTcpAddress,omitempty"`
+	// TLSFingerprint is the SHA-256 fingerprint of the certificate of
+	// GRPCTCPAddress (as in daemon.json); empty for plain TCP.
+	TLSFingerprint string `json:"tlsFingerprint,omitempty"`
 	AdminTokenFile string `json:"adminTokenFile,omitempty"`
 	// DefinitionsRoot is the absolute definitions root; Debounce how long a
 	// file must be quiet on disk before its edit is recorded.

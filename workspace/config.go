@@ -5,6 +5,7 @@ package workspace
 import (
 	"bytes"
 	"cmp"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -85,9 +86,15 @@ type AppConfig struct {
 	ID string `yaml:"id"`
 	// Token and TokenFile are the app's gRPC token or a file holding it;
 	// at most one is set.
-	Token     string       `yaml:"token"`
-	TokenFile string       `yaml:"tokenFile"`
-	Grants    GrantsConfig `yaml:"grants"`
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"tokenFile"`
+	// Certificate is the SHA-256 fingerprint of the app's TLS client
+	// certificate (64 hex digits, colons allowed, as openssl x509
+	// -fingerprint -sha256 prints it): over gRPC on TCP with client
+	// certificates (grpc.tls.clientCA), a connection that presents it is
+	// this app, with or without the app's token.
+	Certificate string       `yaml:"certificate"`
+	Grants      GrantsConfig `yaml:"grants"`
 }
 
 // GrantsConfig is what an app may reach beyond its own directory and namespace.
@@ -270,12 +277,28 @@ type LogConfig struct {
 
 // GRPCConfig is the grpc section.
 type GRPCConfig struct {
-	// Address is empty for the unix socket only, or "host:port".
+	// Address is empty for the unix socket only, or "host:port", served
+	// with TLS.
 	Address string `yaml:"address"`
+	// TLS is the certificate of the TCP address; without one, nexusd
+	// generates a self-signed certificate into .nexus/tls/.
+	TLS TLSConfig `yaml:"tls"`
 	// MaxMessageSize bounds one message; it is never less than what the
 	// largest definition file (twice, for a diff) and the largest tool
 	// arguments need, plus 1 MiB, which is also the default (0).
 	MaxMessageSize Size `yaml:"maxMessageSize"`
+}
+
+// TLSConfig is grpc.tls: PEM files, relative to the workspace root.
+type TLSConfig struct {
+	// Cert and Key are the server's certificate (chain) and private key;
+	// both or neither.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	// ClientCA, when set, makes clients present a certificate signed by
+	// one of its certificates (mutual TLS); apps[].certificate maps a
+	// client certificate to an app.
+	ClientCA string `yaml:"clientCA"`
 }
 
 const (
@@ -852,6 +875,9 @@ func (d *decoder) check(c *Config) {
 	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "remove_oldest", "token_budget", "none")
 
 	d.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	if (c.GRPC.TLS.Cert == "") != (c.GRPC.TLS.Key == "") && !d.badUnder("grpc.tls") {
+		d.fail("grpc.tls", d.nodes["grpc.tls"], "cert and key go together: give both, or neither for a generated certificate")
+	}
 
 	d.oneOf("acp.mode", c.ACP.Mode, "default", "ask", "auto-edit", "read-only")
 	d.oneOf("acp.terminal", c.ACP.Terminal, "nexus", "client")
@@ -953,6 +979,7 @@ func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 func (d *decoder) apps(apps []AppConfig) {
 	first := make(map[string]*yaml.Node)
+	firstCert := make(map[[32]byte]string)
 	for i, app := range apps {
 		p := fmt.Sprintf("apps[%d]", i)
 		if d.bad[p] {
@@ -974,6 +1001,17 @@ func (d *decoder) apps(apps []AppConfig) {
 		if app.Token != "" && app.TokenFile != "" {
 			d.fail(p, d.nodes[p+".tokenFile"], "token and tokenFile are mutually exclusive")
 		}
+		if cp := p + ".certificate"; app.Certificate != "" && !d.bad[cp] {
+			fp, err := ParseFingerprint(app.Certificate)
+			switch {
+			case err != nil:
+				d.fail(cp, d.nodes[cp], "%v", err)
+			case firstCert[fp] != "":
+				d.fail(cp, d.nodes[cp], "the same certificate as %s", firstCert[fp])
+			default:
+				firstCert[fp] = cp
+			}
+		}
 
 		lists := []struct {
 			name  string
@@ -991,6 +1029,38 @@ func (d *decoder) apps(apps []AppConfig) {
 			}
 		}
 	}
+}
+
+// ParseFingerprint reads a certificate's SHA-256 fingerprint: 64 hex
+// digits, upper or lower case, with or without colons between the bytes
+// (as openssl x509 -noout -fingerprint -sha256 prints it, with or without
+// its "sha256 Fingerprint=" label).
+func ParseFingerprint(s string) ([32]byte, error) {
+	var fp [32]byte
+	t := strings.TrimSpace(s)
+	if _, after, ok := strings.Cut(t, "="); ok && strings.HasPrefix(strings.ToLower(t), "sha256") {
+		t = after
+	}
+	t = strings.ReplaceAll(t, ":", "")
+	b, err := hex.DecodeString(t)
+	if err != nil || len(b) != len(fp) {
+		return fp, fmt.Errorf("%q is not a SHA-256 fingerprint (64 hex digits, as openssl x509 -noout -fingerprint -sha256 -in cert.pem prints them)", s)
+	}
+	copy(fp[:], b)
+	return fp, nil
+}
+
+// FormatFingerprint writes a SHA-256 fingerprint as openssl x509
+// -fingerprint -sha256 does: upper-case hex bytes joined by colons.
+func FormatFingerprint(fp [32]byte) string {
+	var b strings.Builder
+	for i, c := range fp {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		fmt.Fprintf(&b, "%02X", c)
+	}
+	return b.String()
 }
 
 // validAppID reports whether id matches ^[a-z0-9][a-z0-9_-]{0,62}$.

@@ -157,6 +157,7 @@ func TestParseConfigAllSections(t *testing.T) {
 		"        deny: [execute_command]",
 		"  - id: reader_2",
 		"    tokenFile: /run/secrets/reader",
+		"    certificate: d5:2c:e5:5e:47:4d:57:bf:09:7c:41:7e:75:16:7e:19:26:09:31:65:29:31:c8:0a:7a:d1:3b:e0:09:f1:09:70",
 		"tools:",
 		"  timeout: 1m30s",
 		"  outputLimit: 2MB",
@@ -199,6 +200,7 @@ func TestParseConfigAllSections(t *testing.T) {
 		"grpc:",
 		"  address: 127.0.0.1:7777",
 		"  maxMessageSize: 1GiB",
+		"  tls: {cert: tls/server.crt, key: tls/server.key, clientCA: /etc/nexus/clients.pem}",
 		"acp:",
 		"  mode: read-only",
 		"  terminal: client",
@@ -222,7 +224,7 @@ func TestParseConfigAllSections(t *testing.T) {
 					Tools:       ToolGrants{Allow: []string{"read_file"}, Ask: []string{"write_file"}, Deny: []string{"execute_command"}},
 				},
 			},
-			{ID: "reader_2", TokenFile: "/run/secrets/reader"},
+			{ID: "reader_2", TokenFile: "/run/secrets/reader", Certificate: "d5:2c:e5:5e:47:4d:57:bf:09:7c:41:7e:75:16:7e:19:26:09:31:65:29:31:c8:0a:7a:d1:3b:e0:09:f1:09:70"},
 		},
 		Tools: ToolsConfig{
 			Timeout:          Duration(90 * time.Second),
@@ -258,8 +260,9 @@ func TestParseConfigAllSections(t *testing.T) {
 		Messages: MessagesConfig{MaxLength: 20, Pruning: "none", KeepSystem: false},
 		Context:  ContextConfig{File: "docs/CONTEXT.md"},
 		Log:      LogConfig{Level: "warn", File: "/tmp/nexus.log"},
-		GRPC:     GRPCConfig{Address: "127.0.0.1:7777", MaxMessageSize: 1 << 30},
-		ACP:      ACPConfig{Mode: "read-only", Terminal: "client"},
+		GRPC: GRPCConfig{Address: "127.0.0.1:7777", MaxMessageSize: 1 << 30,
+			TLS: TLSConfig{Cert: "tls/server.crt", Key: "tls/server.key", ClientCA: "/etc/nexus/clients.pem"}},
+		ACP: ACPConfig{Mode: "read-only", Terminal: "client"},
 	}
 	got, err := ParseConfig("config.yaml", in, env(nil))
 	if err != nil {
@@ -362,7 +365,7 @@ func TestParseConfigErrors(t *testing.T) {
 			"    # the next key is a typo",
 			"",
 			"    foo: bar",
-		), `c.yaml:12:5: unknown key "foo" in apps[0] (known: id, token, tokenFile, grants)`},
+		), `c.yaml:12:5: unknown key "foo" in apps[0] (known: id, token, tokenFile, certificate, grants)`},
 		{"unknown nested key", yamlText(
 			"apps:",
 			"  - id: one",
@@ -373,6 +376,20 @@ func TestParseConfigErrors(t *testing.T) {
 		), `c.yaml:6:9: unknown key "permit" in apps[0].grants.tools (known: allow, ask, deny)`},
 		{"bad size", yamlText("definitions:", "  maxFileSize: abc"),
 			`c.yaml:2:16: definitions.maxFileSize: "abc" is not a size (examples: 1048576, 10MiB)`},
+		{"TLS certificate without its key", yamlText("grpc:", "  tls:", "    cert: server.crt"),
+			`c.yaml:3:5: grpc.tls: cert and key go together: give both, or neither for a generated certificate`},
+		{"TLS key without its certificate", yamlText("grpc:", "  tls: {key: server.key, clientCA: ca.pem}"),
+			`c.yaml:2:8: grpc.tls: cert and key go together: give both, or neither for a generated certificate`},
+		{"unknown TLS key", yamlText("grpc:", "  tls: {ca: ca.pem}"),
+			`c.yaml:2:9: unknown key "ca" in grpc.tls (known: cert, key, clientCA)`},
+		{"app certificate not a fingerprint", yamlText("apps:", "  - id: a", "    certificate: /etc/a.pem"),
+			`c.yaml:3:18: apps[0].certificate: "/etc/a.pem" is not a SHA-256 fingerprint (64 hex digits, as openssl x509 -noout -fingerprint -sha256 -in cert.pem prints them)`},
+		{"app certificate too short", yamlText("apps:", "  - id: a", "    certificate: AB:CD"),
+			`c.yaml:3:18: apps[0].certificate: "AB:CD" is not a SHA-256 fingerprint (64 hex digits, as openssl x509 -noout -fingerprint -sha256 -in cert.pem prints them)`},
+		{"two apps with one certificate", yamlText("apps:",
+			"  - id: a", "    certificate: "+strings.Repeat("ab", 32),
+			"  - id: b", "    certificate: sha256 Fingerprint="+strings.Repeat("AB:", 31)+"AB"),
+			`c.yaml:5:18: apps[1].certificate: the same certificate as apps[0].certificate`},
 		{"bad size unit", yamlText("grpc:", "  maxMessageSize: 10M"),
 			`c.yaml:2:19: grpc.maxMessageSize: "10M" is not a size (examples: 1048576, 10MiB)`},
 		{"negative size", yamlText("tools:", "  outputLimit: -1MiB"),
@@ -554,6 +571,27 @@ func TestParseConfigManyErrors(t *testing.T) {
 		Msg: `unknown key "wat" in apps[0].grants.tools (known: allow, ask, deny)`}
 	if *ce != wantErr {
 		t.Errorf("errs[3] = %+v, want %+v", *ce, wantErr)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	var fp [32]byte
+	for i := range fp {
+		fp[i] = byte(i * 7)
+	}
+	text := FormatFingerprint(fp)
+	if want := "00:07:0E:15:1C:23:2A:31:38:3F:46:4D:54:5B:62:69:70:77:7E:85:8C:93:9A:A1:A8:AF:B6:BD:C4:CB:D2:D9"; text != want {
+		t.Errorf("FormatFingerprint = %s, want %s", text, want)
+	}
+	for _, in := range []string{text, strings.ToLower(text), strings.ReplaceAll(text, ":", ""), "sha256 Fingerprint=" + text, "SHA256 Fingerprint=" + text + "\n"} {
+		if got, err := ParseFingerprint(in); err != nil || got != fp {
+			t.Errorf("ParseFingerprint(%q) = %x, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "xyz", text + ":00", "md5 Fingerprint=" + text} {
+		if _, err := ParseFingerprint(in); err == nil {
+			t.Errorf("ParseFingerprint(%q) accepted it", in)
+		}
 	}
 }
 

@@ -40,6 +40,10 @@ type Layout struct {
 	// .nexus it is out of every tool call's reach.
 	MCPAuth  string
 	Sessions string // .nexus/sessions (0700): agent sessions
+	// TLS is .nexus/tls (0700): the certificate nexusd generates for gRPC
+	// over TCP when none is configured, TLSCert (PEM) and TLSKey (PEM,
+	// 0600), kept across restarts so that clients can pin it.
+	TLS, TLSCert, TLSKey string
 }
 
 // NewLayout returns the layout of the workspace ws (an absolute path).
@@ -53,6 +57,7 @@ func NewLayout(ws string) Layout {
 		Config:     filepath.Join(n, "config.yaml"), History: filepath.Join(n, "history.git"),
 		Approvals: filepath.Join(n, "approvals.json"), Audit: filepath.Join(n, "audit", "toolcalls.jsonl"),
 		MCPTrust: filepath.Join(n, "mcp-trust.json"), MCPAuth: filepath.Join(n, "mcp-auth"), Sessions: filepath.Join(n, "sessions"),
+		TLS: filepath.Join(n, "tls"), TLSCert: filepath.Join(n, "tls", "cert.pem"), TLSKey: filepath.Join(n, "tls", "key.pem"),
 	}
 }
 
@@ -118,6 +123,12 @@ type DaemonInfo struct {
 	Workspace      string `json:"workspace"`
 	GRPCAddress    string `json:"grpcAddress"`
 	GRPCTCPAddress string `json:"grpcTcpAddress,omitempty"`
+	// TLSCertFile and TLSFingerprint are the certificate served on
+	// GRPCTCPAddress (PEM) and its SHA-256 fingerprint, as openssl x509
+	// -noout -fingerprint -sha256 prints it; empty for plain TCP
+	// (--insecure-tcp).
+	TLSCertFile    string `json:"tlsCertFile,omitempty"`
+	TLSFingerprint string `json:"tlsFingerprint,omitempty"`
 	AdminTokenFile string `json:"adminTokenFile"`
 	// MCPSocket is the MCP gateway's unix socket (nexusd mcp connects to
 	// it), MCPURL its Streamable HTTP endpoint when one is served.

@@ -55,9 +55,12 @@ func run(ctx context.Context, args []string) error {
 	var stdio, showVersion bool
 	fs.StringVar(&opts.Workspace, "workspace", ".", "the workspace `dir`ectory")
 	fs.BoolVar(&stdio, "stdio", false, "speak JSON-RPC to an editor on stdin/stdout")
-	fs.StringVar(&opts.GRPCAddr, "grpc-addr", "", "also serve gRPC on this TCP `address` (host:port); needs --insecure-tcp")
+	fs.StringVar(&opts.GRPCAddr, "grpc-addr", "", "also serve gRPC with TLS on this TCP `address` (host:port; grpc.address)")
 	fs.StringVar(&opts.MCPAddr, "mcp-addr", "", "serve MCP clients over Streamable HTTP at http://`address`/mcp (loopback host:port; mcp.http.address)")
 	fs.BoolVar(&opts.InsecureTCP, "insecure-tcp", false, "serve gRPC over plain TCP, without TLS, on a loopback address (--grpc-addr or grpc.address)")
+	fs.StringVar(&opts.TLSCert, "tls-cert", "", "the TLS certificate `file` (PEM) of --grpc-addr (grpc.tls.cert; default: a generated one in .nexus/tls/)")
+	fs.StringVar(&opts.TLSKey, "tls-key", "", "the private key `file` (PEM, mode 0600) of --tls-cert (grpc.tls.key)")
+	fs.StringVar(&opts.TLSClientCA, "tls-client-ca", "", "require TLS client certificates signed by the CA certificates of this PEM `file` (grpc.tls.clientCA)")
 	fs.StringVar(&opts.LogFile, "log-file", "", "write the log to this `file` instead of stderr")
 	fs.StringVar(&opts.LogLevel, "log-level", "", "log `level`: debug, info, warn or error (default from config: info)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")

@@ -155,6 +155,8 @@ export interface DaemonInfo {
   workspace: string;
   grpcAddress: string;
   grpcTcpAddress?: string;
+  /** SHA-256 fingerprint of the TLS certificate of grpcTcpAddress. */
+  tlsFingerprint?: string;
   adminTokenFile?: string;
   definitionsRoot?: string;
   watchDebounce?: string;
