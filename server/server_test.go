@@ -392,7 +392,7 @@ func TestNotifications(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.rt.Set("app1", "k", "v", 0); err != nil {
+	if err := p.rt.Set(t.Context(), "app1", "k", "v", 0); err != nil {
 		t.Fatal(err)
 	}
 	p.bus.Publish(events.Log{Source: "app", Level: "WARN", Message: "careful", AppID: "app1", Time: time.Now()})

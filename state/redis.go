@@ -140,10 +140,10 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = defaultRedisHealthInterval
 	}
-	ro, err := redis.ParseURL(opts.URL)
-	if err != nil {
-		return nil, fmt.Errorf("runtime redis url %s: %w", RedactURL(opts.URL), err)
+	if err := CheckRedisURL(opts.URL); err != nil {
+		return nil, err
 	}
+	ro, _ := redis.ParseURL(opts.URL)
 	// A call fails fast while Redis is down instead of retrying: one dial,
 	// no command retries (a retried delete could report a removal as none).
 	ro.MaxRetries = -1
@@ -172,6 +172,15 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 	r.watched.Add(1)
 	go r.subscribe(ctx)
 	return r, nil
+}
+
+// CheckRedisURL reports whether u is a Redis URL that OpenRedisRuntime
+// accepts; the error names the URL without its password.
+func CheckRedisURL(u string) error {
+	if _, err := redis.ParseURL(u); err != nil {
+		return fmt.Errorf("%s is not a Redis URL (redis://[user:password@]host:6379/0, rediss:// for TLS, unix:///path): %w", RedactURL(u), err)
+	}
+	return nil
 }
 
 // RedactURL returns u with its password replaced by "xxxxx", for messages.

@@ -351,4 +351,3 @@ func TestRuntimeLocked(t *testing.T) {
 		t.Fatal("second OpenRuntime hangs")
 	}
 }
-
