@@ -503,7 +503,10 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 		backoff = 50 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			r.setUp(ctx, true, nil)
+			// Up once both the expiry channel and the pattern are in.
+			if m.Count >= 2 {
+				r.setUp(ctx, true, nil)
+			}
 		case *redis.Message:
 			if m.Channel == expired {
 				r.expired(m.Payload)
@@ -515,11 +518,16 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 }
 
 // setUp records what the subscriber saw of Redis and logs the changes: the
-// first contact, Redis going away, Redis back. Coming up, it makes sure
-// Redis reports expiries (a restarted Redis forgets a CONFIG SET).
+// first contact, Redis going away, Redis back. Coming up, it first makes
+// sure Redis reports expiries (a restarted Redis forgets a CONFIG SET).
 func (r *RedisRuntime) setUp(ctx context.Context, up bool, err error) {
 	r.upMu.Lock()
 	was, known := r.up, r.known
+	r.upMu.Unlock()
+	if up && (!was || !known) {
+		r.ensureNotifications(ctx)
+	}
+	r.upMu.Lock()
 	r.up, r.known = up, true
 	r.upMu.Unlock()
 	switch {
@@ -530,9 +538,6 @@ func (r *RedisRuntime) setUp(ctx context.Context, up bool, err error) {
 	case !up && (was || !known):
 		r.logger.Warn("runtime redis is unreachable: runtime calls fail with UNAVAILABLE until it is back; everything else works",
 			"addr", r.addr, "err", err)
-	}
-	if up && (!was || !known) {
-		r.ensureNotifications(ctx)
 	}
 }
 
