@@ -103,6 +103,9 @@ func Start(dir string, conf ...string) (*Server, error) {
 // StartWith runs the redis-server at path on a free loopback port with its
 // data in dir, and waits until it answers.
 func StartWith(path, dir string, conf ...string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	s := &Server{dir: dir, conf: conf}
 	// A port that was free a moment ago may be taken by the time Redis
 	// binds it; then try another.
