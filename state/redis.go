@@ -152,6 +152,11 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 	ro.ContextTimeoutEnabled = true
 	ro.DisableIdentity = true
 
+	// go-redis has one logger per process, which writes its own notes
+	// (a failed dial, a reconnect) to stderr; they go to the store's log at
+	// debug level, as the store reports what matters itself.
+	redis.SetLogger(redisLog{opts.Logger})
+
 	var origin [12]byte
 	if _, err := rand.Read(origin[:]); err != nil {
 		return nil, fmt.Errorf("runtime redis: origin id: %w", err)
@@ -172,6 +177,13 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 	r.watched.Add(1)
 	go r.subscribe(ctx)
 	return r, nil
+}
+
+// redisLog takes go-redis's own log lines to a slog.Logger at debug level.
+type redisLog struct{ logger *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
 // CheckRedisURL reports whether u is a Redis URL that OpenRedisRuntime
