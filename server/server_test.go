@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 )
@@ -442,4 +444,12 @@ func has(ns []note, method string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+func TestWireErrorUnavailable(t *testing.T) {
+	err := fmt.Errorf("get runtime key %q: redis at 127.0.0.1:6379 is unreachable (EOF): %w", "k", state.ErrUnavailable)
+	we, ok := wireError(context.Background(), err).(*jsonrpc2.Error)
+	if !ok || we.Code != CodeUnavailable || we.Message != err.Error() || !strings.Contains(string(we.Data), `"unavailable"`) {
+		t.Errorf("wireError = %#v, want code %d, the message, data unavailable", we, CodeUnavailable)
+	}
 }
