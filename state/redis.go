@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,13 +191,18 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 // accepts; the error names the URL without its password.
 func CheckRedisURL(u string) error {
 	if _, err := redis.ParseURL(u); err != nil {
-		return fmt.Errorf("%s is not a Redis URL (redis://[user:password@]host:6379/0, rediss:// for TLS, unix:///path): %w", RedactURL(u), err)
+		// net/url's errors quote the whole URL, password included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s is not a Redis URL (redis://[user:password@]host:6379/0, rediss:// for TLS, unix:///path): %w", redactURL(u), err)
 	}
 	return nil
 }
 
-// RedactURL returns u with its password replaced by "xxxxx", for messages.
-func RedactURL(u string) string {
+// redactURL returns u with its password replaced by "xxxxx", for messages.
+func redactURL(u string) string {
 	at := strings.LastIndex(u, "@")
 	scheme := strings.Index(u, "://")
 	if at < 0 || scheme < 0 || at < scheme {
@@ -208,9 +214,6 @@ func RedactURL(u string) string {
 	}
 	return u
 }
-
-// Addr is the Redis server's address, as messages name it.
-func (r *RedisRuntime) Addr() string { return r.addr }
 
 // Close stops the subscriber and closes the connections. Later calls,
 // Close included, return ErrClosed.

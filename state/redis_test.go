@@ -239,9 +239,11 @@ func TestRedisPassword(t *testing.T) {
 		t.Errorf("Get with a wrong password: error = %v, want ErrUnavailable without the password", err)
 	}
 
-	_, err = OpenRedisRuntime(RedisOptions{URL: "redis://user:hunter2@" + srv.Addr() + "/notadb"})
-	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "user:xxxxx@") {
-		t.Errorf("bad URL: error = %v, want one naming the URL without its password", err)
+	for _, u := range []string{"redis://user:hunter2@" + srv.Addr() + "/notadb", "redis://user:hunter2@127.0.0.1:port/0", "redis://user:hunter2@ho st/0"} {
+		_, err = OpenRedisRuntime(RedisOptions{URL: u})
+		if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "user:xxxxx@") {
+			t.Errorf("bad URL %q: error = %v, want one naming the URL without its password", u, err)
+		}
 	}
 }
 
