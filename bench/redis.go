@@ -19,7 +19,7 @@ import (
 // benchRedis measures the Redis runtime backend on a redis-server of its
 // own: GetRuntimeValue over gRPC through the daemon, and the store's Get in
 // this process, against a bare go-redis GET of the same key on the same
-// server.
+// server; and against the same read from a daemon whose values are in bbolt.
 func benchRedis(tmp string) error {
 	srv, err := redistest.Start(filepath.Join(tmp, "redis-data"))
 	if err != nil {
@@ -51,6 +51,21 @@ func benchRedis(tmp string) error {
 			return err
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+
+	// The same read from a daemon whose values are in bbolt.
+	wsBolt := filepath.Join(tmp, "bbolt-ws")
+	if err := os.MkdirAll(wsBolt, 0o755); err != nil {
+		return err
+	}
+	connBolt, actxBolt, stopBolt, err := daemonClient(wsBolt)
+	if err != nil {
+		return err
+	}
+	defer stopBolt()
+	cfBolt := nexusv1.NewCoreFrameworkClient(connBolt)
+	if _, err := cfBolt.SetRuntimeValue(actxBolt, &nexusv1.SetRuntimeValueRequest{Namespace: "bench", Key: "k", Value: "a small value"}); err != nil {
+		return err
 	}
 
 	opts, err := redis.ParseURL(srv.URL())
@@ -88,6 +103,10 @@ func benchRedis(tmp string) error {
 		}},
 		{"store Get", func() error { _, _, err := store.Get(ctx, "bench", "k"); return err }},
 		{"echo", func() error { _, err := health.Check(actx, &healthpb.HealthCheckRequest{}); return err }},
+		{"bbolt GetRuntimeValue", func() error {
+			_, err := cfBolt.GetRuntimeValue(actxBolt, &nexusv1.GetRuntimeValueRequest{Namespace: "bench", Key: "k"})
+			return err
+		}},
 	}
 	for _, c := range calls { // warm up
 		for range 500 {
@@ -116,5 +135,6 @@ func benchRedis(tmp string) error {
 	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[0], "bare go-redis GET, same server", "≤ 1.5×")
 	report("Redis store Get in process, p50", p50[2], p50[0], "bare go-redis GET, same server", "none: where the time goes")
 	report("health check on the daemon's socket, p50", p50[3], p50[0], "bare go-redis GET, same server", "none: where the time goes")
+	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[4], "bbolt GetRuntimeValue over gRPC", "none: the price of sharing")
 	return nil
 }
