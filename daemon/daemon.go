@@ -488,19 +488,28 @@ func listenUnix(path string) (net.Listener, error) {
 // a Redis server. A Redis that is down is not an error: the daemon serves
 // everything else, and runtime calls fail with UNAVAILABLE until it is back.
 func openRuntime(cfg workspace.RuntimeConfig, l layout, bus *events.Bus, logger *slog.Logger) (state.Runtime, error) {
+	// Each branch returns a nil interface on failure, not a nil store in one.
 	if cfg.Backend == "redis" {
-		return state.OpenRedisRuntime(state.RedisOptions{
+		r, err := state.OpenRedisRuntime(state.RedisOptions{
 			URL:          cfg.URL,
 			Prefix:       cfg.Prefix,
 			Bus:          bus,
 			MaxValueSize: int(cfg.MaxValueSize),
 			Logger:       logger,
 		})
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
-	return state.OpenRuntime(l.Resolve(cfg.Path), state.RuntimeOptions{
+	r, err := state.OpenRuntime(l.Resolve(cfg.Path), state.RuntimeOptions{
 		Bus:           bus,
 		MaxValueSize:  int(cfg.MaxValueSize),
 		PurgeInterval: time.Duration(cfg.PurgeInterval),
 		Logger:        logger,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }

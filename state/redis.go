@@ -295,9 +295,10 @@ func (r *RedisRuntime) fail(ctx context.Context, what string, err error) error {
 }
 
 // redisUnavailable reports the reply errors that mean "not now": the server
-// is loading its data, a replica has lost its primary, or we may not log in.
+// is loading its data, is a replica (during a failover) or has lost its
+// primary, is busy with a script, or we may not log in.
 func redisUnavailable(err error) bool {
-	for _, p := range []string{"LOADING", "MASTERDOWN", "TRYAGAIN", "BUSY", "NOAUTH", "WRONGPASS", "CLUSTERDOWN"} {
+	for _, p := range []string{"LOADING", "MASTERDOWN", "READONLY", "TRYAGAIN", "BUSY", "NOAUTH", "WRONGPASS", "CLUSTERDOWN"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}
