@@ -465,12 +465,14 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 	defer r.watched.Done()
 	expired := fmt.Sprintf("__keyevent@%d__:expired", r.db)
 	pattern := globEscape(r.prefix+"events:") + "*"
+	// With a cancelled context Subscribe and PSubscribe only record the
+	// names, without dialing; Receive connects and subscribes to them.
+	noDial, cancel := context.WithCancel(ctx)
+	cancel()
 	open := func() *redis.PubSub {
-		ps := r.client.Subscribe(ctx)
-		// These connect at once when they can; when not, the names are
-		// kept and Receive subscribes once Redis is there.
-		_ = ps.Subscribe(ctx, expired)
-		_ = ps.PSubscribe(ctx, pattern)
+		ps := r.client.Subscribe(noDial)
+		_ = ps.Subscribe(noDial, expired)
+		_ = ps.PSubscribe(noDial, pattern)
 		r.psMu.Lock()
 		defer r.psMu.Unlock()
 		if r.ps != nil {
@@ -503,6 +505,7 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 				}
 				// The ping went unanswered: start over on a new connection.
 				err = fmt.Errorf("no answer to a ping within %s", r.health)
+				r.setUp(ctx, false, err)
 				ps = open()
 			}
 			pinged = false

@@ -267,3 +267,33 @@ func TestRedisKeyLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisSilentPeer: a Redis that stops answering without closing its
+// connections (SIGSTOP, like a network that drops packets) is noticed by
+// the subscription's ping, and the store comes back when Redis answers.
+func TestRedisSilentPeer(t *testing.T) {
+	srv := redistest.New(t)
+	var log logBuffer
+	bus := events.New()
+	sub := subscribeAll(bus)
+	defer sub.Close()
+	openTestRedis(t, RedisOptions{URL: srv.URL(), Bus: bus, Logger: log.logger(), HealthInterval: 50 * time.Millisecond})
+	other := openTestRedis(t, RedisOptions{URL: srv.URL()})
+
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the log to say Redis is unreachable", func() bool {
+		return strings.Contains(log.String(), "runtime redis is unreachable")
+	})
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the log to say Redis is back", func() bool {
+		return strings.Contains(log.String(), "runtime redis is back")
+	})
+	mustSet(t, other, "app", "k", "after the pause", 0)
+	if ch := next(t, sub); ch.Key != "k" || ch.Value != "after the pause" {
+		t.Errorf("watched %+v after the pause, want app/k set", ch)
+	}
+}

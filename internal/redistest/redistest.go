@@ -213,6 +213,22 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 // Dir is the server's data directory.
 func (s *Server) Dir() string { return s.dir }
 
+// Pause stops the server with SIGSTOP: its connections stay open and
+// nothing answers, as on a network that drops packets. Resume continues it.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server with SIGCONT.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("redis-server on port %d is not running", s.port)
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Kill ends the server with SIGKILL, as a crash would, and waits for it.
 func (s *Server) Kill() error { return s.end(syscall.SIGKILL) }
 
@@ -228,6 +244,7 @@ func (s *Server) end(sig syscall.Signal) error {
 	if err := s.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("signal redis-server: %w", err)
 	}
+	s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
 	select {
 	case <-s.done:
 	case <-time.After(30 * time.Second):
