@@ -66,6 +66,8 @@ const DefaultRedisPrefix = "nexus:"
 
 const (
 	defaultRedisHealthInterval = 5 * time.Second
+	defaultRedisDialTimeout    = 2 * time.Second
+	defaultRedisReadTimeout    = 3 * time.Second
 	// redisScanCount is the COUNT hint of each SCAN step of List.
 	redisScanCount = 1000
 	// redisBackoffMax bounds the wait between reconnection attempts.
@@ -149,7 +151,14 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 	// no command retries (a retried delete could report a removal as none).
 	ro.MaxRetries = -1
 	ro.DialerRetries = 1
-	ro.DialTimeout = 2 * time.Second
+	// A Redis that stops answering fails a call after these, unless the
+	// URL sets them (?dial_timeout=, ?read_timeout=).
+	if ro.DialTimeout == 0 {
+		ro.DialTimeout = defaultRedisDialTimeout
+	}
+	if ro.ReadTimeout == 0 {
+		ro.ReadTimeout = defaultRedisReadTimeout
+	}
 	ro.ContextTimeoutEnabled = true
 	ro.DisableIdentity = true
 
