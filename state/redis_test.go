@@ -278,10 +278,14 @@ func TestRedisSilentPeer(t *testing.T) {
 	sub := subscribeAll(bus)
 	defer sub.Close()
 	openTestRedis(t, RedisOptions{URL: srv.URL(), Bus: bus, Logger: log.logger(), HealthInterval: 50 * time.Millisecond})
-	other := openTestRedis(t, RedisOptions{URL: srv.URL()})
+	other := openTestRedis(t, RedisOptions{URL: srv.URL() + "?read_timeout=100ms"})
 
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
+	}
+	// A call does not hang: it fails after the read timeout.
+	if _, _, err := other.Get(t.Context(), "app", "k"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "timeout") {
+		t.Errorf("Get while Redis does not answer: error = %v, want ErrUnavailable after a timeout", err)
 	}
 	await(t, "the log to say Redis is unreachable", func() bool {
 		return strings.Contains(log.String(), "runtime redis is unreachable")
