@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto bench clean mcp-servers local-llm
+.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto bench clean mcp-servers redis local-llm
 
 all: build
 
@@ -21,8 +21,9 @@ demo: build
 # McpHub and its server scenarios against nexusd's gateway
 # (test-mcp-conformance), the editor's own client (vscode-jsonrpc)
 # against nexusd --stdio, the VS Code extension's typecheck, lint and tests,
-# and the extension in a real VS Code (test-vscode).
-test: mcp-servers
+# and the extension in a real VS Code (test-vscode). The Redis runtime
+# backend's tests run a real redis-server (the redis target).
+test: mcp-servers redis
 	$(GO) test -race -count=1 ./...
 	bash scripts/mcp-conformance.sh client
 	bash scripts/mcp-conformance.sh server
@@ -76,6 +77,12 @@ mcp-servers:
 	bash scripts/mcp-servers.sh
 	bash scripts/mcp-conformance.sh install
 
+# redis-server from Debian's package (apt-get as root, unless it is on PATH),
+# for the Redis runtime backend's tests and benchmark: each starts its own on
+# a free loopback port and stops it.
+redis:
+	bash scripts/redis.sh install
+
 # llama.cpp's llama-server and a tiny random-weight model in a Debian sid
 # chroot cached in ~/.cache/nexus/local-llm, for the agent's offline
 # end-to-end tests (root; the first build takes minutes). See
@@ -85,7 +92,7 @@ local-llm:
 
 test-race: test
 
-test-short: mcp-servers
+test-short: mcp-servers redis
 	$(GO) test -short ./...
 
 lint: check-proto
@@ -102,7 +109,7 @@ check-proto:
 
 # Prints each figure beside its anchor measured in the same run; then the
 # VS Code extension's, in a real VS Code (skipped without code-server).
-bench: mcp-servers
+bench: mcp-servers redis
 	$(GO) run ./bench
 	bash scripts/vscode-e2e.sh bench
 

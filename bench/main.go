@@ -1,8 +1,9 @@
 // Command bench measures Nexus against its anchors in one run and prints
 // each figure beside its anchor as a ratio: durable writes against
 // `git add && git commit`, history against `git log -- path`, diffs against
-// `git diff A B -- path`, and gRPC reads against a health check (the
-// cheapest RPC) on the same socket.
+// `git diff A B -- path`, gRPC reads against a health check (the
+// cheapest RPC) on the same socket, and the Redis runtime backend's reads
+// against a bare go-redis GET on the same redis-server.
 //
 //	go run ./bench [-commits 10000] [-files 500]
 package main
@@ -42,7 +43,7 @@ func main() {
 	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
-	only := flag.String("only", "", "run only this part: state (with gRPC reads), tools (with MCP), mcp, editor or agent")
+	only := flag.String("only", "", "run only this part: state (with gRPC reads), redis, tools (with MCP), mcp, editor or agent")
 	large := flag.String("large", "", "the workspace of 1,000 files and 10k commits for the editor's start (made when missing, and kept)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (daemon included) to this file")
 	flag.Parse()
@@ -61,6 +62,9 @@ func main() {
 	switch *only {
 	case "":
 		if err = run(*commits, *small, *files, *writes); err == nil {
+			err = withTemp(benchRedis)
+		}
+		if err == nil {
 			if err = runTools(); err == nil {
 				if err = withTemp(func(tmp string) error { return runEditor(tmp, filepath.Join(tmp, "large")) }); err == nil {
 					fmt.Println()
@@ -70,6 +74,8 @@ func main() {
 		}
 	case "state":
 		err = run(*commits, *small, *files, *writes)
+	case "redis":
+		err = withTemp(benchRedis)
 	case "tools":
 		err = runTools()
 	case "editor":
@@ -88,7 +94,7 @@ func main() {
 			os.RemoveAll(tmp)
 		}
 	default:
-		err = fmt.Errorf("-only %q is not state, tools, mcp, editor or agent", *only)
+		err = fmt.Errorf("-only %q is not state, redis, tools, mcp, editor or agent", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()

@@ -207,12 +207,15 @@ func reportUnreachable(ws string) grpc.UnaryClientInterceptor {
 
 // unreachable reports whether err is gRPC's failure to dial a socket nobody
 // listens on (ECONNREFUSED) or that does not exist (ENOENT). gRPC keeps only
-// the text of the dial error in the status.
+// the text of the dial error in the status. An UNAVAILABLE that the daemon
+// itself returned (its Redis is down) is not that: gRPC's own says it was
+// dialing.
 func unreachable(err error) bool {
 	st, ok := status.FromError(err)
 	if !ok || st.Code() != codes.Unavailable {
 		return false
 	}
 	msg := st.Message()
-	return strings.Contains(msg, syscall.ECONNREFUSED.Error()) || strings.Contains(msg, syscall.ENOENT.Error())
+	return strings.Contains(msg, "while dialing") &&
+		(strings.Contains(msg, syscall.ECONNREFUSED.Error()) || strings.Contains(msg, syscall.ENOENT.Error()))
 }

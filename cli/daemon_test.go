@@ -398,3 +398,21 @@ func TestUnauthenticated(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachable: only gRPC's own failure to dial the socket means no
+// daemon; an UNAVAILABLE the daemon returns (its Redis is down) is its answer.
+func TestUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial unix /ws/.nexus/run/nexusd.sock: connect: connection refused"`), true},
+		{status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial unix /ws/.nexus/run/nexusd.sock: connect: no such file or directory"`), true},
+		{status.Error(codes.Unavailable, `get runtime key "k" in namespace "app": redis at 127.0.0.1:6379 is unreachable (dial tcp 127.0.0.1:6379: connect: connection refused): store unavailable`), false},
+		{status.Error(codes.NotFound, "connection refused while dialing"), false},
+	} {
+		if got := unreachable(tc.err); got != tc.want {
+			t.Errorf("unreachable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

@@ -122,7 +122,7 @@ type Parts struct {
 	Logger      *slog.Logger
 	Bus         *events.Bus
 	Definitions *state.Definitions
-	Runtime     *state.RuntimeStore
+	Runtime     state.Runtime
 	Tools       *tools.Manager
 	Approvals   *policy.Approvals
 	Approvers   *policy.Approvers
@@ -218,12 +218,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, fmt.Errorf("definitions: %w", err)
 	}
 	p.closers = append(p.closers, func() { p.Definitions.Close() })
-	if p.Runtime, err = state.OpenRuntime(l.Resolve(cfg.Runtime.Path), state.RuntimeOptions{
-		Bus:           p.Bus,
-		MaxValueSize:  int(cfg.Runtime.MaxValueSize),
-		PurgeInterval: time.Duration(cfg.Runtime.PurgeInterval),
-		Logger:        logger,
-	}); err != nil {
+	if p.Runtime, err = openRuntime(cfg.Runtime, l, p.Bus, logger); err != nil {
 		return nil, fmt.Errorf("runtime values: %w", err)
 	}
 	p.closers = append(p.closers, func() { p.Runtime.Close() })
@@ -565,4 +560,34 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return lis, nil
+}
+
+// openRuntime opens the runtime store the config names: the bbolt file, or
+// a Redis server. A Redis that is down is not an error: the daemon serves
+// everything else, and runtime calls fail with UNAVAILABLE until it is back.
+func openRuntime(cfg workspace.RuntimeConfig, l layout, bus *events.Bus, logger *slog.Logger) (state.Runtime, error) {
+	// Each branch returns a nil interface on failure, not a nil store in one.
+	if cfg.Backend == "redis" {
+		r, err := state.OpenRedisRuntime(state.RedisOptions{
+			URL:          cfg.URL,
+			Prefix:       cfg.Prefix,
+			Bus:          bus,
+			MaxValueSize: int(cfg.MaxValueSize),
+			Logger:       logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	r, err := state.OpenRuntime(l.Resolve(cfg.Path), state.RuntimeOptions{
+		Bus:           bus,
+		MaxValueSize:  int(cfg.MaxValueSize),
+		PurgeInterval: time.Duration(cfg.PurgeInterval),
+		Logger:        logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }

@@ -32,7 +32,7 @@ func toStatus(err error) error {
 		code = codes.InvalidArgument
 	case errors.Is(err, state.ErrPatch):
 		code = codes.FailedPrecondition
-	case errors.Is(err, state.ErrClosed):
+	case errors.Is(err, state.ErrClosed), errors.Is(err, state.ErrUnavailable):
 		code = codes.Unavailable
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled

@@ -26,7 +26,7 @@ type frameworkService struct {
 	nexusv1.UnimplementedCoreFrameworkServer
 
 	defs    *state.Definitions
-	runtime *state.RuntimeStore
+	runtime state.Runtime
 	bus     *events.Bus
 	logger  *slog.Logger
 	apps    apps
@@ -267,7 +267,7 @@ func (s *frameworkService) GetRuntimeValue(ctx context.Context, req *nexusv1.Get
 	if err != nil {
 		return nil, err
 	}
-	v, ok, err := s.runtime.Get(ns, req.GetKey())
+	v, ok, err := s.runtime.Get(ctx, ns, req.GetKey())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -295,7 +295,7 @@ func (s *frameworkService) SetRuntimeValue(ctx context.Context, req *nexusv1.Set
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.runtime.Set(ns, req.GetKey(), req.GetValue(), ttl); err != nil {
+	if err := s.runtime.Set(ctx, ns, req.GetKey(), req.GetValue(), ttl); err != nil {
 		return nil, toStatus(err)
 	}
 	return &nexusv1.SetRuntimeValueResponse{}, nil
@@ -306,7 +306,7 @@ func (s *frameworkService) DeleteRuntimeValue(ctx context.Context, req *nexusv1.
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := s.runtime.Delete(ns, req.GetKey())
+	deleted, err := s.runtime.Delete(ctx, ns, req.GetKey())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -318,7 +318,7 @@ func (s *frameworkService) ListRuntimeKeys(ctx context.Context, req *nexusv1.Lis
 	if err != nil {
 		return nil, err
 	}
-	keys, err := s.runtime.List(ns, req.GetPrefix())
+	keys, err := s.runtime.List(ctx, ns, req.GetPrefix())
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -22,7 +22,7 @@ import (
 // Config is what the gRPC server serves.
 type Config struct {
 	Definitions *state.Definitions
-	Runtime     *state.RuntimeStore
+	Runtime     state.Runtime
 	Bus         *events.Bus
 	Auth        *Authenticator
 	Logger      *slog.Logger

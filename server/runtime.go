@@ -43,12 +43,12 @@ type rtGetResult struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
-func (s *Server) runtimeGet(_ context.Context, p *rtKeyParams) (*rtGetResult, error) {
+func (s *Server) runtimeGet(ctx context.Context, p *rtKeyParams) (*rtGetResult, error) {
 	ns, err := p.check()
 	if err != nil {
 		return nil, err
 	}
-	v, ok, err := s.opts.Runtime.Get(ns, p.Key)
+	v, ok, err := s.opts.Runtime.Get(ctx, ns, p.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ type rtSetParams struct {
 
 type emptyResult struct{}
 
-func (s *Server) runtimeSet(_ context.Context, p *rtSetParams) (*emptyResult, error) {
+func (s *Server) runtimeSet(ctx context.Context, p *rtSetParams) (*emptyResult, error) {
 	ns, err := p.check()
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (s *Server) runtimeSet(_ context.Context, p *rtSetParams) (*emptyResult, er
 	if err != nil {
 		return nil, err
 	}
-	if err := s.opts.Runtime.Set(ns, p.Key, *p.Value, ttl); err != nil {
+	if err := s.opts.Runtime.Set(ctx, ns, p.Key, *p.Value, ttl); err != nil {
 		return nil, err
 	}
 	return &emptyResult{}, nil
@@ -89,12 +89,12 @@ type rtDeleteResult struct {
 	Deleted bool `json:"deleted"`
 }
 
-func (s *Server) runtimeDelete(_ context.Context, p *rtKeyParams) (*rtDeleteResult, error) {
+func (s *Server) runtimeDelete(ctx context.Context, p *rtKeyParams) (*rtDeleteResult, error) {
 	ns, err := p.check()
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := s.opts.Runtime.Delete(ns, p.Key)
+	deleted, err := s.opts.Runtime.Delete(ctx, ns, p.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +111,12 @@ type rtListResult struct {
 	Keys []string `json:"keys"`
 }
 
-func (s *Server) runtimeList(_ context.Context, p *rtListParams) (*rtListResult, error) {
+func (s *Server) runtimeList(ctx context.Context, p *rtListParams) (*rtListResult, error) {
 	ns, err := namespace(p.AppID, p.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := s.opts.Runtime.List(ns, p.Prefix)
+	keys, err := s.opts.Runtime.List(ctx, ns, p.Prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ import (
 // Options are what the server serves.
 type Options struct {
 	Definitions *state.Definitions
-	Runtime     *state.RuntimeStore
+	Runtime     state.Runtime
 	Tools       *tools.Manager
 	MCP         *mcp.Hub // nil: the daemon runs no MCP servers
 	Bus         *events.Bus
@@ -442,7 +442,7 @@ func wireError(ctx context.Context, err error) error {
 		code, kind = jsonrpc2.InvalidParams, "invalid_argument"
 	case errors.Is(err, state.ErrPatch):
 		code, kind = CodeFailedPrecondition, "failed_precondition"
-	case errors.Is(err, state.ErrClosed):
+	case errors.Is(err, state.ErrClosed), errors.Is(err, state.ErrUnavailable):
 		code, kind = CodeUnavailable, "unavailable"
 	}
 	return coded(code, kind, err.Error())

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 )
@@ -392,7 +394,7 @@ func TestNotifications(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.rt.Set("app1", "k", "v", 0); err != nil {
+	if err := p.rt.Set(t.Context(), "app1", "k", "v", 0); err != nil {
 		t.Fatal(err)
 	}
 	p.bus.Publish(events.Log{Source: "app", Level: "WARN", Message: "careful", AppID: "app1", Time: time.Now()})
@@ -442,4 +444,12 @@ func has(ns []note, method string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+func TestWireErrorUnavailable(t *testing.T) {
+	err := fmt.Errorf("get runtime key %q: redis at 127.0.0.1:6379 is unreachable (EOF): %w", "k", state.ErrUnavailable)
+	we, ok := wireError(context.Background(), err).(*jsonrpc2.Error)
+	if !ok || we.Code != CodeUnavailable || we.Message != err.Error() || !strings.Contains(string(we.Data), `"unavailable"`) {
+		t.Errorf("wireError = %#v, want code %d, the message, data unavailable", we, CodeUnavailable)
+	}
 }

@@ -1,6 +1,7 @@
 // Package state stores definition files with their git history and runtime
 // values with their TTLs, and publishes every change on the event bus. Start
-// with [OpenDefinitions] and [OpenRuntime].
+// with [OpenDefinitions], and for runtime values the [Runtime] interface:
+// [OpenRuntime] (bbolt) or [OpenRedisRuntime] (a shared Redis).
 package state
 
 import (

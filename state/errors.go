@@ -18,4 +18,7 @@ var (
 	ErrPatch = errors.New("diff does not apply")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrUnavailable: the store's backend (a Redis server) cannot be
+	// reached now; the same call may work later.
+	ErrUnavailable = errors.New("store unavailable")
 )

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -77,6 +78,34 @@ type RuntimeChange struct {
 	Value     string // the new value, for RuntimeSet
 	Time      time.Time
 }
+
+// Runtime is a store of runtime key/values, namespaced by app id, with
+// optional TTL: [RuntimeStore] on one machine (bbolt), [RedisRuntime] for
+// several daemons sharing one Redis. The daemon and its transports hold one
+// and do not care which.
+//
+// Both check the same limits (namespace, key and value sizes; UTF-8 without
+// NUL) and return the same errors: [ErrInvalid] and [ErrTooLarge] for bad
+// input, [ErrClosed] after Close, and [ErrUnavailable] when the backend
+// cannot be reached. Every set and delete that changes something is
+// published as a [RuntimeChange] on the store's bus before the call returns;
+// expiries are published when the backend removes the key.
+type Runtime interface {
+	// Get returns the value of key in namespace ns; ok is false when the
+	// key is absent or expired.
+	Get(ctx context.Context, ns, key string) (v RuntimeValue, ok bool, err error)
+	// Set stores value under key in ns; a ttl of 0 never expires, and
+	// setting a key again replaces its TTL.
+	Set(ctx context.Context, ns, key, value string, ttl time.Duration) error
+	// Delete removes key from ns and reports whether a live value was removed.
+	Delete(ctx context.Context, ns, key string) (bool, error)
+	// List returns the live keys of ns that start with prefix, sorted.
+	List(ctx context.Context, ns, prefix string) ([]string, error)
+	// Close releases the store; later calls return ErrClosed.
+	Close() error
+}
+
+var _ Runtime = (*RuntimeStore)(nil)
 
 // RuntimeStore holds runtime key/values, namespaced by app id, with optional
 // TTL, in a bbolt database. It is safe for concurrent use.
@@ -206,8 +235,11 @@ func (r *RuntimeStore) acquire() error {
 
 // Get returns the value of key in namespace ns; ok is false when the key is
 // absent or expired.
-func (r *RuntimeStore) Get(ns, key string) (v RuntimeValue, ok bool, err error) {
+func (r *RuntimeStore) Get(ctx context.Context, ns, key string) (v RuntimeValue, ok bool, err error) {
 	if err := validNamespaceKey(ns, key); err != nil {
+		return RuntimeValue{}, false, err
+	}
+	if err := ctx.Err(); err != nil {
 		return RuntimeValue{}, false, err
 	}
 	if err := r.acquire(); err != nil {
@@ -243,19 +275,12 @@ func (r *RuntimeStore) Get(ns, key string) (v RuntimeValue, ok bool, err error) 
 
 // Set stores value under key in namespace ns. A ttl of 0 never expires; a
 // positive ttl makes the key invisible once it has passed.
-func (r *RuntimeStore) Set(ns, key, value string, ttl time.Duration) error {
-	if err := validNamespaceKey(ns, key); err != nil {
+func (r *RuntimeStore) Set(ctx context.Context, ns, key, value string, ttl time.Duration) error {
+	if err := validRuntimeSet(ns, key, value, ttl, r.maxSize); err != nil {
 		return err
 	}
-	if len(value) > r.maxSize {
-		return fmt.Errorf("runtime value of key %q in namespace %q is %d bytes, over the limit of %d bytes: %w",
-			key, ns, len(value), r.maxSize, ErrTooLarge)
-	}
-	if !utf8.ValidString(value) {
-		return fmt.Errorf("runtime value of key %q in namespace %q is not valid UTF-8: %w", key, ns, ErrInvalid)
-	}
-	if ttl < 0 {
-		return fmt.Errorf("runtime key %q in namespace %q: negative ttl %s: %w", key, ns, ttl, ErrInvalid)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := r.acquire(); err != nil {
 		return err
@@ -308,8 +333,11 @@ func (r *RuntimeStore) Set(ns, key, value string, ttl time.Duration) error {
 // Delete removes key from namespace ns and reports whether a live value was
 // removed. Deleting a key that had expired but was not yet purged removes it,
 // reports false and publishes its expiry.
-func (r *RuntimeStore) Delete(ns, key string) (bool, error) {
+func (r *RuntimeStore) Delete(ctx context.Context, ns, key string) (bool, error) {
 	if err := validNamespaceKey(ns, key); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	if err := r.acquire(); err != nil {
@@ -354,13 +382,12 @@ func (r *RuntimeStore) Delete(ns, key string) (bool, error) {
 }
 
 // List returns the live keys of namespace ns that start with prefix, sorted.
-func (r *RuntimeStore) List(ns, prefix string) ([]string, error) {
-	if err := validNamespace(ns); err != nil {
+func (r *RuntimeStore) List(ctx context.Context, ns, prefix string) ([]string, error) {
+	if err := validRuntimeList(ns, prefix); err != nil {
 		return nil, err
 	}
-	if len(prefix) > MaxRuntimeKey || !utf8.ValidString(prefix) || containsNUL(prefix) {
-		return nil, fmt.Errorf("runtime key prefix %q in namespace %q: must be valid UTF-8 without NUL, at most %d bytes: %w",
-			prefix, ns, MaxRuntimeKey, ErrInvalid)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if err := r.acquire(); err != nil {
 		return nil, err
@@ -497,6 +524,39 @@ func (r *RuntimeStore) publish(ch RuntimeChange) {
 	if r.bus != nil {
 		r.bus.Publish(ch)
 	}
+}
+
+// validRuntimeSet checks the arguments of a Set, for every backend alike.
+func validRuntimeSet(ns, key, value string, ttl time.Duration, maxSize int) error {
+	if err := validNamespaceKey(ns, key); err != nil {
+		return err
+	}
+	if len(value) > maxSize {
+		return fmt.Errorf("runtime value of key %q in namespace %q is %d bytes, over the limit of %d bytes: %w",
+			key, ns, len(value), maxSize, ErrTooLarge)
+	}
+	if !utf8.ValidString(value) {
+		return fmt.Errorf("runtime value of key %q in namespace %q is not valid UTF-8: %w", key, ns, ErrInvalid)
+	}
+	if ttl < 0 {
+		return fmt.Errorf("runtime key %q in namespace %q: negative ttl %s: %w", key, ns, ttl, ErrInvalid)
+	}
+	if ttl > MaxTTL {
+		return fmt.Errorf("runtime key %q in namespace %q: ttl %s is over 100 years: %w", key, ns, ttl, ErrInvalid)
+	}
+	return nil
+}
+
+// validRuntimeList checks the arguments of a List, for every backend alike.
+func validRuntimeList(ns, prefix string) error {
+	if err := validNamespace(ns); err != nil {
+		return err
+	}
+	if len(prefix) > MaxRuntimeKey || !utf8.ValidString(prefix) || containsNUL(prefix) {
+		return fmt.Errorf("runtime key prefix %q in namespace %q: must be valid UTF-8 without NUL, at most %d bytes: %w",
+			prefix, ns, MaxRuntimeKey, ErrInvalid)
+	}
+	return nil
 }
 
 func validNamespaceKey(ns, key string) error {

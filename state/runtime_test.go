@@ -55,25 +55,25 @@ func openTestRuntime(t *testing.T, opts RuntimeOptions) (*RuntimeStore, string) 
 	return r, path
 }
 
-func mustSet(t *testing.T, r *RuntimeStore, ns, key, value string, ttl time.Duration) {
+func mustSet(t *testing.T, r Runtime, ns, key, value string, ttl time.Duration) {
 	t.Helper()
-	if err := r.Set(ns, key, value, ttl); err != nil {
+	if err := r.Set(t.Context(), ns, key, value, ttl); err != nil {
 		t.Fatalf("Set(%q, %q): %v", ns, key, err)
 	}
 }
 
-func mustGet(t *testing.T, r *RuntimeStore, ns, key string) (RuntimeValue, bool) {
+func mustGet(t *testing.T, r Runtime, ns, key string) (RuntimeValue, bool) {
 	t.Helper()
-	v, ok, err := r.Get(ns, key)
+	v, ok, err := r.Get(t.Context(), ns, key)
 	if err != nil {
 		t.Fatalf("Get(%q, %q): %v", ns, key, err)
 	}
 	return v, ok
 }
 
-func mustList(t *testing.T, r *RuntimeStore, ns, prefix string) []string {
+func mustList(t *testing.T, r Runtime, ns, prefix string) []string {
 	t.Helper()
-	keys, err := r.List(ns, prefix)
+	keys, err := r.List(t.Context(), ns, prefix)
 	if err != nil {
 		t.Fatalf("List(%q, %q): %v", ns, prefix, err)
 	}
@@ -107,95 +107,6 @@ func noEvent(t *testing.T, sub *events.Subscription) {
 	case ev := <-sub.C:
 		t.Fatalf("unexpected event %+v", ev)
 	default:
-	}
-}
-
-func TestRuntimeSetGetDeleteList(t *testing.T) {
-	r, _ := openTestRuntime(t, RuntimeOptions{})
-
-	if _, ok := mustGet(t, r, "app1", "missing"); ok {
-		t.Fatal("Get of a missing key: ok")
-	}
-	mustSet(t, r, "app1", "user/1", "ann", 0)
-	mustSet(t, r, "app1", "user/2", "bob", 0)
-	mustSet(t, r, "app1", "user/10", "cy", 0)
-	mustSet(t, r, "app1", "config", "{}", 0)
-	mustSet(t, r, "app2", "user/1", "other", 0)
-	mustSet(t, r, "app1", "user/2", "bea", 0) // overwrite
-
-	tests := []struct {
-		ns, key string
-		want    string
-		ok      bool
-	}{
-		{"app1", "user/1", "ann", true},
-		{"app1", "user/2", "bea", true},
-		{"app2", "user/1", "other", true},
-		{"app2", "user/2", "", false},
-		{"app3", "user/1", "", false},
-	}
-	for _, tt := range tests {
-		v, ok := mustGet(t, r, tt.ns, tt.key)
-		if ok != tt.ok || v.Value != tt.want || !v.ExpiresAt.IsZero() {
-			t.Errorf("Get(%q, %q) = %+v, %v; want %q, %v without expiry", tt.ns, tt.key, v, ok, tt.want, tt.ok)
-		}
-	}
-
-	lists := []struct {
-		ns, prefix string
-		want       []string
-	}{
-		{"app1", "", []string{"config", "user/1", "user/10", "user/2"}},
-		{"app1", "user/", []string{"user/1", "user/10", "user/2"}},
-		{"app1", "user/1", []string{"user/1", "user/10"}},
-		{"app1", "nothing", []string{}},
-		{"app2", "", []string{"user/1"}},
-		{"app3", "", []string{}},
-	}
-	for _, tt := range lists {
-		if got := mustList(t, r, tt.ns, tt.prefix); !slices.Equal(got, tt.want) {
-			t.Errorf("List(%q, %q) = %q, want %q", tt.ns, tt.prefix, got, tt.want)
-		}
-	}
-
-	removed, err := r.Delete("app1", "user/1")
-	if err != nil || !removed {
-		t.Fatalf("Delete(app1, user/1) = %v, %v; want true, nil", removed, err)
-	}
-	removed, err = r.Delete("app1", "user/1")
-	if err != nil || removed {
-		t.Fatalf("second Delete(app1, user/1) = %v, %v; want false, nil", removed, err)
-	}
-	if removed, err := r.Delete("app9", "x"); err != nil || removed {
-		t.Fatalf("Delete in a missing namespace = %v, %v; want false, nil", removed, err)
-	}
-	if _, ok := mustGet(t, r, "app1", "user/1"); ok {
-		t.Error("deleted key is still there")
-	}
-	if v, ok := mustGet(t, r, "app2", "user/1"); !ok || v.Value != "other" {
-		t.Errorf("delete in app1 touched app2: %+v, %v", v, ok)
-	}
-
-	// Emptying a namespace and using it again.
-	if _, err := r.Delete("app2", "user/1"); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustList(t, r, "app2", ""); len(got) != 0 {
-		t.Errorf("List of an emptied namespace = %q", got)
-	}
-	mustSet(t, r, "app2", "again", "yes", 0)
-	if v, ok := mustGet(t, r, "app2", "again"); !ok || v.Value != "yes" {
-		t.Errorf("Get after reuse = %+v, %v", v, ok)
-	}
-
-	// Empty values and non-ASCII text are values like any other.
-	mustSet(t, r, "app1", "empty", "", 0)
-	if v, ok := mustGet(t, r, "app1", "empty"); !ok || v.Value != "" {
-		t.Errorf("Get(empty) = %+v, %v; want \"\", true", v, ok)
-	}
-	mustSet(t, r, "ünï", "ключ", "値 🙂", 0)
-	if v, ok := mustGet(t, r, "ünï", "ключ"); !ok || v.Value != "値 🙂" {
-		t.Errorf("Get(unicode) = %+v, %v", v, ok)
 	}
 }
 
@@ -290,7 +201,7 @@ func TestRuntimeTTL(t *testing.T) {
 	// Deleting a key that expired but was not purged reports false and
 	// publishes the expiry.
 	clock.Advance(time.Minute)
-	removed, err := r.Delete("app", "extended")
+	removed, err := r.Delete(t.Context(), "app", "extended")
 	if err != nil || removed {
 		t.Errorf("Delete of an expired key = %v, %v; want false, nil", removed, err)
 	}
@@ -359,7 +270,7 @@ func TestRuntimeEvents(t *testing.T) {
 		t.Errorf("Get after set event = %+v, %v", v, ok)
 	}
 
-	if _, err := r.Delete("app", "k"); err != nil {
+	if _, err := r.Delete(t.Context(), "app", "k"); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := next(t, sub), (RuntimeChange{Namespace: "app", Key: "k", Change: RuntimeDeleted, Time: clock.Now()}); got != want {
@@ -367,10 +278,10 @@ func TestRuntimeEvents(t *testing.T) {
 	}
 
 	// Nothing removed, nothing stored: no event.
-	if _, err := r.Delete("app", "k"); err != nil {
+	if _, err := r.Delete(t.Context(), "app", "k"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Set("", "k", "v", 0); err == nil {
+	if err := r.Set(t.Context(), "", "k", "v", 0); err == nil {
 		t.Fatal("Set with an empty namespace succeeded")
 	}
 	noEvent(t, sub)
@@ -379,81 +290,8 @@ func TestRuntimeEvents(t *testing.T) {
 func TestRuntimeNilBus(t *testing.T) {
 	r, _ := openTestRuntime(t, RuntimeOptions{})
 	mustSet(t, r, "app", "k", "v", time.Millisecond)
-	if _, err := r.Delete("app", "k"); err != nil {
+	if _, err := r.Delete(t.Context(), "app", "k"); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestRuntimeValidation(t *testing.T) {
-	r, _ := openTestRuntime(t, RuntimeOptions{MaxValueSize: 16})
-	long := func(n int) string { return strings.Repeat("a", n) }
-
-	tests := []struct {
-		name            string
-		ns, key, value  string
-		ttl             time.Duration
-		wantErr         error
-		wantMsg         string
-		checkGetAndDrop bool // ns and key are invalid, so Get and Delete fail too
-	}{
-		{"empty namespace", "", "k", "v", 0, ErrInvalid, "namespace is empty", true},
-		{"empty key", "app", "", "v", 0, ErrInvalid, "key in namespace \"app\" is empty", true},
-		{"long namespace", long(MaxRuntimeNamespace + 1), "k", "v", 0, ErrInvalid, "namespace is 129 bytes, over the limit of 128", true},
-		{"long key", "app", long(MaxRuntimeKey + 1), "v", 0, ErrInvalid, "key in namespace \"app\" is 1025 bytes, over the limit of 1024", true},
-		{"namespace not UTF-8", "ap\xffp", "k", "v", 0, ErrInvalid, "not valid UTF-8", true},
-		{"key not UTF-8", "app", "k\xc3", "v", 0, ErrInvalid, "not valid UTF-8", true},
-		{"namespace with NUL", "a\x00b", "k", "v", 0, ErrInvalid, "contains a NUL byte", true},
-		{"key with NUL", "app", "k\x00", "v", 0, ErrInvalid, "contains a NUL byte", true},
-		{"value not UTF-8", "app", "k", "\xfe", 0, ErrInvalid, "value of key \"k\" in namespace \"app\" is not valid UTF-8", false},
-		{"negative ttl", "app", "k", "v", -time.Second, ErrInvalid, "negative ttl -1s", false},
-		{"value too large", "app", "k", long(17), 0, ErrTooLarge, "is 17 bytes, over the limit of 16 bytes", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := r.Set(tt.ns, tt.key, tt.value, tt.ttl)
-			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
-				t.Errorf("Set error = %v, want %v containing %q", err, tt.wantErr, tt.wantMsg)
-			}
-			if !tt.checkGetAndDrop {
-				return
-			}
-			if _, _, err := r.Get(tt.ns, tt.key); !errors.Is(err, ErrInvalid) {
-				t.Errorf("Get error = %v, want ErrInvalid", err)
-			}
-			if _, err := r.Delete(tt.ns, tt.key); !errors.Is(err, ErrInvalid) {
-				t.Errorf("Delete error = %v, want ErrInvalid", err)
-			}
-		})
-	}
-
-	// At the limits is fine.
-	mustSet(t, r, long(MaxRuntimeNamespace), long(MaxRuntimeKey), long(16), 0)
-	if v, ok := mustGet(t, r, long(MaxRuntimeNamespace), long(MaxRuntimeKey)); !ok || v.Value != long(16) {
-		t.Errorf("Get at the limits = %+v, %v", v, ok)
-	}
-
-	for _, ns := range []string{"", "a\x00"} {
-		if _, err := r.List(ns, ""); !errors.Is(err, ErrInvalid) {
-			t.Errorf("List(%q) error = %v, want ErrInvalid", ns, err)
-		}
-	}
-	if _, err := r.List("app", "p\xff"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("List with a bad prefix: error = %v, want ErrInvalid", err)
-	}
-	if keys := mustList(t, r, "app", ""); len(keys) != 0 {
-		t.Errorf("failed sets stored keys: %q", keys)
-	}
-}
-
-func TestRuntimeDefaultValueLimit(t *testing.T) {
-	r, _ := openTestRuntime(t, RuntimeOptions{})
-	mustSet(t, r, "app", "big", strings.Repeat("x", DefaultRuntimeMaxValueSize), 0)
-	err := r.Set("app", "bigger", strings.Repeat("x", DefaultRuntimeMaxValueSize+1), 0)
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "1048577 bytes, over the limit of 1048576") {
-		t.Errorf("Set over 1 MiB: error = %v, want ErrTooLarge with sizes", err)
-	}
-	if v, ok := mustGet(t, r, "app", "big"); !ok || len(v.Value) != DefaultRuntimeMaxValueSize {
-		t.Errorf("Get(big): %d bytes, %v", len(v.Value), ok)
 	}
 }
 
@@ -511,88 +349,5 @@ func TestRuntimeLocked(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("second OpenRuntime hangs")
-	}
-}
-
-func TestRuntimeClosed(t *testing.T) {
-	r, _ := openTestRuntime(t, RuntimeOptions{})
-	mustSet(t, r, "app", "k", "v", 0)
-	if err := r.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-
-	calls := map[string]func() error{
-		"Get":    func() error { _, _, err := r.Get("app", "k"); return err },
-		"Set":    func() error { return r.Set("app", "k", "v", 0) },
-		"Delete": func() error { _, err := r.Delete("app", "k"); return err },
-		"List":   func() error { _, err := r.List("app", ""); return err },
-		"Purge":  func() error { _, err := r.Purge(); return err },
-		"Close":  r.Close,
-	}
-	for name, call := range calls {
-		if err := call(); !errors.Is(err, ErrClosed) {
-			t.Errorf("%s after Close: error = %v, want ErrClosed", name, err)
-		}
-	}
-}
-
-func TestRuntimeConcurrent(t *testing.T) {
-	bus := events.New()
-	sub := bus.Subscribe(nil, 16*200*2)
-	defer sub.Close()
-	r, _ := openTestRuntime(t, RuntimeOptions{Bus: bus, PurgeInterval: time.Millisecond})
-
-	const workers, rounds = 16, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := range rounds {
-				key := fmt.Sprintf("k%d", i%5)
-				val := fmt.Sprintf("w%d-%d", w, i)
-				ns := fmt.Sprintf("app%d", w%4)
-				ttl := time.Duration(0)
-				if i%3 == 0 {
-					ttl = time.Millisecond
-				}
-				if err := r.Set(ns, key, val, ttl); err != nil {
-					errs <- err
-					return
-				}
-				if _, _, err := r.Get(ns, key); err != nil {
-					errs <- err
-					return
-				}
-				if _, err := r.List(ns, "k"); err != nil {
-					errs <- err
-					return
-				}
-				if i%7 == 0 {
-					if _, err := r.Delete(ns, key); err != nil {
-						errs <- err
-						return
-					}
-				}
-				// A private key only this worker writes reads back what it wrote.
-				own := fmt.Sprintf("own%d", w)
-				if err := r.Set(ns, own, val, 0); err != nil {
-					errs <- err
-					return
-				}
-				v, ok, err := r.Get(ns, own)
-				if err != nil || !ok || v.Value != val {
-					errs <- fmt.Errorf("Get(%s, %s) = %+v, %v, %v; want %q", ns, own, v, ok, err, val)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if err := sub.Err(); err != nil {
-		t.Errorf("subscription: %v", err)
 	}
 }

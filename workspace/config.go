@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/nexuscocreate/nexus/state"
 )
 
 // Config is .nexus/config.yaml with every default filled in.
@@ -69,12 +71,18 @@ type DefinitionsConfig struct {
 
 // RuntimeConfig is the runtime section: the store of runtime key/values.
 type RuntimeConfig struct {
-	// Backend is "bbolt"; "redis" is known but rejected until it exists.
+	// Backend is "bbolt" (a file of this workspace) or "redis" (a server
+	// that several daemons may share).
 	Backend string `yaml:"backend"`
 	// Path is the bbolt file, relative to the workspace root.
 	Path string `yaml:"path"`
-	// URL is the address of a Redis server.
-	URL           string   `yaml:"url"`
+	// URL is the Redis server, for backend redis:
+	// redis://[user:${REDIS_PASSWORD}@]host:6379/0, rediss:// for TLS, or
+	// unix:///path/to/redis.sock.
+	URL string `yaml:"url"`
+	// Prefix starts every Redis key and channel of the runtime values;
+	// daemons with the same URL and prefix share their values.
+	Prefix        string   `yaml:"prefix"`
 	MaxValueSize  Size     `yaml:"maxValueSize"`
 	PurgeInterval Duration `yaml:"purgeInterval"`
 }
@@ -319,6 +327,7 @@ func DefaultConfig() *Config {
 		Runtime: RuntimeConfig{
 			Backend:       "bbolt",
 			Path:          ".nexus/runtime.db",
+			Prefix:        state.DefaultRedisPrefix,
 			MaxValueSize:  mib,
 			PurgeInterval: Duration(time.Second),
 		},
@@ -822,6 +831,14 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
+// orNode is n, or else fallback: where to report a value that is missing.
+func orNode(n, fallback *yaml.Node) *yaml.Node {
+	if n != nil {
+		return n
+	}
+	return fallback
+}
+
 func orTop(path string) string {
 	if path == "" {
 		return "top level"
@@ -847,9 +864,15 @@ func (d *decoder) check(c *Config) {
 	d.positiveAtMost("definitions.debounce", c.Definitions.Debounce, 10*time.Second)
 
 	if d.oneOf("runtime.backend", c.Runtime.Backend, "bbolt", "redis") && c.Runtime.Backend == "redis" {
-		d.errorf(d.nodes["runtime.backend"], "runtime.backend redis is not supported yet")
+		if n := d.nodes["runtime.url"]; c.Runtime.URL == "" && !d.bad["runtime.url"] {
+			d.fail("runtime.url", orNode(n, d.nodes["runtime.backend"]),
+				"must not be empty with backend redis (redis://[user:${REDIS_PASSWORD}@]host:6379/0, rediss:// for TLS)")
+		} else if err := state.CheckRedisURL(c.Runtime.URL); err != nil && !d.bad["runtime.url"] {
+			d.fail("runtime.url", n, "%v", err)
+		}
 	}
 	d.nonEmpty("runtime.path", c.Runtime.Path, "")
+	d.nonEmpty("runtime.prefix", c.Runtime.Prefix, ` (the start of every Redis key, such as "nexus:")`)
 
 	d.apps(c.Apps)
 
