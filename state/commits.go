@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
@@ -32,16 +29,21 @@ func (s *Definitions) Set(path string, content []byte, w WriteOptions) (string, 
 	if err := s.checkContent(path, content); err != nil {
 		return "", err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.checkExpected(path, w.ExpectedRevision); err != nil {
-		return "", err
-	}
 	if w.Message == "" {
 		w.Message = "set " + path
 	}
-	rev, err := s.commitLocked(path, w, commitOptions{content: content})
-	return rev.String(), err
+	return revString(s.write(&writeOp{path: path, w: w, plan: func(d *draft, w *WriteOptions) (commitOptions, error) {
+		return commitOptions{content: content}, d.checkExpected(path, w.ExpectedRevision)
+	}}))
+}
+
+// revString is a revision as the store's methods return it: "" with an
+// error.
+func revString(rev plumbing.Hash, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return rev.String(), nil
 }
 
 // ApplyDiff applies a unified diff of one file to its current content and
@@ -51,33 +53,34 @@ func (s *Definitions) ApplyDiff(path, diff string, w WriteOptions) (string, []by
 	if err != nil {
 		return "", nil, err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.checkExpected(path, w.ExpectedRevision); err != nil {
-		return "", nil, err
-	}
-	var cur []byte
-	s.mu.RLock()
-	f, exists := s.files[path]
-	s.mu.RUnlock()
-	if exists {
-		if cur, err = s.repo.readBlob(f.blob); err != nil {
-			return "", nil, err
-		}
-	}
-	content, deleted, err := applyPatch(path, cur, exists, diff)
-	if err != nil {
-		return "", nil, err
-	}
 	if w.Message == "" {
 		w.Message = "apply diff to " + path
 	}
-	if !deleted {
-		if err := s.checkContent(path, content); err != nil {
-			return "", nil, err
+	var content []byte // the result, decided by the plan
+	rev, err := s.write(&writeOp{path: path, w: w, plan: func(d *draft, w *WriteOptions) (commitOptions, error) {
+		if err := d.checkExpected(path, w.ExpectedRevision); err != nil {
+			return commitOptions{}, err
 		}
-	}
-	rev, err := s.commitLocked(path, w, commitOptions{content: content, delete: deleted})
+		var cur []byte
+		f, exists := d.file(path)
+		if exists {
+			var err error
+			if cur, err = d.readBlob(f.blob); err != nil {
+				return commitOptions{}, err
+			}
+		}
+		out, deleted, err := applyPatch(path, cur, exists, diff)
+		if err != nil {
+			return commitOptions{}, err
+		}
+		if !deleted {
+			if err := s.checkContent(path, out); err != nil {
+				return commitOptions{}, err
+			}
+		}
+		content = out
+		return commitOptions{content: out, delete: deleted}, nil
+	}})
 	if err != nil {
 		return "", nil, err
 	}
@@ -123,22 +126,18 @@ func (s *Definitions) Delete(path string, w WriteOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.checkExpected(path, w.ExpectedRevision); err != nil {
-		return "", err
-	}
-	s.mu.RLock()
-	_, ok := s.files[path]
-	s.mu.RUnlock()
-	if !ok {
-		return "", fmt.Errorf("definition %q: %w", path, ErrNotFound)
-	}
 	if w.Message == "" {
 		w.Message = "delete " + path
 	}
-	rev, err := s.commitLocked(path, w, commitOptions{delete: true})
-	return rev.String(), err
+	return revString(s.write(&writeOp{path: path, w: w, plan: func(d *draft, w *WriteOptions) (commitOptions, error) {
+		if err := d.checkExpected(path, w.ExpectedRevision); err != nil {
+			return commitOptions{}, err
+		}
+		if _, ok := d.file(path); !ok {
+			return commitOptions{}, fmt.Errorf("definition %q: %w", path, ErrNotFound)
+		}
+		return commitOptions{delete: true}, nil
+	}}))
 }
 
 // Restore writes the content path had at rev as a new commit.
@@ -168,36 +167,34 @@ func (s *Definitions) checkContent(path string, content []byte) error {
 	return nil
 }
 
-// checkExpected is called with writeMu held.
-func (s *Definitions) checkExpected(path, expected string) error {
+// checkExpected checks a write's expected revision (see
+// [WriteOptions.ExpectedRevision]) against the draft: a revision that only
+// the group in progress made is not one a writer can expect.
+func (d *draft) checkExpected(path, expected string) error {
 	if expected == "" {
 		return nil
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	f, exists := s.files[path]
+	f, exists := d.file(path)
 	if expected == ExpectAbsent {
 		if exists {
 			return fmt.Errorf("definition %q: %w: expected it not to exist, it is at %s", path, ErrConflict, shortRev(f.rev.String()))
 		}
 		return nil
 	}
-	pos, err := s.resolveLocked(expected)
+	d.s.mu.RLock()
+	pos, err := d.s.resolveLocked(expected)
+	var want plumbing.Hash
+	if err == nil {
+		want = d.s.index.commits[pos].hash
+	}
+	d.s.mu.RUnlock()
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("definition %q: %w: expected revision %s is not in the history", path, ErrConflict, shortRev(expected))
 		}
 		return err
 	}
-	want := s.index.commits[pos].hash
-	var cur plumbing.Hash
-	if ps := s.index.byPath[path]; len(ps) > 0 {
-		cur = s.index.commits[ps[len(ps)-1]].hash
-	}
-	if cur != want {
+	if cur := d.lastChange(path); cur != want {
 		now := "it does not exist"
 		if exists {
 			now = "it is at " + shortRev(cur.String())
@@ -218,133 +215,14 @@ type commitOptions struct {
 	fromDisk bool
 }
 
-// commitLocked makes one commit that sets (or deletes) one path, with
-// writeMu held. The working file and every object are durable before the
-// branch moves, and the branch is durable before it returns, in three
-// rounds of fsyncs:
-//
-//	temp files (working file, objects, ref lock) → fsync all in parallel →
-//	rename working file and objects into place → fsync their directories →
-//	rename the lock over the ref → fsync refs/heads.
-//
-// A crash before the ref moves leaves the old history intact; a working file
-// already renamed is then found on the next open and committed as "disk".
-func (s *Definitions) commitLocked(path string, w WriteOptions, o commitOptions) (plumbing.Hash, error) {
-	content, del := o.content, o.delete
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return plumbing.ZeroHash, ErrClosed
-	}
-	cur, exists := s.files[path]
-	head := s.head
-	s.mu.RUnlock()
-
-	var blob pendingObject
-	if !del {
-		blob = encodeBlob(content)
-		if exists && cur.blob == blob.hash {
-			return cur.rev, nil // same content: nothing to commit
-		}
-	}
-	if err := s.checkShape(path, del); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	trees, objs, rootHash, err := s.buildTrees(path, blob.hash, del)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if !del {
-		objs = append(objs, blob)
-	}
-	now := s.opts.Now().UTC().Truncate(time.Second)
-	sig := object.Signature{Name: w.Author, Email: authorEmail, When: now}
-	msg := w.Message
-	if !strings.HasSuffix(msg, "\n") {
-		msg += "\n"
-	}
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: rootHash}
-	if !head.IsZero() {
-		c.ParentHashes = []plumbing.Hash{head}
-	}
-	commit, err := encodeCommit(c)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	objs = append(objs, commit)
-
-	dw := newDurableWrite(s.root)
-	if !o.fromDisk {
-		if err := s.stageWorkingFile(dw, path, content, del); err != nil {
-			dw.abort()
-			return plumbing.ZeroHash, err
-		}
-	}
-	if err := s.repo.stageObjects(dw, objs); err != nil {
-		dw.abort()
-		return plumbing.ZeroHash, fmt.Errorf("write history objects: %w", err)
-	}
-	if err := s.repo.stageRef(dw, commit.hash); err != nil {
-		dw.abort()
-		return plumbing.ZeroHash, err
-	}
-	if err := dw.finish(); err != nil {
-		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
-		return plumbing.ZeroHash, fmt.Errorf("write definition %q: %w", path, err)
-	}
-	reflogErr, err := s.repo.commitRef(head, commit.hash, w.Author, w.Message, now.Unix())
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if reflogErr != nil {
-		s.logger.Warn("reflog not appended; recovery from a damaged ref will not reach this commit", "error", reflogErr.Error())
-	}
-
-	change := Modified
-	switch {
-	case del:
-		change = Deleted
-	case !exists:
-		change = Added
-	}
-	rec := &commitRecord{hash: commit.hash, parent: head, when: now, author: w.Author, message: msg,
-		changes: []pathChange{{path, change}}}
-	s.mu.Lock()
-	s.head = commit.hash
-	for dir, entries := range trees {
-		if entries == nil && dir != "" {
-			delete(s.trees, dir)
-		} else {
-			s.trees[dir] = entries
-		}
-	}
-	if del {
-		delete(s.files, path)
-	} else {
-		s.files[path] = fileState{blob: blob.hash, size: int64(len(content)), rev: commit.hash}
-	}
-	s.index.add(rec)
-	s.mu.Unlock()
-	if err := s.index.appendFile(rec); err != nil {
-		s.logger.Warn("history index not saved; it is rebuilt on the next start", "error", err.Error())
-	}
-	if s.opts.Bus != nil {
-		s.opts.Bus.Publish(DefinitionChange{Path: path, Revision: commit.hash.String(), Author: w.Author,
-			Change: change, Message: msg, Time: now})
-	}
-	return commit.hash, nil
-}
-
 // checkShape refuses a file where a directory is, or under a file.
-func (s *Definitions) checkShape(path string, del bool) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if _, isDir := s.trees[path]; isDir && !del {
+func (d *draft) checkShape(path string, del bool) error {
+	if _, isDir := d.tree(path); isDir && !del {
 		return fmt.Errorf("%w: %q is a directory", ErrInvalid, path)
 	}
-	for d := parentDir(path); d != ""; d = parentDir(d) {
-		if _, isFile := s.files[d]; isFile {
-			return fmt.Errorf("%w: %q is a file, so %q cannot be created under it", ErrInvalid, d, path)
+	for dir := parentDir(path); dir != ""; dir = parentDir(dir) {
+		if _, isFile := d.file(dir); isFile {
+			return fmt.Errorf("%w: %q is a file, so %q cannot be created under it", ErrInvalid, dir, path)
 		}
 	}
 	return nil
@@ -352,16 +230,15 @@ func (s *Definitions) checkShape(path string, del bool) error {
 
 // buildTrees returns the new entries of every directory on the way from
 // path to the root, the tree objects to write, and the new root tree.
-func (s *Definitions) buildTrees(path string, blob plumbing.Hash, del bool) (map[string][]object.TreeEntry, []pendingObject, plumbing.Hash, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (d *draft) buildTrees(path string, blob plumbing.Hash, del bool) (map[string][]object.TreeEntry, []pendingObject, plumbing.Hash, error) {
 	changed := map[string][]object.TreeEntry{}
 	var objs []pendingObject
 	name, dir := baseName(path), parentDir(path)
 	entry := object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: blob}
 	remove := del
 	for {
-		entries := replaceEntry(s.trees[dir], entry, remove)
+		cur, _ := d.tree(dir)
+		entries := replaceEntry(cur, entry, remove)
 		if len(entries) == 0 && dir != "" {
 			changed[dir] = nil
 			remove = true

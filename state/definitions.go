@@ -113,8 +113,14 @@ type Definitions struct {
 	opts   DefinitionsOptions
 	logger *slog.Logger
 
-	// writeMu makes writes one at a time; it is held for a whole write.
-	writeMu sync.Mutex
+	// queueMu guards the writes waiting for the committer (see
+	// groupcommit.go), which alone changes the snapshot below.
+	queueMu  sync.Mutex
+	queue    []*writeOp
+	stopping bool          // Close has begun: writes are refused
+	wake     chan struct{} // a write was queued (one signal is enough)
+	stop     chan struct{} // closed by Close
+	stopped  chan struct{} // closed when the committer has returned
 
 	// mu guards the snapshot of HEAD below.
 	mu     sync.RWMutex
@@ -159,7 +165,9 @@ func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
 	}
 	s := &Definitions{dir: opts.Dir, root: root, repo: r, opts: opts, logger: opts.Logger,
 		stats: newStatCache(filepath.Join(opts.HistoryDir, "nexus-stat.cache"))}
+	s.startCommitter()
 	if err := s.load(); err != nil {
+		s.stopCommitter()
 		r.close()
 		root.Close()
 		return nil, err
@@ -268,15 +276,13 @@ func (s *Definitions) loadTree(h plumbing.Hash, dir string) error {
 	return nil
 }
 
-// Close waits for the write in progress and closes the store.
+// Close lets the group of writes in progress finish, fails the writes
+// still queued with ErrClosed, and closes the store.
 func (s *Definitions) Close() error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.stopCommitter() {
 		return nil
 	}
+	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.firstSave.Wait()

@@ -259,8 +259,8 @@ func (s *Definitions) realDirOnDisk(dir string) (bool, error) {
 // record commits the differences between the files a scan found on disk and
 // HEAD, at or below the scanned tops: deletions first, so that a file can
 // take the place of a directory and the other way round. Each path is read
-// again, and compared, with writeMu held, so a write of the store in
-// progress finishes first.
+// again, and compared, by the committer (see syncOp), so a write of the
+// store in progress finishes first.
 func (s *Definitions) record(tops []string, onDisk map[string]diskFile, why syncReason) error {
 	s.mu.RLock()
 	if s.closed {
@@ -291,50 +291,59 @@ func (s *Definitions) record(tops []string, onDisk map[string]diskFile, why sync
 	sort.Strings(present)
 	order := append(slices.Sorted(maps.Keys(gone)), present...)
 
+	// Queued together, so that they share the committer's rounds.
+	ops := make([]*writeOp, len(order))
+	for i, p := range order {
+		ops[i] = s.syncOp(p, why)
+		s.enqueue(ops[i])
+	}
 	var errs []error
-	for _, p := range order {
-		err := s.syncPath(p, why)
-		switch {
+	closed := false
+	for i, op := range ops {
+		<-op.done
+		switch err := op.err; {
 		case err == nil:
 		case errors.Is(err, ErrClosed):
-			return err
+			closed = true
 		case errors.Is(err, ErrInvalid), errors.Is(err, ErrTooLarge):
-			s.logger.Warn("cannot record a change made on disk", "path", p, "reason", err.Error())
+			s.logger.Warn("cannot record a change made on disk", "path", order[i], "reason", err.Error())
 		default:
 			errs = append(errs, err)
 		}
 	}
+	if closed {
+		return ErrClosed
+	}
 	return errors.Join(errs...)
 }
 
-// syncPath commits path as it is on disk now, if that differs from HEAD.
-func (s *Definitions) syncPath(path string, why syncReason) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	content, present, err := s.readDisk(path)
-	if err != nil {
-		return err
-	}
-	s.mu.RLock()
-	_, tracked := s.files[path]
-	s.mu.RUnlock()
-	verb := "edited"
-	switch {
-	case !present && !tracked:
-		return nil
-	case !present:
-		verb = "deleted"
-	case !tracked:
-		verb = "created"
-	}
-	if present {
-		if err := s.checkContent(path, content); err != nil {
-			return err
+// syncOp is the write that commits path as it is on disk when the
+// committer comes to it, if that differs from HEAD. The committer reads the
+// file between groups, when no write of the store is under way on disk.
+func (s *Definitions) syncOp(path string, why syncReason) *writeOp {
+	return &writeOp{path: path, w: WriteOptions{Author: AuthorDisk}, plan: func(d *draft, w *WriteOptions) (commitOptions, error) {
+		content, present, err := s.readDisk(path)
+		if err != nil {
+			return commitOptions{}, err
 		}
-	}
-	w := WriteOptions{Author: AuthorDisk, Message: why.message(verb, path)}
-	_, err = s.commitLocked(path, w, commitOptions{content: content, delete: !present, fromDisk: true})
-	return err
+		_, tracked := d.file(path)
+		verb := "edited"
+		switch {
+		case !present && !tracked:
+			return commitOptions{}, errNoChange
+		case !present:
+			verb = "deleted"
+		case !tracked:
+			verb = "created"
+		}
+		if present {
+			if err := s.checkContent(path, content); err != nil {
+				return commitOptions{}, err
+			}
+		}
+		w.Message = why.message(verb, path)
+		return commitOptions{content: content, delete: !present, fromDisk: true}, nil
+	}}
 }
 
 // readDisk reads a definition file from disk. It is absent when missing, not

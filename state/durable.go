@@ -49,6 +49,24 @@ func newDurableWrite(root *os.Root) *durableWrite {
 	return &durableWrite{dirs: map[string]bool{}, root: root, rootDirs: map[string]bool{}}
 }
 
+// merge moves o's files, renames, removals and directories to w, after
+// w's own; o is empty afterwards.
+func (w *durableWrite) merge(o *durableWrite) {
+	w.files = append(w.files, o.files...)
+	w.renames = append(w.renames, o.renames...)
+	w.cleanup = append(w.cleanup, o.cleanup...)
+	w.rootRenames = append(w.rootRenames, o.rootRenames...)
+	w.rootRemoves = append(w.rootRemoves, o.rootRemoves...)
+	w.open = append(w.open, o.open...)
+	for d := range o.dirs {
+		w.dirs[d] = true
+	}
+	for d := range o.rootDirs {
+		w.rootDirs[d] = true
+	}
+	*o = durableWrite{dirs: map[string]bool{}, root: o.root, rootDirs: map[string]bool{}}
+}
+
 // abort closes and removes every temporary file.
 func (w *durableWrite) abort() {
 	for _, f := range w.files {

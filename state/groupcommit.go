@@ -1,0 +1,448 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Group commit. Writers do not commit themselves: each queues its write
+// ([writeOp]) and waits. One goroutine, the committer, takes every write
+// queued and commits them as one group, in queue order, each write its own
+// commit (with its own author, message and parent: the commit of the write
+// before it), so the history reads exactly as if they had been made one at
+// a time. The group shares its fsync rounds:
+//
+//	temp files (every working file, every object, the ref lock naming the
+//	group's last commit) → fsync all in parallel →
+//	rename working files and objects into place → fsync their directories →
+//	rename the lock over the ref → fsync refs/heads.
+//
+// Only then are the writes of the group published (reads see them) and
+// acknowledged. A crash before the ref moves leaves the old history intact
+// and none of the group's writes was acknowledged; a working file already
+// renamed is then found on the next open and committed as "disk".
+//
+// The committer does not wait for a group to fill: it starts as soon as
+// one write is queued, and the writes that arrive during a round form the
+// next group, so a lone writer waits for nothing but its own fsyncs.
+//
+// A write that fails (a stale expected revision, a diff that does not
+// apply, a path where a directory is) fails alone: it is decided against
+// the draft (HEAD with the group's earlier writes on it) and leaves the
+// draft as it was. Only a failure to write the group (the disk) fails every
+// write of the group.
+
+// maxGroup bounds the writes of one group: the temporary files of a group
+// are all open until its first fsync round.
+const maxGroup = 64
+
+// writeOp is one write waiting for the committer.
+type writeOp struct {
+	path string
+	w    WriteOptions
+	// plan decides, against the draft, what the write commits; it may word
+	// w's message. errNoChange: there is nothing to commit.
+	plan func(d *draft, w *WriteOptions) (commitOptions, error)
+
+	done chan struct{} // closed when rev and err are set
+	rev  plumbing.Hash
+	err  error
+}
+
+// errNoChange is a plan's answer when the write has nothing to commit.
+var errNoChange = errors.New("no change")
+
+func (op *writeOp) finish(rev plumbing.Hash, err error) {
+	op.rev, op.err = rev, err
+	close(op.done)
+}
+
+// write queues op and waits until it is durable or has failed.
+func (s *Definitions) write(op *writeOp) (plumbing.Hash, error) {
+	s.enqueue(op)
+	<-op.done
+	return op.rev, op.err
+}
+
+// enqueue queues op for the committer without waiting; op.done is closed
+// when it is durable or has failed.
+func (s *Definitions) enqueue(op *writeOp) {
+	op.done = make(chan struct{})
+	s.queueMu.Lock()
+	if s.stopping {
+		s.queueMu.Unlock()
+		op.finish(plumbing.ZeroHash, ErrClosed)
+		return
+	}
+	s.queue = append(s.queue, op)
+	s.queueMu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // the committer is already woken
+	}
+}
+
+// startCommitter starts the goroutine that commits the queued writes;
+// stopCommitter ends it.
+func (s *Definitions) startCommitter() {
+	s.wake = make(chan struct{}, 1)
+	s.stop = make(chan struct{})
+	s.stopped = make(chan struct{})
+	go s.commitLoop()
+}
+
+// stopCommitter refuses new writes, lets the group in progress finish,
+// fails the writes still queued with ErrClosed, and waits for the
+// committer to return. It reports whether this call stopped it.
+func (s *Definitions) stopCommitter() bool {
+	s.queueMu.Lock()
+	if s.stopping {
+		s.queueMu.Unlock()
+		return false
+	}
+	s.stopping = true
+	s.queueMu.Unlock()
+	close(s.stop)
+	<-s.stopped
+	return true
+}
+
+func (s *Definitions) commitLoop() {
+	defer close(s.stopped)
+	var carry []*writeOp // writes left for the next group, first in line
+	for {
+		if len(carry) == 0 {
+			select {
+			case <-s.wake:
+			case <-s.stop:
+			}
+		}
+		s.queueMu.Lock()
+		ops := slices.Concat(carry, s.queue)
+		s.queue = nil
+		s.queueMu.Unlock()
+		select {
+		case <-s.stop:
+			for _, op := range ops {
+				op.finish(plumbing.ZeroHash, ErrClosed)
+			}
+			return
+		default:
+		}
+		carry = s.commitGroup(ops)
+	}
+}
+
+// commitGroup commits ops as one group and acknowledges them, and returns
+// the writes left for the next group: from the first one that touches a
+// path the group already wrote (the path, a directory above it or a file
+// below it), or past maxGroup. The working files of a group are renamed
+// and removed in one pass, which cannot order two changes of one path (or
+// of a file and its directory), so such a write waits for the next round;
+// it is still committed after the writes queued before it.
+func (s *Definitions) commitGroup(ops []*writeOp) (rest []*writeOp) {
+	d := s.newDraft()
+	g := &group{dw: newDurableWrite(s.root), base: d.head}
+	var waiting []*writeOp // acknowledged once the group is durable
+	for i, op := range ops {
+		if len(waiting) == maxGroup || d.overlaps(op.path) {
+			rest = ops[i:]
+			break
+		}
+		o, err := op.plan(d, &op.w)
+		if errors.Is(err, errNoChange) {
+			op.finish(plumbing.ZeroHash, nil)
+			continue
+		}
+		if err == nil {
+			op.rev, err = s.addCommit(d, g, op.path, op.w, o)
+		}
+		if err != nil {
+			op.finish(plumbing.ZeroHash, err)
+			continue
+		}
+		waiting = append(waiting, op)
+	}
+	err := s.finishGroup(d, g)
+	for _, op := range waiting {
+		if err != nil {
+			op.finish(plumbing.ZeroHash, err)
+		} else {
+			op.finish(op.rev, nil)
+		}
+	}
+	return rest
+}
+
+// group is the commits of one round, made but not yet durable.
+type group struct {
+	dw      *durableWrite // the working files, then the objects and the ref
+	objs    []pendingObject
+	commits []groupCommit
+	base    plumbing.Hash // HEAD before the group
+	when    time.Time
+}
+
+// groupCommit is one commit of a group, as it is published.
+type groupCommit struct {
+	path   string
+	del    bool
+	file   fileState
+	trees  map[string][]object.TreeEntry // nil entries: the directory is gone
+	rec    *commitRecord
+	change ChangeType
+}
+
+// addCommit adds to the group the commit of one write, made against the
+// draft, and applies it to the draft. The same content as the draft's is
+// no commit: the revision that has it is returned.
+func (s *Definitions) addCommit(d *draft, g *group, path string, w WriteOptions, o commitOptions) (plumbing.Hash, error) {
+	cur, exists := d.file(path)
+	var blob pendingObject
+	if !o.delete {
+		blob = encodeBlob(o.content)
+		if exists && cur.blob == blob.hash {
+			return cur.rev, nil
+		}
+	}
+	if err := d.checkShape(path, o.delete); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	trees, objs, rootHash, err := d.buildTrees(path, blob.hash, o.delete)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if !o.delete {
+		objs = append(objs, blob)
+	}
+	now := s.opts.Now().UTC().Truncate(time.Second)
+	sig := object.Signature{Name: w.Author, Email: authorEmail, When: now}
+	msg := w.Message
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: rootHash}
+	if !d.head.IsZero() {
+		c.ParentHashes = []plumbing.Hash{d.head}
+	}
+	commit, err := encodeCommit(c)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	objs = append(objs, commit)
+	if !o.fromDisk {
+		// Staged apart, so that a path refused on disk fails this write
+		// alone.
+		dw := newDurableWrite(s.root)
+		if err := s.stageWorkingFile(dw, path, o.content, o.delete); err != nil {
+			dw.abort()
+			return plumbing.ZeroHash, err
+		}
+		g.dw.merge(dw)
+	}
+
+	change := Modified
+	switch {
+	case o.delete:
+		change = Deleted
+	case !exists:
+		change = Added
+	}
+	gc := groupCommit{path: path, del: o.delete, trees: trees, change: change,
+		rec: &commitRecord{hash: commit.hash, parent: d.head, when: now, author: w.Author, message: msg,
+			changes: []pathChange{{path, change}}}}
+	if !o.delete {
+		gc.file = fileState{blob: blob.hash, size: int64(len(o.content)), rev: commit.hash}
+	}
+	d.apply(gc, blob)
+	g.objs = append(g.objs, objs...)
+	g.commits = append(g.commits, gc)
+	g.when = now
+	return commit.hash, nil
+}
+
+// finishGroup makes the group durable, moves the branch to its last commit,
+// and publishes its commits.
+func (s *Definitions) finishGroup(d *draft, g *group) error {
+	if len(g.commits) == 0 {
+		g.dw.abort()
+		return nil
+	}
+	if err := s.repo.stageObjects(g.dw, g.objs); err != nil {
+		g.dw.abort()
+		return fmt.Errorf("write history objects: %w", err)
+	}
+	if err := s.repo.stageRef(g.dw, d.head); err != nil {
+		g.dw.abort()
+		return err
+	}
+	if err := g.dw.finish(); err != nil {
+		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
+		return fmt.Errorf("write %s: %w", g.describe(), err)
+	}
+	last := g.commits[len(g.commits)-1].rec
+	who, msg := last.author, last.message
+	if n := len(g.commits); n > 1 {
+		msg = fmt.Sprintf("group of %d commits, the last: %s", n, firstLine(msg))
+	}
+	reflogErr, err := s.repo.commitRef(g.base, d.head, who, msg, g.when.Unix())
+	if err != nil {
+		return err
+	}
+	if reflogErr != nil {
+		s.logger.Warn("reflog not appended; recovery from a damaged ref will not reach this commit", "error", reflogErr.Error())
+	}
+
+	recs := make([]*commitRecord, len(g.commits))
+	s.mu.Lock()
+	for i, c := range g.commits {
+		for dir, entries := range c.trees {
+			if entries == nil && dir != "" {
+				delete(s.trees, dir)
+			} else {
+				s.trees[dir] = entries
+			}
+		}
+		if c.del {
+			delete(s.files, c.path)
+		} else {
+			s.files[c.path] = c.file
+		}
+		s.index.add(c.rec)
+		recs[i] = c.rec
+	}
+	s.head = d.head
+	s.mu.Unlock()
+	if err := s.index.appendFile(recs...); err != nil {
+		s.logger.Warn("history index not saved; it is rebuilt on the next start", "error", err.Error())
+	}
+	if s.opts.Bus != nil {
+		for _, c := range g.commits {
+			s.opts.Bus.Publish(DefinitionChange{Path: c.path, Revision: c.rec.hash.String(), Author: c.rec.author,
+				Change: c.change, Message: c.rec.message, Time: c.rec.when})
+		}
+	}
+	return nil
+}
+
+// describe names the writes of a group in an error.
+func (g *group) describe() string {
+	first := fmt.Sprintf("definition %q", g.commits[0].path)
+	if n := len(g.commits); n > 1 {
+		return fmt.Sprintf("%s and %d other writes", first, n-1)
+	}
+	return first
+}
+
+// draft is HEAD as the commits of the group in progress leave it: the
+// published snapshot with the group's writes over it. Only the committer
+// uses it; it reads the snapshot under mu.
+type draft struct {
+	s     *Definitions
+	head  plumbing.Hash
+	files map[string]*fileState         // paths the group wrote; nil: deleted
+	trees map[string][]object.TreeEntry // directories the group changed; nil but for the root: removed
+	revs  map[string]plumbing.Hash      // the group's commit that last changed a path
+	blobs map[plumbing.Hash][]byte      // contents the group wrote, not yet in the repository
+}
+
+func (s *Definitions) newDraft() *draft {
+	s.mu.RLock()
+	head := s.head
+	s.mu.RUnlock()
+	return &draft{s: s, head: head, files: map[string]*fileState{}, trees: map[string][]object.TreeEntry{},
+		revs: map[string]plumbing.Hash{}, blobs: map[plumbing.Hash][]byte{}}
+}
+
+// file returns the state of a file in the draft.
+func (d *draft) file(path string) (fileState, bool) {
+	if f, ok := d.files[path]; ok {
+		if f == nil {
+			return fileState{}, false
+		}
+		return *f, true
+	}
+	d.s.mu.RLock()
+	defer d.s.mu.RUnlock()
+	f, ok := d.s.files[path]
+	return f, ok
+}
+
+// tree returns the entries of a directory in the draft.
+func (d *draft) tree(dir string) ([]object.TreeEntry, bool) {
+	if entries, ok := d.trees[dir]; ok {
+		if entries == nil && dir != "" {
+			return nil, false
+		}
+		return entries, true
+	}
+	d.s.mu.RLock()
+	defer d.s.mu.RUnlock()
+	entries, ok := d.s.trees[dir]
+	return entries, ok
+}
+
+// lastChange returns the commit that last changed path (a deletion
+// included), or the zero hash when none did.
+func (d *draft) lastChange(path string) plumbing.Hash {
+	if rev, ok := d.revs[path]; ok {
+		return rev
+	}
+	d.s.mu.RLock()
+	defer d.s.mu.RUnlock()
+	if ps := d.s.index.byPath[path]; len(ps) > 0 {
+		return d.s.index.commits[ps[len(ps)-1]].hash
+	}
+	return plumbing.ZeroHash
+}
+
+// readBlob returns a blob's content, from the group when it wrote it.
+func (d *draft) readBlob(h plumbing.Hash) ([]byte, error) {
+	if data, ok := d.blobs[h]; ok {
+		return data, nil
+	}
+	return d.s.repo.readBlob(h)
+}
+
+// overlaps reports whether the group wrote path, a file above it, or a file
+// below it.
+func (d *draft) overlaps(path string) bool {
+	if _, ok := d.revs[path]; ok {
+		return true
+	}
+	for dir := parentDir(path); dir != ""; dir = parentDir(dir) {
+		if _, ok := d.revs[dir]; ok {
+			return true
+		}
+	}
+	for p := range d.revs {
+		if strings.HasPrefix(p, path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// apply puts a commit of the group on the draft.
+func (d *draft) apply(c groupCommit, blob pendingObject) {
+	d.head = c.rec.hash
+	for dir, entries := range c.trees {
+		d.trees[dir] = entries
+	}
+	if c.del {
+		d.files[c.path] = nil
+	} else {
+		f := c.file
+		d.files[c.path] = &f
+		d.blobs[blob.hash] = blob.data
+	}
+	d.revs[c.path] = c.rec.hash
+}
