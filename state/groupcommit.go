@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,7 @@ import (
 // queued and commits them as one group, in queue order, each write its own
 // commit (with its own author, message and parent: the commit of the write
 // before it), so the history reads exactly as if they had been made one at
-// a time. The group shares its fsync rounds:
+// a time. The group shares the three rounds of fsyncs of one write:
 //
 //	temp files (every working file, every object, the ref lock naming the
 //	group's last commit) → fsync all in parallel →
@@ -32,13 +33,20 @@ import (
 //
 // The committer does not wait for a group to fill: it starts as soon as
 // one write is queued, and the writes that arrive during a round form the
-// next group, so a lone writer waits for nothing but its own fsyncs.
+// next group, so a lone writer waits for nothing but its own fsyncs. Two
+// groups overlap: while the last two rounds of a group (its directories,
+// then its ref) run in the background, the committer makes the next
+// group's commits on top of it and writes their temporary files, which is
+// what costs most on a slow disk; the next group takes the ref lock and
+// renames anything into place only once the group before has moved the
+// ref.
 //
 // A write that fails (a stale expected revision, a diff that does not
 // apply, a path where a directory is) fails alone: it is decided against
-// the draft (HEAD with the group's earlier writes on it) and leaves the
-// draft as it was. Only a failure to write the group (the disk) fails every
-// write of the group.
+// the draft (HEAD with the writes of the groups not yet published on it)
+// and leaves the draft as it was. Only a failure to write a group (the
+// disk) fails every write of the group, and of the group made on top of
+// it, whose temporary files are then removed.
 
 // maxGroup bounds the writes of one group: the temporary files of a group
 // are all open until its first fsync round.
@@ -117,6 +125,8 @@ func (s *Definitions) stopCommitter() bool {
 
 func (s *Definitions) commitLoop() {
 	defer close(s.stopped)
+	d := s.newDraft()
+	var prev *group      // the group whose ref update is under way
 	var carry []*writeOp // writes left for the next group, first in line
 	for {
 		if len(carry) == 0 {
@@ -134,26 +144,58 @@ func (s *Definitions) commitLoop() {
 			for _, op := range ops {
 				op.finish(plumbing.ZeroHash, ErrClosed)
 			}
+			if prev != nil {
+				<-prev.done
+			}
 			return
 		default:
 		}
-		carry = s.commitGroup(ops)
+		if prev == nil {
+			d.reset() // nothing unpublished: start from HEAD as reads see it
+		}
+		// Make the group and write its files while the group before
+		// syncs; place them once its ref has moved.
+		var g *group
+		g, carry = s.makeGroup(d, ops)
+		err := g.stage(s)
+		if prev != nil {
+			<-prev.done
+			if prev.err != nil && err == nil {
+				err = prev.err // g's commits descend from prev's
+			}
+			d.prune(prev.gen)
+			prev = nil
+		}
+		if err == nil {
+			err = g.place(s)
+		}
+		if err != nil {
+			g.dw.abort()
+			g.fail(err)
+			d.reset()
+			continue
+		}
+		if len(g.commits) == 0 {
+			g.acknowledge()
+			continue
+		}
+		prev = g
+		go s.moveRef(g)
 	}
 }
 
-// commitGroup commits ops as one group and acknowledges them, and returns
+// makeGroup makes the commits of ops as one group on the draft and returns
 // the writes left for the next group: from the first one that touches a
 // path the group already wrote (the path, a directory above it or a file
 // below it), or past maxGroup. The working files of a group are renamed
 // and removed in one pass, which cannot order two changes of one path (or
 // of a file and its directory), so such a write waits for the next round;
 // it is still committed after the writes queued before it.
-func (s *Definitions) commitGroup(ops []*writeOp) (rest []*writeOp) {
-	d := s.newDraft()
-	g := &group{dw: newDurableWrite(s.root), base: d.head}
-	var waiting []*writeOp // acknowledged once the group is durable
+func (s *Definitions) makeGroup(d *draft, ops []*writeOp) (g *group, rest []*writeOp) {
+	d.gen++
+	g = &group{gen: d.gen, dw: newDurableWrite(s.root), base: d.head, done: make(chan struct{})}
 	for i, op := range ops {
-		if len(waiting) == maxGroup || d.overlaps(op.path) {
+		if len(g.waiting) == maxGroup || d.overlaps(op.path) {
 			rest = ops[i:]
 			break
 		}
@@ -169,26 +211,25 @@ func (s *Definitions) commitGroup(ops []*writeOp) (rest []*writeOp) {
 			op.finish(plumbing.ZeroHash, err)
 			continue
 		}
-		waiting = append(waiting, op)
+		g.waiting = append(g.waiting, op)
 	}
-	err := s.finishGroup(d, g)
-	for _, op := range waiting {
-		if err != nil {
-			op.finish(plumbing.ZeroHash, err)
-		} else {
-			op.finish(op.rev, nil)
-		}
-	}
-	return rest
+	g.head = d.head
+	return g, rest
 }
 
-// group is the commits of one round, made but not yet durable.
+// group is the commits of one round.
 type group struct {
-	dw      *durableWrite // the working files, then the objects and the ref
+	gen     int           // the draft's number of the group
+	dw      *durableWrite // the working files and the objects
 	objs    []pendingObject
 	commits []groupCommit
-	base    plumbing.Hash // HEAD before the group
+	base    plumbing.Hash // the branch before the group
+	head    plumbing.Hash // the group's last commit (base when it has none)
 	when    time.Time
+	waiting []*writeOp // acknowledged when the group is durable
+
+	done chan struct{} // closed when the ref update has ended, with err
+	err  error
 }
 
 // groupCommit is one commit of a group, as it is published.
@@ -199,6 +240,18 @@ type groupCommit struct {
 	trees  map[string][]object.TreeEntry // nil entries: the directory is gone
 	rec    *commitRecord
 	change ChangeType
+}
+
+func (g *group) acknowledge() {
+	for _, op := range g.waiting {
+		op.finish(op.rev, nil)
+	}
+}
+
+func (g *group) fail(err error) {
+	for _, op := range g.waiting {
+		op.finish(plumbing.ZeroHash, err)
+	}
 }
 
 // addCommit adds to the group the commit of one write, made against the
@@ -269,22 +322,49 @@ func (s *Definitions) addCommit(d *draft, g *group, path string, w WriteOptions,
 	return commit.hash, nil
 }
 
-// finishGroup makes the group durable, moves the branch to its last commit,
-// and publishes its commits.
-func (s *Definitions) finishGroup(d *draft, g *group) error {
+// stage writes the group's objects to temporary files.
+func (g *group) stage(s *Definitions) error {
+	if len(g.commits) == 0 {
+		return nil
+	}
+	if err := s.repo.stageObjects(g.dw, g.objs); err != nil {
+		return fmt.Errorf("write history objects: %w", err)
+	}
+	return nil
+}
+
+// place takes the ref lock, naming the group's last commit, syncs it with
+// the working files and objects, and renames them into place: the first
+// round. Nothing refers to the objects yet.
+func (g *group) place(s *Definitions) error {
 	if len(g.commits) == 0 {
 		g.dw.abort()
 		return nil
 	}
-	if err := s.repo.stageObjects(g.dw, g.objs); err != nil {
-		g.dw.abort()
-		return fmt.Errorf("write history objects: %w", err)
-	}
-	if err := s.repo.stageRef(g.dw, d.head); err != nil {
-		g.dw.abort()
+	if err := s.repo.stageRef(g.dw, g.head); err != nil {
 		return err
 	}
-	if err := g.dw.finish(); err != nil {
+	if err := g.dw.place(); err != nil {
+		return fmt.Errorf("write %s: %w", g.describe(), err)
+	}
+	return nil
+}
+
+// moveRef ends a placed group, in the background: it syncs the group's
+// directories, moves the branch, publishes the commits, and acknowledges
+// the writes.
+func (s *Definitions) moveRef(g *group) {
+	defer close(g.done)
+	g.err = s.commitPlaced(g)
+	if g.err != nil {
+		g.fail(g.err)
+		return
+	}
+	g.acknowledge()
+}
+
+func (s *Definitions) commitPlaced(g *group) error {
+	if err := g.dw.syncPlaced(); err != nil {
 		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
 		return fmt.Errorf("write %s: %w", g.describe(), err)
 	}
@@ -293,7 +373,7 @@ func (s *Definitions) finishGroup(d *draft, g *group) error {
 	if n := len(g.commits); n > 1 {
 		msg = fmt.Sprintf("group of %d commits, the last: %s", n, firstLine(msg))
 	}
-	reflogErr, err := s.repo.commitRef(g.base, d.head, who, msg, g.when.Unix())
+	reflogErr, err := s.repo.commitRef(g.base, g.head, who, msg, g.when.Unix())
 	if err != nil {
 		return err
 	}
@@ -319,7 +399,7 @@ func (s *Definitions) finishGroup(d *draft, g *group) error {
 		s.index.add(c.rec)
 		recs[i] = c.rec
 	}
-	s.head = d.head
+	s.head = g.head
 	s.mu.Unlock()
 	if err := s.index.appendFile(recs...); err != nil {
 		s.logger.Warn("history index not saved; it is rebuilt on the next start", "error", err.Error())
@@ -342,33 +422,72 @@ func (g *group) describe() string {
 	return first
 }
 
-// draft is HEAD as the commits of the group in progress leave it: the
-// published snapshot with the group's writes over it. Only the committer
-// uses it; it reads the snapshot under mu.
+// draft is HEAD as the groups not yet published leave it: the published
+// snapshot with their writes over it. Only the committer uses it; it reads
+// the snapshot under mu. Every entry remembers the group that made it, so
+// that it is dropped once that group is published.
 type draft struct {
 	s     *Definitions
+	gen   int // the group being made
 	head  plumbing.Hash
-	files map[string]*fileState         // paths the group wrote; nil: deleted
-	trees map[string][]object.TreeEntry // directories the group changed; nil but for the root: removed
-	revs  map[string]plumbing.Hash      // the group's commit that last changed a path
-	blobs map[plumbing.Hash][]byte      // contents the group wrote, not yet in the repository
+	files map[string]draftFile        // paths the groups wrote
+	trees map[string]draftTree        // directories the groups changed
+	revs  map[string]draftRev         // the commit that last changed a path
+	blobs map[plumbing.Hash]draftBlob // contents not yet published
+}
+
+type draftFile struct {
+	f   *fileState // nil: deleted
+	gen int
+}
+
+type draftTree struct {
+	entries []object.TreeEntry // nil but for the root: removed
+	gen     int
+}
+
+type draftRev struct {
+	rev plumbing.Hash
+	gen int
+}
+
+type draftBlob struct {
+	data []byte
+	gen  int
 }
 
 func (s *Definitions) newDraft() *draft {
-	s.mu.RLock()
-	head := s.head
-	s.mu.RUnlock()
-	return &draft{s: s, head: head, files: map[string]*fileState{}, trees: map[string][]object.TreeEntry{},
-		revs: map[string]plumbing.Hash{}, blobs: map[plumbing.Hash][]byte{}}
+	return &draft{s: s, files: map[string]draftFile{}, trees: map[string]draftTree{},
+		revs: map[string]draftRev{}, blobs: map[plumbing.Hash]draftBlob{}}
+}
+
+// prune drops what group gen made, once it is published (or failed).
+func (d *draft) prune(gen int) {
+	maps.DeleteFunc(d.files, func(_ string, e draftFile) bool { return e.gen == gen })
+	maps.DeleteFunc(d.trees, func(_ string, e draftTree) bool { return e.gen == gen })
+	maps.DeleteFunc(d.revs, func(_ string, e draftRev) bool { return e.gen == gen })
+	maps.DeleteFunc(d.blobs, func(_ plumbing.Hash, e draftBlob) bool { return e.gen == gen })
+}
+
+// reset makes the draft the published snapshot again, when no group is
+// under way.
+func (d *draft) reset() {
+	clear(d.files)
+	clear(d.trees)
+	clear(d.revs)
+	clear(d.blobs)
+	d.s.mu.RLock()
+	d.head = d.s.head
+	d.s.mu.RUnlock()
 }
 
 // file returns the state of a file in the draft.
 func (d *draft) file(path string) (fileState, bool) {
-	if f, ok := d.files[path]; ok {
-		if f == nil {
+	if e, ok := d.files[path]; ok {
+		if e.f == nil {
 			return fileState{}, false
 		}
-		return *f, true
+		return *e.f, true
 	}
 	d.s.mu.RLock()
 	defer d.s.mu.RUnlock()
@@ -378,11 +497,11 @@ func (d *draft) file(path string) (fileState, bool) {
 
 // tree returns the entries of a directory in the draft.
 func (d *draft) tree(dir string) ([]object.TreeEntry, bool) {
-	if entries, ok := d.trees[dir]; ok {
-		if entries == nil && dir != "" {
+	if e, ok := d.trees[dir]; ok {
+		if e.entries == nil && dir != "" {
 			return nil, false
 		}
-		return entries, true
+		return e.entries, true
 	}
 	d.s.mu.RLock()
 	defer d.s.mu.RUnlock()
@@ -393,8 +512,8 @@ func (d *draft) tree(dir string) ([]object.TreeEntry, bool) {
 // lastChange returns the commit that last changed path (a deletion
 // included), or the zero hash when none did.
 func (d *draft) lastChange(path string) plumbing.Hash {
-	if rev, ok := d.revs[path]; ok {
-		return rev
+	if e, ok := d.revs[path]; ok {
+		return e.rev
 	}
 	d.s.mu.RLock()
 	defer d.s.mu.RUnlock()
@@ -404,45 +523,46 @@ func (d *draft) lastChange(path string) plumbing.Hash {
 	return plumbing.ZeroHash
 }
 
-// readBlob returns a blob's content, from the group when it wrote it.
+// readBlob returns a blob's content, from the draft when it is not yet
+// published.
 func (d *draft) readBlob(h plumbing.Hash) ([]byte, error) {
-	if data, ok := d.blobs[h]; ok {
-		return data, nil
+	if e, ok := d.blobs[h]; ok {
+		return e.data, nil
 	}
 	return d.s.repo.readBlob(h)
 }
 
-// overlaps reports whether the group wrote path, a file above it, or a file
-// below it.
+// overlaps reports whether the group being made wrote path, a file above
+// it, or a file below it.
 func (d *draft) overlaps(path string) bool {
-	if _, ok := d.revs[path]; ok {
+	if e, ok := d.revs[path]; ok && e.gen == d.gen {
 		return true
 	}
 	for dir := parentDir(path); dir != ""; dir = parentDir(dir) {
-		if _, ok := d.revs[dir]; ok {
+		if e, ok := d.revs[dir]; ok && e.gen == d.gen {
 			return true
 		}
 	}
-	for p := range d.revs {
-		if strings.HasPrefix(p, path+"/") {
+	for p, e := range d.revs {
+		if e.gen == d.gen && strings.HasPrefix(p, path+"/") {
 			return true
 		}
 	}
 	return false
 }
 
-// apply puts a commit of the group on the draft.
+// apply puts a commit of the group being made on the draft.
 func (d *draft) apply(c groupCommit, blob pendingObject) {
 	d.head = c.rec.hash
 	for dir, entries := range c.trees {
-		d.trees[dir] = entries
+		d.trees[dir] = draftTree{entries, d.gen}
 	}
 	if c.del {
-		d.files[c.path] = nil
+		d.files[c.path] = draftFile{nil, d.gen}
 	} else {
 		f := c.file
-		d.files[c.path] = &f
-		d.blobs[blob.hash] = blob.data
+		d.files[c.path] = draftFile{&f, d.gen}
+		d.blobs[blob.hash] = draftBlob{blob.data, d.gen}
 	}
-	d.revs[c.path] = c.rec.hash
+	d.revs[c.path] = draftRev{c.rec.hash, d.gen}
 }

@@ -265,3 +265,48 @@ func TestCloseFailsQueuedWrites(t *testing.T) {
 		t.Errorf("%d commits after reopen, want 1", n)
 	}
 }
+
+// TestGroupFailsWhole: a group that cannot move the ref (a git command holds
+// its lock) fails every write in it, and leaves neither the history nor the
+// definitions root changed; the writes after it work again once the lock
+// is gone.
+func TestGroupFailsWhole(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	mustSetDef(t, s, "keep.md", "kept\n")
+	head := s.Head()
+	lock := filepath.Join(s.hist, branchRef+".lock")
+	if err := os.WriteFile(lock, []byte("held by git\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = s.Set(fmt.Sprintf("new/%d.md", i), []byte("x"), WriteOptions{Author: "cli"})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "is a git command running") {
+			t.Errorf("write %d with the ref locked: %v", i, err)
+		}
+	}
+	if s.Head() != head {
+		t.Errorf("HEAD moved to %s", s.Head())
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, "new")); !errors.Is(err, os.ErrNotExist) {
+		entries, _ := os.ReadDir(filepath.Join(s.dir, "new"))
+		for _, e := range entries {
+			t.Errorf("left in the definitions root: new/%s", e.Name())
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(s.hist, "nexus-tmp")); len(entries) != 0 {
+		t.Errorf("%d temporary files left", len(entries))
+	}
+	if data, _ := os.ReadFile(lock); string(data) != "held by git\n" {
+		t.Errorf("the lock git holds was changed: %q", data)
+	}
+	os.Remove(lock)
+	mustSetDef(t, s, "new/after.md", "y")
+	s.fsck(t)
+}
