@@ -363,6 +363,8 @@ func (s *Definitions) moveRef(g *group) {
 	g.acknowledge()
 }
 
+// commitPlaced is moveRef's work: the last two rounds, then the snapshot,
+// the history index and the bus. An error fails the group.
 func (s *Definitions) commitPlaced(g *group) error {
 	if err := g.dw.syncPlaced(); err != nil {
 		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
