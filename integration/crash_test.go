@@ -13,10 +13,11 @@ import (
 )
 
 // TestKillDuringWriteStorm kills nexusd with SIGKILL at a random moment of a
-// storm of writes, 50 times on one workspace. After every kill the
-// repository passes git fsck as the crash left it, the daemon opens it
-// again, git fsck still passes, and every write that was acknowledged is in
-// the history with the content that was sent.
+// storm of writes from 8 concurrent writers (whose writes the store commits
+// in groups that share their fsyncs), 50 times on one workspace. After
+// every kill the repository passes git fsck --full as the crash left it,
+// the daemon opens it again, git fsck still passes, and every write that
+// was acknowledged is in the history with the content that was sent.
 func TestKillDuringWriteStorm(t *testing.T) {
 	rounds := 50
 	if testing.Short() {
@@ -51,7 +52,9 @@ func TestKillDuringWriteStorm(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for w := range 6 {
+		firstAck := make(chan struct{})
+		var once sync.Once
+		for w := range 8 {
 			wg.Go(func() {
 				for i := 0; ; i++ {
 					path := fmt.Sprintf("storm/w%d/f%d.md", w, i%5)
@@ -64,25 +67,34 @@ func TestKillDuringWriteStorm(t *testing.T) {
 					acked[r.Revision] = write{path, content}
 					latest[path] = content
 					mu.Unlock()
+					once.Do(func() { close(firstAck) })
 				}
 			})
 		}
-		time.Sleep(time.Duration(10+rng.IntN(120)) * time.Millisecond) // a random moment, not an assertion
+		go func() { // writers that all failed before an acknowledgement
+			wg.Wait()
+			once.Do(func() { close(firstAck) })
+		}()
+		// A random moment once the storm is under way, not an assertion.
+		<-firstAck
+		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
 		d.kill()
 		wg.Wait()
-		if out := git(t, ws, "fsck", "--strict", "--no-dangling"); out != "" {
+		if out := git(t, ws, "fsck", "--full", "--strict", "--no-dangling"); out != "" {
 			t.Fatalf("round %d: git fsck after the kill: %s", round, out)
 		}
 	}
 	d := startDaemon(t, ws)
-	if out := git(t, ws, "fsck", "--strict", "--no-dangling"); out != "" {
+	if out := git(t, ws, "fsck", "--full", "--strict", "--no-dangling"); out != "" {
 		t.Fatalf("git fsck after recovery: %s", out)
 	}
 	d.stop()
 	if len(acked) < rounds {
 		t.Errorf("only %d writes acknowledged in %d rounds", len(acked), rounds)
 	}
-	t.Logf("%d rounds, %d acknowledged writes, all present", rounds, len(acked))
+	commits := strings.TrimSpace(git(t, ws, "rev-list", "--count", "main"))
+	updates := len(strings.Split(strings.TrimSpace(git(t, ws, "reflog", "main")), "\n"))
+	t.Logf("%d rounds, %d acknowledged writes, all present; %s commits in %d ref updates", rounds, len(acked), commits, updates)
 	if entries, _ := os.ReadDir(ws + "/.nexus/history.git/nexus-tmp"); len(entries) != 0 {
 		t.Errorf("temporary files left after recovery: %d", len(entries))
 	}

@@ -987,7 +987,11 @@ func TestStdioTenThousandFilesOnDisk(t *testing.T) {
 	}
 	listed := time.Since(start)
 
-	// Every file has exactly one history entry, by disk.
+	// Every file has exactly one history entry, by disk. The one exception
+	// is a file the store read between os.WriteFile's create and its write
+	// (its writer descheduled past the watcher's quiet time, on a loaded
+	// machine): it is recorded empty, then edited; both by disk, the older
+	// one empty, the newer one the content.
 	authors := map[string][]string{}
 	var author string
 	commits := 0
@@ -1000,8 +1004,17 @@ func TestStdioTenThousandFilesOnDisk(t *testing.T) {
 			authors[line] = append(authors[line], author)
 		}
 	}
-	bad := 0
+	readMidWrite := func(p string) bool {
+		revs := strings.Fields(git(t, ws, "log", "--format=%H", "--", p))
+		return len(revs) == 2 && git(t, ws, "cat-file", "-s", revs[1]+":"+p) == "0\n" &&
+			strings.HasPrefix(git(t, ws, "cat-file", "-p", revs[0]+":"+p), "file ")
+	}
+	bad, midWrite := 0, 0
 	for p := range want {
+		if a := authors[p]; len(a) == 2 && a[0] == "disk" && a[1] == "disk" && readMidWrite(p) {
+			midWrite++
+			continue
+		}
 		if a := authors[p]; len(a) != 1 || a[0] != "disk" {
 			if bad++; bad <= 10 {
 				t.Errorf("%s: history authors %v, want [disk]", p, a)
@@ -1033,6 +1046,9 @@ func TestStdioTenThousandFilesOnDisk(t *testing.T) {
 	notifiedMu.Unlock()
 	if missing > 0 {
 		t.Errorf("%d files never notified", missing)
+	}
+	if midWrite > 0 {
+		t.Logf("%d files were read between their create and their write, and recorded empty first", midWrite)
 	}
 	if strings.Contains(e.log(), "events were lost") {
 		t.Logf("the watcher overflowed and rescanned")

@@ -49,6 +49,24 @@ func newDurableWrite(root *os.Root) *durableWrite {
 	return &durableWrite{dirs: map[string]bool{}, root: root, rootDirs: map[string]bool{}}
 }
 
+// merge moves o's files, renames, removals and directories to w, after
+// w's own; o is empty afterwards.
+func (w *durableWrite) merge(o *durableWrite) {
+	w.files = append(w.files, o.files...)
+	w.renames = append(w.renames, o.renames...)
+	w.cleanup = append(w.cleanup, o.cleanup...)
+	w.rootRenames = append(w.rootRenames, o.rootRenames...)
+	w.rootRemoves = append(w.rootRemoves, o.rootRemoves...)
+	w.open = append(w.open, o.open...)
+	for d := range o.dirs {
+		w.dirs[d] = true
+	}
+	for d := range o.rootDirs {
+		w.rootDirs[d] = true
+	}
+	*o = durableWrite{dirs: map[string]bool{}, root: o.root, rootDirs: map[string]bool{}}
+}
+
 // abort closes and removes every temporary file.
 func (w *durableWrite) abort() {
 	for _, f := range w.files {
@@ -74,6 +92,16 @@ func (w *durableWrite) closeDirs() {
 }
 
 func (w *durableWrite) finish() error {
+	if err := w.place(); err != nil {
+		return err
+	}
+	return w.syncPlaced()
+}
+
+// place syncs the temporary files in parallel, renames them into place and
+// makes the removals: the first half of finish. The new names are not
+// durable until syncPlaced has synced their directories.
+func (w *durableWrite) place() error {
 	if err := parallel(len(w.files), func(i int) error { return w.files[i].Sync() }); err != nil {
 		w.abort()
 		return err
@@ -95,7 +123,6 @@ func (w *durableWrite) finish() error {
 			return err
 		}
 	}
-	defer w.closeDirs()
 	for _, r := range w.rootRenames {
 		if err := unix.Renameat(int(r.dir.Fd()), r.from, int(r.dir.Fd()), r.to); err != nil {
 			w.abort()
@@ -104,6 +131,7 @@ func (w *durableWrite) finish() error {
 	}
 	for _, r := range w.rootRemoves {
 		if err := unix.Unlinkat(int(r.dir.Fd()), r.name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			w.closeDirs()
 			return &os.PathError{Op: "remove", Path: r.path, Err: err}
 		}
 		// Remove the directories the removal emptied; the first that is not
@@ -116,6 +144,14 @@ func (w *durableWrite) finish() error {
 			delete(w.rootDirs, d)
 		}
 	}
+	return nil
+}
+
+// syncPlaced syncs, in parallel, the directories that place changed and
+// the files given (already written), and closes the directories it holds:
+// the second half of finish.
+func (w *durableWrite) syncPlaced(also ...*os.File) error {
+	defer w.closeDirs()
 	type dir struct {
 		path   string
 		inRoot bool
@@ -127,7 +163,10 @@ func (w *durableWrite) finish() error {
 	for d := range w.rootDirs {
 		dirs = append(dirs, dir{d, true})
 	}
-	return parallel(len(dirs), func(i int) error {
+	return parallel(len(dirs)+len(also), func(i int) error {
+		if i >= len(dirs) {
+			return also[i-len(dirs)].Sync()
+		}
 		if dirs[i].inRoot {
 			return syncRootDir(w.root, dirs[i].path)
 		}

@@ -275,14 +275,19 @@ func treeEntries(r *repo, h plumbing.Hash) (map[string]object.TreeEntry, error) 
 	return m, nil
 }
 
-// appendFile appends one record to the index file. The file is a cache of
-// the repository: it is not synced, and a torn tail is rebuilt on open.
-func (ix *historyIndex) appendFile(rec *commitRecord) error {
+// appendFile appends records to the index file, in one write. The file is
+// a cache of the repository: it is not synced, and a torn tail is rebuilt
+// on open.
+func (ix *historyIndex) appendFile(recs ...*commitRecord) error {
 	f, err := os.OpenFile(ix.path, os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(formatIndexLine(rec))
+	var b strings.Builder
+	for _, rec := range recs {
+		b.WriteString(formatIndexLine(rec))
+	}
+	_, err = f.WriteString(b.String())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
