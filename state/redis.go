@@ -105,7 +105,7 @@ type RedisRuntime struct {
 	client  *redis.Client
 	sub     *redis.Client // the subscriber's, in RESP2
 	cache   *redisCache   // nil unless RedisOptions.Cache
-	addr    string // the server, as error messages and logs name it
+	addr    string        // the server, as error messages and logs name it
 	db      int
 	prefix  string
 	bus     *events.Bus
