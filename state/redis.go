@@ -748,7 +748,9 @@ func (r *RedisRuntime) ensureNotifications(ctx context.Context) {
 	r.logger.Info("runtime redis: turned on notify-keyspace-events Ex so that watchers see expiries", "addr", r.addr, "was", flags)
 }
 
-// remote publishes a change another daemon made.
+// remote publishes a change another daemon made. The cache forgets the key
+// first: Redis sends the message before its invalidation, and a watcher
+// that reads on the event must read this value or a newer one.
 func (r *RedisRuntime) remote(payload string) {
 	var c redisChange
 	if err := json.Unmarshal([]byte(payload), &c); err != nil || c.Namespace == "" || c.Key == "" {
@@ -758,14 +760,17 @@ func (r *RedisRuntime) remote(payload string) {
 	if c.Origin == r.origin || (c.Change != RuntimeSet && c.Change != RuntimeDeleted) {
 		return
 	}
+	r.forget(r.key(c.Namespace, c.Key))
 	r.publish(RuntimeChange{Namespace: c.Namespace, Key: c.Key, Change: c.Change, Value: c.Value, Time: time.Unix(0, c.Time)})
 }
 
-// expired publishes the expiry Redis reported for the key named name.
+// expired publishes the expiry Redis reported for the key named name, once
+// the cache has forgotten it.
 func (r *RedisRuntime) expired(name string) {
 	ns, key, ok := r.parseKey(name)
 	if !ok {
 		return
 	}
+	r.forget(name)
 	r.publish(RuntimeChange{Namespace: ns, Key: key, Change: RuntimeExpired, Time: time.Now()})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/internal/redistest"
 )
 
@@ -433,5 +434,35 @@ func TestRedisCacheTrackingRefused(t *testing.T) {
 	wantGet(t, r, "app", "k", "v")
 	if h, _ := cacheCounts(r); h != 0 {
 		t.Errorf("%d reads served from memory without tracking", h)
+	}
+}
+
+// TestRedisCacheWatchOrder: a watcher that reads when it is told of
+// another store's change reads that change (or a newer one), though Redis
+// sends the change's message before the invalidation.
+func TestRedisCacheWatchOrder(t *testing.T) {
+	srv := redistest.New(t)
+	bus := events.New()
+	sub := subscribeAll(bus)
+	defer sub.Close()
+	a := openTestRedis(t, RedisOptions{URL: srv.URL(), Cache: true, Bus: bus})
+	b := openTestRedis(t, RedisOptions{URL: srv.URL()})
+	for i := range 50 {
+		v := strconv.Itoa(i)
+		if i%5 == 4 {
+			if _, err := b.Delete(t.Context(), "app", "k"); err != nil {
+				t.Fatal(err)
+			}
+			v = ""
+		} else {
+			mustSet(t, b, "app", "k", v, 0)
+		}
+		next(t, sub)
+		// Twice: the first may fill the cache, the second reads it.
+		wantGet(t, a, "app", "k", v)
+		wantGet(t, a, "app", "k", v)
+	}
+	if h, _ := cacheCounts(a); h == 0 {
+		t.Error("no read was served from memory")
 	}
 }
