@@ -385,6 +385,10 @@ func (r *RedisRuntime) Get(ctx context.Context, ns, key string) (RuntimeValue, b
 		}
 		return v, ok, nil
 	}
+	// A cancelled call fails as it does without the cache.
+	if err := ctx.Err(); err != nil {
+		return RuntimeValue{}, false, fmt.Errorf("get runtime key %q in namespace %q: %w", key, ns, err)
+	}
 	if v, ok, hit := r.cache.get(k); hit {
 		return v, ok, nil
 	}
@@ -718,7 +722,7 @@ func (r *RedisRuntime) setUp(ctx context.Context, up bool, err error) {
 	r.upMu.Unlock()
 	switch {
 	case up && !known:
-		r.logger.Info("runtime values in redis", "addr", r.addr, "prefix", r.prefix)
+		r.logger.Info("runtime values in redis", "addr", r.addr, "prefix", r.prefix, "cache", r.cache != nil)
 	case up && !was:
 		r.logger.Info("runtime redis is back: runtime calls work again and watchers resume", "addr", r.addr)
 	case !up && (was || !known):
