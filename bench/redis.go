@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nexuscocreate/nexus/internal/redistest"
@@ -17,41 +18,27 @@ import (
 )
 
 // benchRedis measures the Redis runtime backend on a redis-server of its
-// own: GetRuntimeValue over gRPC through the daemon, and the store's Get in
-// this process, against a bare go-redis GET of the same key on the same
-// server; and against the same read from a daemon whose values are in bbolt.
+// own: GetRuntimeValue over gRPC through a daemon without the cache and one
+// with it (runtime.cache), and the store's Get in this process, against a
+// bare go-redis GET of the same key on the same server; and against the
+// same read from a daemon whose values are in bbolt.
 func benchRedis(tmp string) error {
 	srv, err := redistest.Start(filepath.Join(tmp, "redis-data"))
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	ws := filepath.Join(tmp, "redis-ws")
-	if err := os.MkdirAll(filepath.Join(ws, ".nexus"), 0o755); err != nil {
-		return err
-	}
-	config := fmt.Sprintf("runtime:\n  backend: redis\n  url: %s\n", srv.URL())
-	if err := os.WriteFile(filepath.Join(ws, ".nexus", "config.yaml"), []byte(config), 0o644); err != nil {
-		return err
-	}
-	conn, actx, stop, err := daemonClient(ws)
+	conn, cf, actx, stop, err := redisDaemon(filepath.Join(tmp, "redis-ws"), srv.URL(), false)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	health := healthpb.NewHealthClient(conn)
-	cf := nexusv1.NewCoreFrameworkClient(conn)
-	// The daemon may still be connecting to Redis: try until it is there.
-	for {
-		_, err := cf.SetRuntimeValue(actx, &nexusv1.SetRuntimeValueRequest{Namespace: "bench", Key: "k", Value: "a small value"})
-		if err == nil {
-			break
-		}
-		if actx.Err() != nil {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
+	_, cfCached, actxCached, stopCached, err := redisDaemon(filepath.Join(tmp, "redis-cached-ws"), srv.URL(), true)
+	if err != nil {
+		return err
 	}
+	defer stopCached()
 
 	// The same read from a daemon whose values are in bbolt.
 	wsBolt := filepath.Join(tmp, "bbolt-ws")
@@ -102,6 +89,13 @@ func benchRedis(tmp string) error {
 			return err
 		}},
 		{"store Get", func() error { _, _, err := store.Get(ctx, "bench", "k"); return err }},
+		{"cached GetRuntimeValue", func() error {
+			r, err := cfCached.GetRuntimeValue(actxCached, &nexusv1.GetRuntimeValueRequest{Namespace: "bench", Key: "k"})
+			if err == nil && (!r.Found || r.Value != "a small value") {
+				err = fmt.Errorf("GetRuntimeValue bench/k with the cache: %v, %q", r.Found, r.Value)
+			}
+			return err
+		}},
 		{"echo", func() error { _, err := health.Check(actx, &healthpb.HealthCheckRequest{}); return err }},
 		{"bbolt GetRuntimeValue", func() error {
 			_, err := cfBolt.GetRuntimeValue(actxBolt, &nexusv1.GetRuntimeValueRequest{Namespace: "bench", Key: "k"})
@@ -132,9 +126,39 @@ func benchRedis(tmp string) error {
 		p50[i] = s[len(s)/2]
 	}
 	fmt.Printf("\nRedis runtime backend (redis-server on %s):\n", srv.Addr())
-	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[0], "bare go-redis GET, same server", "≤ 1.5×")
+	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[0], "bare go-redis GET, same server", "report: every read goes to Redis")
+	report("Redis GetRuntimeValue over gRPC, cache on, p50", p50[3], p50[0], "bare go-redis GET, same server", "≤ 1.5×")
 	report("Redis store Get in process, p50", p50[2], p50[0], "bare go-redis GET, same server", "none: where the time goes")
-	report("health check on the daemon's socket, p50", p50[3], p50[0], "bare go-redis GET, same server", "none: where the time goes")
-	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[4], "bbolt GetRuntimeValue over gRPC", "none: the price of sharing")
+	report("health check on the daemon's socket, p50", p50[4], p50[0], "bare go-redis GET, same server", "none: where the time goes")
+	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[5], "bbolt GetRuntimeValue over gRPC", "none: the price of sharing")
 	return nil
+}
+
+// redisDaemon starts a daemon in the workspace ws whose runtime values are
+// in the Redis at url, with or without the cache, and sets bench/k there.
+func redisDaemon(ws, url string, cache bool) (*grpc.ClientConn, nexusv1.CoreFrameworkClient, context.Context, func(), error) {
+	if err := os.MkdirAll(filepath.Join(ws, ".nexus"), 0o755); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	config := fmt.Sprintf("runtime:\n  backend: redis\n  url: %s\n  cache: %v\n", url, cache)
+	if err := os.WriteFile(filepath.Join(ws, ".nexus", "config.yaml"), []byte(config), 0o644); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	conn, actx, stop, err := daemonClient(ws)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cf := nexusv1.NewCoreFrameworkClient(conn)
+	// The daemon may still be connecting to Redis: try until it is there.
+	for {
+		_, err := cf.SetRuntimeValue(actx, &nexusv1.SetRuntimeValueRequest{Namespace: "bench", Key: "k", Value: "a small value"})
+		if err == nil {
+			return conn, cf, actx, stop, nil
+		}
+		if actx.Err() != nil {
+			stop()
+			return nil, nil, nil, nil, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -574,6 +574,8 @@ func openRuntime(cfg workspace.RuntimeConfig, l layout, bus *events.Bus, logger 
 			Bus:          bus,
 			MaxValueSize: int(cfg.MaxValueSize),
 			Logger:       logger,
+			Cache:        cfg.Cache,
+			CacheSize:    int64(cfg.CacheSize),
 		})
 		if err != nil {
 			return nil, err

@@ -233,6 +233,60 @@ func TestRedisTwoDaemons(t *testing.T) {
 	}
 }
 
+// TestRedisTwoDaemonsCached: with runtime.cache on in both daemons, a
+// daemon serves reads from memory and still reads the other's writes once
+// its watcher has heard of them, and its own writes at once.
+func TestRedisTwoDaemonsCached(t *testing.T) {
+	srv := redistest.New(t)
+	config := fmt.Sprintf(`runtime:
+  backend: redis
+  url: redis://%s/0
+  cache: true
+`, srv.Addr()) + twoApps
+	a := startDaemon(t, newWorkspace(t, config))
+	b := startDaemon(t, newWorkspace(t, config))
+	cfA, cfB := a.framework(), b.framework()
+	plannerA, plannerB := as(a.appToken("planner")), as(b.appToken("planner"))
+	ctx, cancel := context.WithCancel(plannerB)
+	defer cancel()
+	watchB := watchRuntime(t, b, ctx, "job/")
+	watchB.until(t, "job/hello-", func(key string) error {
+		_, err := cfA.SetRuntimeValue(plannerA, &nexusv1.SetRuntimeValueRequest{Key: key, Value: "v"})
+		return err
+	})
+	readB := func(want string) {
+		t.Helper()
+		for range 2 { // the first read may fill b's cache, the second is served by it
+			got, err := cfB.GetRuntimeValue(plannerB, &nexusv1.GetRuntimeValueRequest{Key: "job/1"})
+			if err != nil || got.Found != (want != "") || got.Value != want {
+				t.Errorf("b reads job/1: %v, %v; want %q", got, err, want)
+			}
+		}
+	}
+
+	for i := range 5 {
+		v := "from a " + strconv.Itoa(i)
+		if _, err := cfA.SetRuntimeValue(plannerA, &nexusv1.SetRuntimeValueRequest{Key: "job/1", Value: v}); err != nil {
+			t.Fatal(err)
+		}
+		if ev := watchB.next(t); ev.Key != "job/1" || ev.Value != v {
+			t.Fatalf("b watched %v, want job/1 set to %q", ev, v)
+		}
+		readB(v)
+	}
+	if _, err := cfA.DeleteRuntimeValue(plannerA, &nexusv1.DeleteRuntimeValueRequest{Key: "job/1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := watchB.next(t); ev.Key != "job/1" || ev.Change != "deleted" {
+		t.Fatalf("b watched %v, want job/1 deleted", ev)
+	}
+	readB("")
+	if _, err := cfB.SetRuntimeValue(plannerB, &nexusv1.SetRuntimeValueRequest{Key: "job/1", Value: "b's own"}); err != nil {
+		t.Fatal(err)
+	}
+	readB("b's own")
+}
+
 // TestRedisDaemonStartsWithRedisDown: the daemon starts and serves while its
 // Redis is down; runtime calls are UNAVAILABLE until Redis is there.
 func TestRedisDaemonStartsWithRedisDown(t *testing.T) {

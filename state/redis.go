@@ -44,6 +44,10 @@ import (
 //
 // Nothing is swept by the client: Redis expires keys itself, and List scans
 // with SCAN MATCH (never KEYS), which skips expired keys.
+//
+// The subscriber has a client of its own that speaks RESP2, where Redis's
+// invalidation messages for the cache (rediscache.go) arrive as pub/sub
+// messages on the subscribed connection.
 
 // RedisOptions configure OpenRedisRuntime. Zero values get defaults.
 type RedisOptions struct {
@@ -59,6 +63,25 @@ type RedisOptions struct {
 	// HealthInterval is how often an idle subscription is pinged, so a
 	// silent network failure is noticed; default 5s.
 	HealthInterval time.Duration
+	// Cache keeps the values read in memory, and serves them again until
+	// Redis reports a change (CLIENT TRACKING): a read through this store
+	// may return the old value for the moment between a write through
+	// another store and Redis's message reaching this one. Writes through
+	// this store are always read back.
+	Cache bool
+	// CacheSize bounds the cache's memory in bytes; default 64 MiB.
+	CacheSize int64
+
+	// hooks are the tests' views into the cache; nil outside tests.
+	hooks *redisTestHooks
+}
+
+// redisTestHooks let tests watch and steer the cache.
+type redisTestHooks struct {
+	now         func() time.Time
+	afterFetch  func(name string)
+	applied     func(names []string)
+	beforeTrack func() // runs on each new connection of the subscriber
 }
 
 // DefaultRedisPrefix is the default of RedisOptions.Prefix.
@@ -80,7 +103,9 @@ const (
 // logs when Redis goes away and when it is back.
 type RedisRuntime struct {
 	client  *redis.Client
-	addr    string // the server, as error messages and logs name it
+	sub     *redis.Client // the subscriber's, in RESP2
+	cache   *redisCache   // nil unless RedisOptions.Cache
+	addr    string        // the server, as error messages and logs name it
 	db      int
 	prefix  string
 	bus     *events.Bus
@@ -161,6 +186,8 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 	}
 	ro.ContextTimeoutEnabled = true
 	ro.DisableIdentity = true
+	subOpts := *ro
+	subOpts.Protocol = 2
 
 	// go-redis has one logger per process, which writes its own notes
 	// (a failed dial, a reconnect) to stderr; they go to the store's log at
@@ -184,6 +211,28 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 		health:  opts.HealthInterval,
 		cancel:  cancel,
 	}
+	if opts.Cache {
+		if opts.CacheSize <= 0 {
+			opts.CacheSize = DefaultRedisCacheSize
+		}
+		r.cache = newRedisCache(opts.CacheSize)
+		if h := opts.hooks; h != nil {
+			if h.now != nil {
+				r.cache.now = h.now
+			}
+			r.cache.afterFetch, r.cache.applied = h.afterFetch, h.applied
+		}
+		// OnConnect runs on every new connection of the subscriber before
+		// it subscribes, so tracking is on again after each reconnection.
+		subOpts.OnConnect = r.track
+		if h := opts.hooks; h != nil && h.beforeTrack != nil {
+			subOpts.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+				h.beforeTrack()
+				return r.track(ctx, cn)
+			}
+		}
+	}
+	r.sub = redis.NewClient(&subOpts)
 	r.watched.Add(1)
 	go r.subscribe(ctx)
 	return r, nil
@@ -242,6 +291,7 @@ func (r *RedisRuntime) Close() error {
 	}
 	r.psMu.Unlock()
 	r.watched.Wait()
+	r.sub.Close()
 	if err := r.client.Close(); err != nil {
 		return fmt.Errorf("close runtime redis at %s: %w", r.addr, err)
 	}
@@ -316,7 +366,8 @@ func redisUnavailable(err error) bool {
 }
 
 // Get returns the value of key in namespace ns and its expiry, both read in
-// one MULTI/EXEC; ok is false when the key is absent or expired.
+// one MULTI/EXEC; ok is false when the key is absent or expired. With the
+// cache on, an answer read before is served from memory while it holds.
 func (r *RedisRuntime) Get(ctx context.Context, ns, key string) (RuntimeValue, bool, error) {
 	if err := validNamespaceKey(ns, key); err != nil {
 		return RuntimeValue{}, false, err
@@ -327,24 +378,73 @@ func (r *RedisRuntime) Get(ctx context.Context, ns, key string) (RuntimeValue, b
 	defer r.closeMu.RUnlock()
 
 	k := r.key(ns, key)
+	if r.cache == nil {
+		v, ok, _, err := r.read(ctx, k, false)
+		if err != nil {
+			return RuntimeValue{}, false, r.fail(ctx, fmt.Sprintf("get runtime key %q in namespace %q", key, ns), err)
+		}
+		return v, ok, nil
+	}
+	// A cancelled call fails as it does without the cache.
+	if err := ctx.Err(); err != nil {
+		return RuntimeValue{}, false, fmt.Errorf("get runtime key %q in namespace %q: %w", key, ns, err)
+	}
+	if v, ok, hit := r.cache.get(k); hit {
+		return v, ok, nil
+	}
+	p := r.cache.begin(k)
+	v, ok, deadline, err := r.read(ctx, k, p != nil)
+	if err != nil {
+		if p != nil {
+			r.cache.drop(k)
+		}
+		return RuntimeValue{}, false, r.fail(ctx, fmt.Sprintf("get runtime key %q in namespace %q", key, ns), err)
+	}
+	if p != nil {
+		r.cache.fill(k, p, v, ok, deadline)
+	}
+	return v, ok, nil
+}
+
+// read reads the key named name and its expiry in one MULTI/EXEC. With
+// deadline, it also reads its PTTL, and returns when the value expires on
+// this store's clock: the moment the read was sent plus the PTTL, which is
+// never later than Redis's own expiry (zero: none).
+func (r *RedisRuntime) read(ctx context.Context, name string, deadline bool) (RuntimeValue, bool, time.Time, error) {
 	var get *redis.StringCmd
 	var exp *redis.Cmd
+	var ttl *redis.DurationCmd
+	var sent time.Time
+	if deadline {
+		sent = r.cache.now()
+	}
 	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, k)
-		exp = p.Do(ctx, "pexpiretime", k)
+		get = p.Get(ctx, name)
+		exp = p.Do(ctx, "pexpiretime", name)
+		if deadline {
+			ttl = p.PTTL(ctx, name)
+		}
 		return nil
 	})
 	if errors.Is(err, redis.Nil) {
-		return RuntimeValue{}, false, nil
+		return RuntimeValue{}, false, time.Time{}, nil
 	}
 	if err != nil {
-		return RuntimeValue{}, false, r.fail(ctx, fmt.Sprintf("get runtime key %q in namespace %q", key, ns), err)
+		return RuntimeValue{}, false, time.Time{}, err
 	}
 	v := RuntimeValue{Value: get.Val()}
 	if ms, err := exp.Int64(); err == nil && ms > 0 {
 		v.ExpiresAt = time.UnixMilli(ms)
 	}
-	return v, true, nil
+	var until time.Time
+	if deadline {
+		// PTTL is -1 for a key without expiry; a value that expires is
+		// never held longer than it lives.
+		if d := ttl.Val(); d >= 0 {
+			until = sent.Add(d)
+		}
+	}
+	return v, true, until, nil
 }
 
 // Set stores value under key in namespace ns with Redis's own TTL (PX, in
@@ -368,11 +468,14 @@ func (r *RedisRuntime) Set(ctx context.Context, ns, key, value string, ttl time.
 	if err != nil {
 		return fmt.Errorf("set runtime key %q in namespace %q: %w", key, ns, err)
 	}
+	k := r.key(ns, key)
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, r.key(ns, key), value, ttl)
+		p.Set(ctx, k, value, ttl)
 		p.Publish(ctx, r.channel(ns), msg)
 		return nil
 	})
+	// Failed or not, the write may have happened: the cache forgets the key.
+	r.forget(k)
 	if err != nil {
 		return r.fail(ctx, fmt.Sprintf("set runtime key %q in namespace %q", key, ns), err)
 	}
@@ -397,7 +500,9 @@ func (r *RedisRuntime) Delete(ctx context.Context, ns, key string) (bool, error)
 	if err != nil {
 		return false, fmt.Errorf("delete runtime key %q in namespace %q: %w", key, ns, err)
 	}
-	n, err := deleteScript.Run(ctx, r.client, []string{r.key(ns, key)}, r.channel(ns), msg).Int64()
+	k := r.key(ns, key)
+	n, err := deleteScript.Run(ctx, r.client, []string{k}, r.channel(ns), msg).Int64()
+	r.forget(k)
 	if err != nil {
 		return false, r.fail(ctx, fmt.Sprintf("delete runtime key %q in namespace %q", key, ns), err)
 	}
@@ -460,6 +565,14 @@ func globEscape(s string) string {
 	return b.String()
 }
 
+// forget drops the cache's entry of the key named name, after a write
+// through this store: the next read goes to Redis.
+func (r *RedisRuntime) forget(name string) {
+	if r.cache != nil {
+		r.cache.drop(name)
+	}
+}
+
 func (r *RedisRuntime) publish(ch RuntimeChange) {
 	if r.bus != nil {
 		r.bus.Publish(ch)
@@ -474,13 +587,19 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 	defer r.watched.Done()
 	expired := fmt.Sprintf("__keyevent@%d__:expired", r.db)
 	pattern := globEscape(r.prefix+"events:") + "*"
+	channels := []string{expired}
+	if r.cache != nil {
+		// Redis sends the invalidations there whether or not the
+		// connection subscribed; subscribing names what it receives.
+		channels = append(channels, redisInvalidate)
+	}
 	// With a cancelled context Subscribe and PSubscribe only record the
 	// names, without dialing; Receive connects and subscribes to them.
 	noDial, cancel := context.WithCancel(ctx)
 	cancel()
 	open := func() *redis.PubSub {
-		ps := r.client.Subscribe(noDial)
-		_ = ps.Subscribe(noDial, expired)
+		ps := r.sub.Subscribe(noDial)
+		_ = ps.Subscribe(noDial, channels...)
 		_ = ps.PSubscribe(noDial, pattern)
 		r.psMu.Lock()
 		defer r.psMu.Unlock()
@@ -501,6 +620,12 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 		msg, err := ps.ReceiveTimeout(ctx, r.health)
 		if ctx.Err() != nil {
 			return
+		}
+		if err != nil && r.cache != nil && strings.HasPrefix(err.Error(), "redis: unsupported pubsub message") {
+			// go-redis does not read the nil message of a flush, and
+			// reports it so, on a connection that is fine: drop all.
+			r.cache.invalidated(nil)
+			continue
 		}
 		if err != nil {
 			var ne net.Error
@@ -531,24 +656,61 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 		backoff = 50 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			// Up once both the expiry channel and the pattern are in.
-			if m.Count >= 2 {
+			// Up once the channels and the pattern are in.
+			if m.Count >= len(channels)+1 {
 				r.setUp(ctx, true, nil)
+				if r.cache != nil && r.cache.enable() {
+					r.logger.Debug("runtime redis: the cache is on", "addr", r.addr)
+				}
 			}
 		case *redis.Message:
-			if m.Channel == expired {
+			switch {
+			case m.Channel == redisInvalidate:
+				if r.cache != nil {
+					// A message published there by a client is not
+					// Redis's: it drops all too.
+					r.cache.invalidated(m.PayloadSlice)
+				}
+			case m.Channel == expired:
 				r.expired(m.Payload)
-			} else {
+			default:
 				r.remote(m.Payload)
 			}
 		}
 	}
 }
 
+// redisInvalidate is the channel of Redis's invalidation messages to a
+// RESP2 connection with CLIENT TRACKING on.
+const redisInvalidate = "__redis__:invalidate"
+
+// track turns on CLIENT TRACKING for the store's keys on a new connection
+// of the subscriber, before it subscribes: broadcast mode (every change of
+// a key under <prefix>rt:, whoever reads it), with the messages sent to the
+// connection itself. A Redis that refuses (before 6, or an ACL without
+// CLIENT) leaves the cache off, and the subscriber works as without it.
+func (r *RedisRuntime) track(ctx context.Context, cn *redis.Conn) error {
+	id, err := cn.ClientID(ctx).Result()
+	if err == nil {
+		err = cn.Do(ctx, "client", "tracking", "on", "redirect", id, "bcast", "prefix", r.prefix+"rt:").Err()
+	}
+	r.cache.connected(err == nil)
+	var reply redis.Error
+	if err != nil && errors.As(err, &reply) && !redisUnavailable(err) {
+		r.logger.Warn("runtime redis refused CLIENT TRACKING, so the cache is off and every read goes to Redis",
+			"addr", r.addr, "err", err)
+		return nil
+	}
+	return err
+}
+
 // setUp records what the subscriber saw of Redis and logs the changes: the
 // first contact, Redis going away, Redis back. Coming up, it first makes
 // sure Redis reports expiries (a restarted Redis forgets a CONFIG SET).
 func (r *RedisRuntime) setUp(ctx context.Context, up bool, err error) {
+	if !up && r.cache != nil {
+		r.cache.disable()
+	}
 	r.upMu.Lock()
 	was, known := r.up, r.known
 	r.upMu.Unlock()
@@ -560,7 +722,7 @@ func (r *RedisRuntime) setUp(ctx context.Context, up bool, err error) {
 	r.upMu.Unlock()
 	switch {
 	case up && !known:
-		r.logger.Info("runtime values in redis", "addr", r.addr, "prefix", r.prefix)
+		r.logger.Info("runtime values in redis", "addr", r.addr, "prefix", r.prefix, "cache", r.cache != nil)
 	case up && !was:
 		r.logger.Info("runtime redis is back: runtime calls work again and watchers resume", "addr", r.addr)
 	case !up && (was || !known):
@@ -590,7 +752,9 @@ func (r *RedisRuntime) ensureNotifications(ctx context.Context) {
 	r.logger.Info("runtime redis: turned on notify-keyspace-events Ex so that watchers see expiries", "addr", r.addr, "was", flags)
 }
 
-// remote publishes a change another daemon made.
+// remote publishes a change another daemon made. The cache forgets the key
+// first: Redis sends the message before its invalidation, and a watcher
+// that reads on the event must read this value or a newer one.
 func (r *RedisRuntime) remote(payload string) {
 	var c redisChange
 	if err := json.Unmarshal([]byte(payload), &c); err != nil || c.Namespace == "" || c.Key == "" {
@@ -600,14 +764,17 @@ func (r *RedisRuntime) remote(payload string) {
 	if c.Origin == r.origin || (c.Change != RuntimeSet && c.Change != RuntimeDeleted) {
 		return
 	}
+	r.forget(r.key(c.Namespace, c.Key))
 	r.publish(RuntimeChange{Namespace: c.Namespace, Key: c.Key, Change: c.Change, Value: c.Value, Time: time.Unix(0, c.Time)})
 }
 
-// expired publishes the expiry Redis reported for the key named name.
+// expired publishes the expiry Redis reported for the key named name, once
+// the cache has forgotten it.
 func (r *RedisRuntime) expired(name string) {
 	ns, key, ok := r.parseKey(name)
 	if !ok {
 		return
 	}
+	r.forget(name)
 	r.publish(RuntimeChange{Namespace: ns, Key: key, Change: RuntimeExpired, Time: time.Now()})
 }

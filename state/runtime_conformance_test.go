@@ -28,7 +28,8 @@ type runtimeBackend struct {
 type runtimeOpener func(t *testing.T, bus *events.Bus, maxValue int) Runtime
 
 // runtimeBackends are bbolt, in a fresh file per store, and Redis, one real
-// redis-server per test with a fresh key prefix per store.
+// redis-server per test with a fresh key prefix per store, without and with
+// the cache.
 var runtimeBackends = []runtimeBackend{
 	{"bbolt", func(*testing.T) runtimeOpener {
 		return func(t *testing.T, bus *events.Bus, maxValue int) Runtime {
@@ -49,10 +50,19 @@ var runtimeBackends = []runtimeBackend{
 				Bus: bus, MaxValueSize: maxValue})
 		}
 	}},
+	{"redis cached", func(t *testing.T) runtimeOpener {
+		srv := redistest.New(t)
+		var stores atomic.Int64
+		return func(t *testing.T, bus *events.Bus, maxValue int) Runtime {
+			return openTestRedis(t, RedisOptions{URL: srv.URL(), Prefix: fmt.Sprintf("t%d:", stores.Add(1)),
+				Bus: bus, MaxValueSize: maxValue, Cache: true})
+		}
+	}},
 }
 
 // openTestRedis opens a Redis store closed when t ends and waits until its
-// subscription is live, so that no change of the test is missed.
+// subscription is live, so that no change of the test is missed, and its
+// cache, if asked for, is on.
 func openTestRedis(t *testing.T, opts RedisOptions) *RedisRuntime {
 	t.Helper()
 	r, err := OpenRedisRuntime(opts)
@@ -61,7 +71,28 @@ func openTestRedis(t *testing.T, opts RedisOptions) *RedisRuntime {
 	}
 	t.Cleanup(func() { r.Close() })
 	awaitUp(t, r)
+	if opts.Cache {
+		awaitCache(t, r, true)
+	}
 	return r
+}
+
+// awaitCache waits until the store's cache is on, or off.
+func awaitCache(t *testing.T, r *RedisRuntime, on bool) {
+	t.Helper()
+	for {
+		r.cache.mu.Lock()
+		now := r.cache.on
+		r.cache.mu.Unlock()
+		if now == on {
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // awaitUp waits until the store's subscriber has (re)subscribed.
@@ -423,6 +454,7 @@ func conformDefaultValueLimit(t *testing.T, open runtimeOpener) {
 func conformCancelled(t *testing.T, open runtimeOpener) {
 	r := open(t, nil, 0)
 	mustSet(t, r, "app", "k", "v", 0)
+	mustGet(t, r, "app", "k") // a cache, if any, may hold it now
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	calls := map[string]func() error{

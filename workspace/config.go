@@ -85,6 +85,12 @@ type RuntimeConfig struct {
 	Prefix        string   `yaml:"prefix"`
 	MaxValueSize  Size     `yaml:"maxValueSize"`
 	PurgeInterval Duration `yaml:"purgeInterval"`
+	// Cache, for backend redis, keeps the values read in the daemon's
+	// memory until Redis reports a change (client-side caching): reads
+	// through another daemon may see a write a moment late.
+	Cache bool `yaml:"cache"`
+	// CacheSize bounds the cache's memory.
+	CacheSize Size `yaml:"cacheSize"`
 }
 
 // AppConfig is one sandbox application and what it may do.
@@ -330,6 +336,7 @@ func DefaultConfig() *Config {
 			Prefix:        state.DefaultRedisPrefix,
 			MaxValueSize:  mib,
 			PurgeInterval: Duration(time.Second),
+			CacheSize:     state.DefaultRedisCacheSize,
 		},
 		Tools: ToolsConfig{
 			Timeout:          Duration(60 * time.Second),
@@ -873,6 +880,12 @@ func (d *decoder) check(c *Config) {
 	}
 	d.nonEmpty("runtime.path", c.Runtime.Path, "")
 	d.nonEmpty("runtime.prefix", c.Runtime.Prefix, ` (the start of every Redis key, such as "nexus:")`)
+	if c.Runtime.Cache && c.Runtime.Backend == "bbolt" && !d.bad["runtime.cache"] {
+		d.fail("runtime.cache", d.nodes["runtime.cache"], "applies to backend redis only (bbolt reads are local already)")
+	}
+	if !d.bad["runtime.cacheSize"] && c.Runtime.CacheSize <= 0 {
+		d.fail("runtime.cacheSize", d.nodes["runtime.cacheSize"], "must be more than 0")
+	}
 
 	d.apps(c.Apps)
 

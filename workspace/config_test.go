@@ -37,6 +37,7 @@ func TestDefaultConfig(t *testing.T) {
 			Prefix:        "nexus:",
 			MaxValueSize:  1 << 20,
 			PurgeInterval: Duration(time.Second),
+			CacheSize:     64 << 20,
 		},
 		Tools: ToolsConfig{
 			Timeout:          Duration(time.Minute),
@@ -145,6 +146,8 @@ func TestParseConfigAllSections(t *testing.T) {
 		`  prefix: "team-a:"`,
 		"  maxValueSize: 100KB",
 		"  purgeInterval: 250ms",
+		"  cache: false",
+		"  cacheSize: 8MiB",
 		"apps:",
 		"  - id: writer",
 		"    token: s3cret",
@@ -216,6 +219,7 @@ func TestParseConfigAllSections(t *testing.T) {
 			Prefix:        "team-a:",
 			MaxValueSize:  100000,
 			PurgeInterval: Duration(250 * time.Millisecond),
+			CacheSize:     8 << 20,
 		},
 		Apps: []AppConfig{
 			{
@@ -445,6 +449,10 @@ func TestParseConfigErrors(t *testing.T) {
 			`c.yaml:3:8: environment variable REDIS_PASSWORD is not set (write ${REDIS_PASSWORD:-default} to give a default)`},
 		{"empty prefix", yamlText("runtime:", "  backend: redis", "  url: redis://localhost", `  prefix: ""`),
 			`c.yaml:4:11: runtime.prefix: must not be empty (the start of every Redis key, such as "nexus:")`},
+		{"cache with bbolt", yamlText("runtime:", "  cache: true"),
+			`c.yaml:2:10: runtime.cache: applies to backend redis only (bbolt reads are local already)`},
+		{"zero cache size", yamlText("runtime:", "  backend: redis", "  url: redis://localhost", "  cache: true", "  cacheSize: 0"),
+			`c.yaml:5:14: runtime.cacheSize: must be more than 0`},
 		{"max length", yamlText("messages:", "  maxLength: 0"),
 			`c.yaml:2:14: messages.maxLength: 0 is less than 1`},
 		{"max restarts", yamlText("mcp:", "  maxRestarts: -1"),
