@@ -127,7 +127,7 @@ func benchRedis(tmp string) error {
 	}
 	fmt.Printf("\nRedis runtime backend (redis-server on %s):\n", srv.Addr())
 	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[0], "bare go-redis GET, same server", "report: every read goes to Redis")
-	report("Redis GetRuntimeValue over gRPC, cache on, p50", p50[3], p50[0], "bare go-redis GET, same server", "≤ 1.5×")
+	report("Redis GetRuntimeValue, gRPC, cache on, p50", p50[3], p50[0], "bare go-redis GET, same server", "≤ 1.5×")
 	report("Redis store Get in process, p50", p50[2], p50[0], "bare go-redis GET, same server", "none: where the time goes")
 	report("health check on the daemon's socket, p50", p50[4], p50[0], "bare go-redis GET, same server", "none: where the time goes")
 	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[5], "bbolt GetRuntimeValue over gRPC", "none: the price of sharing")
