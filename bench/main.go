@@ -450,10 +450,7 @@ func benchGRPC(ws string) error {
 		return err
 	}
 	const n = 5000
-	calls := []struct {
-		name string
-		fn   func() error
-	}{
+	calls := []namedCall{
 		{"echo", func() error { _, err := health.Check(actx, &healthpb.HealthCheckRequest{}); return err }},
 		{"GetRuntimeValue", func() error {
 			_, err := cf.GetRuntimeValue(actx, &nexusv1.GetRuntimeValueRequest{Namespace: "bench", Key: "k"})
@@ -464,20 +461,40 @@ func benchGRPC(ws string) error {
 			return err
 		}},
 	}
-	for _, c := range calls { // warm up
+	p50, err := interleavedP50(calls, n)
+	if err != nil {
+		return err
+	}
+	report("GetRuntimeValue over gRPC, p50", p50[1], p50[0], "health check on the same socket", "≤ 1.5×")
+	report("GetDefinitionFileContent over gRPC, p50", p50[2], p50[0], "health check on the same socket", "≤ 1.5×")
+	return nil
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// namedCall is one of the calls interleavedP50 times.
+type namedCall struct {
+	name string
+	fn   func() error
+}
+
+// interleavedP50 warms each call up, then times n rounds of all of them in
+// turn, so that the machine's noise falls on all alike, and returns each
+// one's median.
+func interleavedP50(calls []namedCall, n int) ([]time.Duration, error) {
+	for _, c := range calls {
 		for range 500 {
 			if err := c.fn(); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
+				return nil, fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
 	}
-	// Interleave the three so that the machine's noise falls on all alike.
 	samples := make([][]time.Duration, len(calls))
 	for range n {
 		for i, c := range calls {
 			t := time.Now()
 			if err := c.fn(); err != nil {
-				return err
+				return nil, fmt.Errorf("%s: %w", c.name, err)
 			}
 			samples[i] = append(samples[i], time.Since(t))
 		}
@@ -487,9 +504,5 @@ func benchGRPC(ws string) error {
 		slices.Sort(s)
 		p50[i] = s[len(s)/2]
 	}
-	report("GetRuntimeValue over gRPC, p50", p50[1], p50[0], "health check on the same socket", "≤ 1.5×")
-	report("GetDefinitionFileContent over gRPC, p50", p50[2], p50[0], "health check on the same socket", "≤ 1.5×")
-	return nil
+	return p50, nil
 }
-
-func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

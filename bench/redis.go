@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,10 +69,7 @@ func benchRedis(tmp string) error {
 	const key = "nexus:rt:5:bench:k" // the daemon's key of bench/k
 
 	const n = 5000
-	calls := []struct {
-		name string
-		fn   func() error
-	}{
+	calls := []namedCall{
 		{"GET", func() error {
 			v, err := bare.Get(ctx, key).Result()
 			if err == nil && v != "a small value" {
@@ -102,28 +98,9 @@ func benchRedis(tmp string) error {
 			return err
 		}},
 	}
-	for _, c := range calls { // warm up
-		for range 500 {
-			if err := c.fn(); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-		}
-	}
-	// Interleaved, so that the machine's noise falls on all alike.
-	samples := make([][]time.Duration, len(calls))
-	for range n {
-		for i, c := range calls {
-			t := time.Now()
-			if err := c.fn(); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			samples[i] = append(samples[i], time.Since(t))
-		}
-	}
-	p50 := make([]time.Duration, len(calls))
-	for i, s := range samples {
-		slices.Sort(s)
-		p50[i] = s[len(s)/2]
+	p50, err := interleavedP50(calls, n)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("\nRedis runtime backend (redis-server on %s):\n", srv.Addr())
 	report("Redis GetRuntimeValue over gRPC, p50", p50[1], p50[0], "bare go-redis GET, same server", "report: every read goes to Redis")
