@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -94,6 +95,33 @@ func TestACPThroughDaemon(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
 
+	// Another door watches live (gRPC WatchToolCalls): it sees the ACP
+	// session's calls as they run, with their statuses.
+	watchCtx, stopWatch := context.WithCancel(as(d.admin))
+	defer stopWatch()
+	watch, err := d.tools().WatchToolCalls(watchCtx, &nexusv1.WatchToolCallsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Header(); err != nil {
+		t.Fatal(err)
+	}
+	var watchMu sync.Mutex
+	watched := map[string][]string{} // tool call id → statuses, in order
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			c, err := watch.Recv()
+			if err != nil {
+				return
+			}
+			watchMu.Lock()
+			watched[c.ToolCallId] = append(watched[c.ToolCallId], c.Status)
+			watchMu.Unlock()
+		}
+	}()
+
 	rec := &acpRecorder{}
 	conn := acpsdk.NewClientSideConnection(rec, stdin, stdout)
 	ctx := context.Background()
@@ -143,6 +171,35 @@ func TestACPThroughDaemon(t *testing.T) {
 			t.Errorf("tool call %s: the daemon has author %q, want agent:%s", id, authors[id], sess.SessionId)
 		}
 	}
+	// Every call of the prompt has ended: the watcher sees each from
+	// initiated to its end (it may be a moment behind the prompt's answer).
+	ended := func() bool {
+		watchMu.Lock()
+		defer watchMu.Unlock()
+		for _, id := range started {
+			st := watched[id]
+			if len(st) == 0 || (st[len(st)-1] != "completed" && st[len(st)-1] != "error") {
+				return false
+			}
+		}
+		return true
+	}
+	for !ended() {
+		select {
+		case <-watchDone:
+			watchMu.Lock()
+			t.Fatalf("WatchToolCalls ended before the calls %v were seen ending: %v", started, watched)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	watchMu.Lock()
+	for _, id := range started {
+		if st := watched[id]; st[0] != "initiated" {
+			t.Errorf("tool call %s: WatchToolCalls saw %v, want initiated first", id, st)
+		}
+	}
+	watchMu.Unlock()
+	stopWatch()
 
 	if _, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sess.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("/tools")}}); err != nil {
 		t.Fatal(err)
