@@ -227,31 +227,19 @@ func (c *conn) Initialize(ctx context.Context, req acpsdk.InitializeRequest) (ac
 	return resp, nil
 }
 
-// defaultProfile is the profile a new session uses, and its name; ok is
-// false when the configuration names none.
-func (c *conn) defaultProfile() (name string, p workspace.LLMProfile, ok bool) {
-	cfg := c.opts.Config.LLM
-	name = cfg.Default
-	if name == "" && len(cfg.Profiles) == 1 {
-		name = cfg.ProfileNames()[0]
-	}
-	p, ok = cfg.Profiles[name]
-	return name, p, ok
-}
-
-// defaultTakesImages reports whether the default profile's model takes
-// images with a prompt.
+// defaultTakesImages reports whether the model of the profile a new
+// session uses takes images with a prompt.
 func (c *conn) defaultTakesImages() bool {
-	name, p, ok := c.defaultProfile()
-	return ok && agent.Profile(name, p).TakesImages()
+	p, err := c.opts.Agent.DefaultProfile()
+	return err == nil && p.TakesImages()
 }
 
 // missingKey is the variable the default profile reads its API key from
 // when it is not set, and the profile; ok is false when nothing is
 // missing.
 func (c *conn) missingKey() (env, profile string, ok bool) {
-	name, p, found := c.defaultProfile()
-	if !found {
+	p, err := c.opts.Agent.DefaultProfile()
+	if err != nil {
 		return "", "", false
 	}
 	env = p.APIKeyEnv
@@ -264,7 +252,7 @@ func (c *conn) missingKey() (env, profile string, ok bool) {
 	if v, set := c.opts.Getenv(env); set && strings.TrimSpace(v) != "" {
 		return "", "", false
 	}
-	return env, name, true
+	return env, p.Name, true
 }
 
 const authMethodPrefix = "env:"

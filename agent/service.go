@@ -314,6 +314,10 @@ func (s *Service) Close() error {
 // Profiles are the configured profiles' names, sorted.
 func (s *Service) Profiles() []string { return s.opts.Config.LLM.ProfileNames() }
 
+// DefaultProfile is the profile a new session uses (llm.default); an
+// error says what the configuration lacks.
+func (s *Service) DefaultProfile() (llm.Profile, error) { return s.profile("") }
+
 // profile is the llm.Profile of a configured profile name ("" is the
 // default).
 func (s *Service) profile(name string) (llm.Profile, error) {
