@@ -629,7 +629,8 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 		}
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			silent := errors.As(err, &ne) && ne.Timeout()
+			if silent {
 				if !pinged {
 					// Quiet for a while: ask, so a dead peer shows.
 					pinged = true
@@ -637,13 +638,14 @@ func (r *RedisRuntime) subscribe(ctx context.Context) {
 						continue
 					}
 				}
-				// The ping went unanswered: start over on a new connection.
 				err = fmt.Errorf("no answer to a ping within %s", r.health)
-				r.setUp(ctx, false, err)
-				ps = open()
 			}
 			pinged = false
 			r.setUp(ctx, false, err)
+			if silent {
+				// The ping went unanswered: start over on a new connection.
+				ps = open()
+			}
 			select {
 			case <-ctx.Done():
 				return
