@@ -64,15 +64,15 @@ func NewAuthenticator(adminToken string, apps map[string]*access.App, appTokens 
 // SHA-256, so the lookup time does not depend on how much of a guess was
 // right.
 func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
-	certApp, certFP := a.certificateApp(ctx)
+	certApp, certFP, hasCert := a.certificateApp(ctx)
 	vals := metadata.ValueFromIncomingContext(ctx, "authorization")
 	if len(vals) == 0 {
 		switch {
 		case certApp != nil:
 			return Identity{App: certApp, Certificate: true}, nil
-		case certFP != "":
+		case hasCert:
 			return Identity{}, status.Errorf(codes.Unauthenticated, "missing authorization metadata, and the client certificate (SHA-256 %s) is no app's "+
-				"(apps[].certificate in .nexus/config.yaml): send \"authorization: Bearer <token>\"", certFP)
+				"(apps[].certificate in .nexus/config.yaml): send \"authorization: Bearer <token>\"", workspace.FormatFingerprint(certFP))
 		}
 		return Identity{}, status.Error(codes.Unauthenticated, "missing authorization metadata: send \"authorization: Bearer <token>\"")
 	}
@@ -95,20 +95,21 @@ func (a *Authenticator) authenticate(ctx context.Context) (Identity, error) {
 	return id, nil
 }
 
-// certificateApp returns the app of the request's TLS client certificate,
-// and the certificate's fingerprint ("" for none). Only a certificate that
-// the TLS handshake verified against the client CA counts.
-func (a *Authenticator) certificateApp(ctx context.Context) (*access.App, string) {
+// certificateApp returns the app of the request's TLS client certificate
+// and the certificate's fingerprint; hasCert is false when there is none.
+// Only a certificate that the TLS handshake verified against the client CA
+// counts.
+func (a *Authenticator) certificateApp(ctx context.Context) (app *access.App, fp [32]byte, hasCert bool) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return nil, ""
+		return nil, fp, false
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.PeerCertificates) == 0 {
-		return nil, ""
+		return nil, fp, false
 	}
-	fp := sha256.Sum256(info.State.PeerCertificates[0].Raw)
-	return a.certs[fp], workspace.FormatFingerprint(fp)
+	fp = sha256.Sum256(info.State.PeerCertificates[0].Raw)
+	return a.certs[fp], fp, true
 }
 
 // Identify finds the identity of a bearer token, for doors other than
