@@ -164,6 +164,7 @@ func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
 		root.Close()
 		return nil, err
 	}
+	r.logger = opts.Logger
 	s := &Definitions{dir: opts.Dir, root: root, repo: r, opts: opts, logger: opts.Logger,
 		stats: newStatCache(filepath.Join(opts.HistoryDir, "nexus-stat.cache"))}
 	s.startCommitter()

@@ -21,10 +21,11 @@ import (
 // before it), so the history reads exactly as if they had been made one at
 // a time. The group shares the three rounds of fsyncs of one write:
 //
-//	temp files (every working file, every object, the ref lock naming the
-//	group's last commit) → fsync all in parallel →
-//	rename working files and objects into place → fsync their directories →
-//	rename the lock over the ref → fsync refs/heads.
+//	temp files (every working file, one pack of every object with its
+//	index, the ref lock naming the group's last commit) → fsync all in
+//	parallel → rename working files, the index and the pack into place →
+//	fsync their directories → rename the lock over the ref → fsync
+//	refs/heads.
 //
 // Only then are the writes of the group published (reads see them) and
 // acknowledged. A crash before the ref moves leaves the old history intact
@@ -222,6 +223,7 @@ type group struct {
 	gen     int           // the draft's number of the group
 	dw      *durableWrite // the working files and the objects
 	objs    []pendingObject
+	pack    *stagedPack // objs the history lacked, once staged
 	commits []groupCommit
 	base    plumbing.Hash // the branch before the group
 	head    plumbing.Hash // the group's last commit (base when it has none)
@@ -327,7 +329,8 @@ func (g *group) stage(s *Definitions) error {
 	if len(g.commits) == 0 {
 		return nil
 	}
-	if err := s.repo.stageObjects(g.dw, g.objs); err != nil {
+	var err error
+	if g.pack, err = s.repo.stageObjects(g.dw, g.objs); err != nil {
 		return fmt.Errorf("write history objects: %w", err)
 	}
 	return nil
@@ -369,6 +372,12 @@ func (s *Definitions) commitPlaced(g *group) error {
 	if err := g.dw.syncPlaced(); err != nil {
 		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
 		return fmt.Errorf("write %s: %w", g.describe(), err)
+	}
+	if g.pack != nil {
+		if err := s.repo.addPack(g.pack); err != nil {
+			os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
+			return fmt.Errorf("write %s: read the new pack: %w", g.describe(), err)
+		}
 	}
 	last := g.commits[len(g.commits)-1].rec
 	who, msg := last.author, last.message

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -16,29 +17,36 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // branchRef is the one branch of the history repository.
 const branchRef = "refs/heads/main"
 
-// repo is the bare history repository. Objects are read through go-git's
-// storage; objects and the branch ref are written by repo itself, because
-// go-git neither fsyncs nor replaces refs atomically.
+// repo is the bare history repository. repo reads and writes its objects
+// itself (packs, see packs.go, and the loose objects of older versions and
+// of git), and the branch ref, because go-git neither fsyncs nor replaces
+// refs atomically.
 type repo struct {
 	dir    string // the bare repository
 	tmpDir string // temporary files, outside objects/ so git fsck sees no garbage
+	fs     billy.Filesystem
+	cache  cache.Object // of the packs' delta bases
+	logger *slog.Logger
 
-	// objMu guards storage: go-git's ObjectStorage is not safe for
+	// objMu guards packs and merging: a pack's reader is not safe for
 	// concurrent use.
 	objMu   sync.Mutex
-	storage *filesystem.Storage
+	packs   []*pack // smallest first
+	merging bool    // consolidate is running
+	closing bool
+	bg      sync.WaitGroup // consolidate
 
 	blobs *blobCache
 }
@@ -46,7 +54,8 @@ type repo struct {
 // openRepo opens the bare repository at dir, creating it when missing, and
 // removes temporary files that a previous run left behind.
 func openRepo(dir string) (*repo, error) {
-	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), blobs: newBlobCache(32 << 20)}
+	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), fs: osfs.New(dir), cache: cache.NewObjectLRUDefault(),
+		logger: slog.New(slog.DiscardHandler), blobs: newBlobCache(32 << 20)}
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := initRepo(dir); err != nil {
 			return nil, fmt.Errorf("create history repository %s: %w", dir, err)
@@ -54,11 +63,10 @@ func openRepo(dir string) (*repo, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "logs", "refs", "heads"), 0o755); err != nil {
-		return nil, err
-	}
-	if err := makeFanout(filepath.Join(dir, "objects")); err != nil {
-		return nil, err
+	for _, d := range []string{"logs/refs/heads", "objects/pack"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.RemoveAll(r.tmpDir); err != nil {
 		return nil, err
@@ -71,27 +79,10 @@ func openRepo(dir string) (*repo, error) {
 	if err := os.Remove(filepath.Join(dir, branchRef+".lock")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	r.storage = filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
-		filesystem.Options{KeepDescriptors: true})
+	if err := r.loadPacks(); err != nil {
+		return nil, fmt.Errorf("history repository %s: %w", dir, err)
+	}
 	return r, nil
-}
-
-// makeFanout creates the 256 directories of loose objects once, so that a
-// write never has to create one and sync its parent.
-func makeFanout(objects string) error {
-	created := false
-	for i := range 256 {
-		d := filepath.Join(objects, fmt.Sprintf("%02x", i))
-		if err := os.Mkdir(d, 0o755); err == nil {
-			created = true
-		} else if !errors.Is(err, os.ErrExist) {
-			return err
-		}
-	}
-	if created {
-		return syncDirs(objects)
-	}
-	return nil
 }
 
 func initRepo(dir string) error {
@@ -113,34 +104,52 @@ func initRepo(dir string) error {
 	return syncDirs(dir, filepath.Dir(dir))
 }
 
+// close waits for a consolidation under way to stop, and closes the packs.
 func (r *repo) close() error {
 	r.objMu.Lock()
-	defer r.objMu.Unlock()
-	return r.storage.Close()
-}
-
-// readObject returns the type and content of an object.
-func (r *repo) readObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	r.closing = true
+	r.objMu.Unlock()
+	r.bg.Wait()
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
-	obj, err := r.storage.EncodedObject(plumbing.AnyObject, h)
+	r.closePacks()
+	return nil
+}
+
+// readObject returns the type and content of an object, from the packs or
+// a loose object.
+func (r *repo) readObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	r.objMu.Lock()
+	typ, data, ok, err := r.packedObject(h)
+	r.objMu.Unlock()
+	if ok {
+		return typ, data, err
+	}
+	f, err := os.Open(r.objectPath(h))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil, fmt.Errorf("object %s: %w", h, ErrNotFound)
+	}
 	if err != nil {
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return 0, nil, fmt.Errorf("object %s: %w", h, ErrNotFound)
-		}
 		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
 	}
-	rd, err := obj.Reader()
+	defer f.Close()
+	rd, err := objfile.NewReader(f)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
 	}
 	defer rd.Close()
-	data := make([]byte, 0, obj.Size())
-	buf := bytes.NewBuffer(data)
-	if _, err := io.Copy(buf, rd); err != nil {
+	typ, size, err := rd.Header()
+	if err != nil {
 		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
 	}
-	return obj.Type(), buf.Bytes(), nil
+	data = make([]byte, size)
+	if _, err := io.ReadFull(rd, data); err != nil {
+		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
+	}
+	if got := rd.Hash(); got != h {
+		return 0, nil, fmt.Errorf("read object %s: its content is %s's", h, got)
+	}
+	return typ, data, nil
 }
 
 func (r *repo) readTyped(h plumbing.Hash, want plumbing.ObjectType) ([]byte, error) {
@@ -294,12 +303,14 @@ func (r *repo) readCommit(h plumbing.Hash) (*object.Commit, error) {
 }
 
 func (r *repo) hasObject(h plumbing.Hash) bool {
-	if _, err := os.Stat(r.objectPath(h)); err == nil {
+	r.objMu.Lock()
+	packed := r.packed(h)
+	r.objMu.Unlock()
+	if packed {
 		return true
 	}
-	r.objMu.Lock()
-	defer r.objMu.Unlock()
-	return r.storage.HasEncodedObject(h) == nil
+	_, err := os.Stat(r.objectPath(h))
+	return err == nil
 }
 
 func (r *repo) objectPath(h plumbing.Hash) string {
@@ -360,41 +371,6 @@ func memoryBytes(o *plumbing.MemoryObject) []byte {
 	rd, _ := o.Reader() // a MemoryObject's reader never fails
 	data, _ := io.ReadAll(rd)
 	return data
-}
-
-// stagedObjects are loose objects written to temporary files, to be made
-// durable and moved into place by a durableWrite.
-func (r *repo) stageObjects(w *durableWrite, objs []pendingObject) error {
-	seen := make(map[plumbing.Hash]bool, len(objs))
-	for _, o := range objs {
-		if seen[o.hash] {
-			continue
-		}
-		seen[o.hash] = true
-		final := r.objectPath(o.hash)
-		if _, err := os.Stat(final); err == nil {
-			continue // content-addressed: already there
-		}
-		dir := filepath.Dir(final)
-		f, err := os.CreateTemp(r.tmpDir, "obj-")
-		if err != nil {
-			return err
-		}
-		w.files = append(w.files, f)
-		zw := objfile.NewWriter(f)
-		if err := zw.WriteHeader(o.typ, int64(len(o.data))); err != nil {
-			return err
-		}
-		if _, err := zw.Write(o.data); err != nil {
-			return err
-		}
-		if err := zw.Close(); err != nil {
-			return fmt.Errorf("write object %s: %w", o.hash, err)
-		}
-		w.renames = append(w.renames, rename{from: f.Name(), to: final})
-		w.dirs[dir] = true
-	}
-	return nil
 }
 
 // readRef returns the commit the branch points to, or the zero hash for a
