@@ -325,7 +325,7 @@ func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []
 	if err != nil {
 		return fmt.Errorf("definition %q: %w", path, err)
 	}
-	dw.files = append(dw.files, f)
+	dw.lazy = append(dw.lazy, f)
 	dw.rootRenames = append(dw.rootRenames, dirRename{dir: d, from: tmp, to: base})
 	dw.rootDirs[dir] = true
 	if _, err := f.Write(content); err != nil {

@@ -131,6 +131,9 @@ type Definitions struct {
 	trees  map[string][]object.TreeEntry // directory → entries, in git order
 	index  *historyIndex
 
+	// ckpt syncs the working files that groups wrote (checkpoint.go).
+	ckpt *checkpointer
+
 	// stats spares scans the reading of files that did not change.
 	stats     *statCache
 	firstSave sync.WaitGroup // the stat cache's save after the open
@@ -165,11 +168,19 @@ func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
 		return nil, err
 	}
 	r.logger = opts.Logger
+	cf, err := openCheckpoint(opts.HistoryDir)
+	if err != nil {
+		r.close()
+		root.Close()
+		return nil, err
+	}
 	s := &Definitions{dir: opts.Dir, root: root, repo: r, opts: opts, logger: opts.Logger,
+		ckpt:  newCheckpointer(root, cf, opts.Logger),
 		stats: newStatCache(filepath.Join(opts.HistoryDir, "nexus-stat.cache"))}
 	s.startCommitter()
 	if err := s.load(); err != nil {
 		s.stopCommitter()
+		s.ckpt.close()
 		r.close()
 		root.Close()
 		return nil, err
@@ -287,7 +298,8 @@ func (s *Definitions) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	ckptErr := s.ckpt.close() // syncs the last working files
 	s.firstSave.Wait()
 	s.saveStats()
-	return errors.Join(s.repo.close(), s.root.Close())
+	return errors.Join(ckptErr, s.repo.close(), s.root.Close())
 }

@@ -24,6 +24,9 @@ func (s *Definitions) reconcileDisk() error {
 	if err := s.scanDisk("", onDisk, true); err != nil {
 		return fmt.Errorf("scan definitions root: %w", err)
 	}
+	if err := s.recoverWorkingFiles(onDisk); err != nil {
+		return err
+	}
 	s.stats.keepOnly(onDisk)
 	if err := s.record([]string{""}, onDisk, syncOpen); err != nil {
 		return err

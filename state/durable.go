@@ -2,8 +2,10 @@ package state
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -13,8 +15,15 @@ import (
 // finish syncs them all in parallel (the file system batches the journal
 // commits), renames them into place, and syncs the directories that changed.
 // Until finish returns, none of the final names is guaranteed to be durable.
+//
+// The working files of a group of writes (lazy, and the directories of the
+// root) are the exception: place and syncPlaced rename them with the rest
+// but leave their syncs to the checkpointer (checkpoint.go), because the
+// history the group commits is what makes the writes durable. finish syncs
+// them too.
 type durableWrite struct {
 	files   []*os.File
+	lazy    []*os.File // renamed by place, synced later
 	renames []rename
 	dirs    map[string]bool
 	// cleanup are files that abort removes besides the renames' sources.
@@ -53,6 +62,7 @@ func newDurableWrite(root *os.Root) *durableWrite {
 // w's own; o is empty afterwards.
 func (w *durableWrite) merge(o *durableWrite) {
 	w.files = append(w.files, o.files...)
+	w.lazy = append(w.lazy, o.lazy...)
 	w.renames = append(w.renames, o.renames...)
 	w.cleanup = append(w.cleanup, o.cleanup...)
 	w.rootRenames = append(w.rootRenames, o.rootRenames...)
@@ -69,9 +79,10 @@ func (w *durableWrite) merge(o *durableWrite) {
 
 // abort closes and removes every temporary file.
 func (w *durableWrite) abort() {
-	for _, f := range w.files {
+	for _, f := range slices.Concat(w.files, w.lazy) {
 		f.Close()
 	}
+	w.files, w.lazy = nil, nil
 	for _, r := range w.renames {
 		os.Remove(r.from)
 	}
@@ -91,17 +102,33 @@ func (w *durableWrite) closeDirs() {
 	w.open = nil
 }
 
+// finish makes everything durable, the working files and their
+// directories included.
 func (w *durableWrite) finish() error {
 	if err := w.place(); err != nil {
 		return err
 	}
-	return w.syncPlaced()
+	if err := w.syncPlaced(); err != nil {
+		return err
+	}
+	files, dirs := w.takeLazy()
+	return syncLazy(w.root, files, dirs)
 }
 
-// place syncs the temporary files in parallel, renames them into place and
-// makes the removals: the first half of finish. The new names are not
-// durable until syncPlaced has synced their directories.
+// place syncs the temporary files (not the lazy ones) in parallel, renames
+// them all into place and makes the removals: the first half of finish.
+// The new names are not durable until syncPlaced has synced their
+// directories, and the root's until the lazy syncs.
 func (w *durableWrite) place() error {
+	if err := w.syncFiles(); err != nil {
+		return err
+	}
+	return w.rename()
+}
+
+// syncFiles syncs the temporary files (not the lazy ones) in parallel and
+// closes them: place's first half. On an error, w is aborted.
+func (w *durableWrite) syncFiles() error {
 	if err := parallel(len(w.files), func(i int) error { return w.files[i].Sync() }); err != nil {
 		w.abort()
 		return err
@@ -115,8 +142,13 @@ func (w *durableWrite) place() error {
 	w.files = nil
 	if closeErr != nil {
 		w.abort()
-		return closeErr
 	}
+	return closeErr
+}
+
+// rename renames the temporary files into place and makes the removals:
+// place's second half. On an error, w is aborted.
+func (w *durableWrite) rename() error {
 	for _, r := range w.renames {
 		if err := os.Rename(r.from, r.to); err != nil {
 			w.abort()
@@ -147,31 +179,44 @@ func (w *durableWrite) place() error {
 	return nil
 }
 
-// syncPlaced syncs, in parallel, the directories that place changed and
-// the files given (already written), and closes the directories it holds:
-// the second half of finish.
+// syncPlaced syncs, in parallel, the directories outside the root that
+// place changed and the files given (already written), and closes the
+// directories it holds: the second half of finish. The root's directories
+// are left to the lazy syncs.
 func (w *durableWrite) syncPlaced(also ...*os.File) error {
 	defer w.closeDirs()
-	type dir struct {
-		path   string
-		inRoot bool
-	}
-	var dirs []dir
-	for d := range w.dirs {
-		dirs = append(dirs, dir{d, false})
-	}
-	for d := range w.rootDirs {
-		dirs = append(dirs, dir{d, true})
-	}
+	dirs := slices.Collect(maps.Keys(w.dirs))
 	return parallel(len(dirs)+len(also), func(i int) error {
-		if i >= len(dirs) {
-			return also[i-len(dirs)].Sync()
+		if i < len(dirs) {
+			return syncDirs(dirs[i])
 		}
-		if dirs[i].inRoot {
-			return syncRootDir(w.root, dirs[i].path)
-		}
-		return syncDirs(dirs[i].path)
+		return also[i-len(dirs)].Sync()
 	})
+}
+
+// takeLazy hands over the working files that place renamed and the root's
+// directories that changed, for syncLazy; w no longer has them.
+func (w *durableWrite) takeLazy() (files []*os.File, dirs []string) {
+	files, dirs = w.lazy, slices.Collect(maps.Keys(w.rootDirs))
+	w.lazy, w.rootDirs = nil, map[string]bool{}
+	return files, dirs
+}
+
+// syncLazy syncs working files and directories of the root in parallel,
+// and closes the files.
+func syncLazy(root *os.Root, files []*os.File, dirs []string) error {
+	err := parallel(len(files)+len(dirs), func(i int) error {
+		if i < len(files) {
+			return files[i].Sync()
+		}
+		return syncRootDir(root, dirs[i-len(files)])
+	})
+	for _, f := range files {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // removeDir removes the empty directory d of the root through its
@@ -187,6 +232,9 @@ func (w *durableWrite) removeDir(d string) error {
 
 // parallel runs fn(0..n-1) concurrently and returns the first error.
 func parallel(n int, fn func(int) error) error {
+	if n == 0 {
+		return nil
+	}
 	if n == 1 {
 		return fn(0)
 	}

@@ -3,7 +3,6 @@ package state
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,33 +20,33 @@ import (
 // before it), so the history reads exactly as if they had been made one at
 // a time. The group shares the three rounds of fsyncs of one write:
 //
-//	temp files (every working file, one pack of every object with its
-//	index, the ref lock naming the group's last commit) → fsync all in
-//	parallel → rename working files, the index and the pack into place →
-//	fsync their directories → rename the lock over the ref → fsync
+//	one pack of the group's objects and its index, as temporary files →
+//	fsync both → take the ref lock (naming the group's last commit) and
+//	rename the working files, the index and the pack into place → fsync
+//	objects/pack with the lock → rename the lock over the ref → fsync
 //	refs/heads.
 //
 // Only then are the writes of the group published (reads see them) and
-// acknowledged. A crash before the ref moves leaves the old history intact
-// and none of the group's writes was acknowledged; a working file already
-// renamed is then found on the next open and committed as "disk".
+// acknowledged. Their working files are synced after, by the checkpointer
+// (checkpoint.go): the history is what makes a write durable, and a working
+// file that a crash took back is written again from it on the next open.
+// A crash before the ref moves leaves the old history intact and none of
+// the group's writes was acknowledged; a working file already renamed is
+// then found on the next open and committed as "disk".
 //
-// The committer does not wait for a group to fill: it starts as soon as
-// one write is queued, and the writes that arrive during a round form the
-// next group, so a lone writer waits for nothing but its own fsyncs. Two
-// groups overlap: while the last two rounds of a group (its directories,
-// then its ref) run in the background, the committer makes the next
-// group's commits on top of it and writes their temporary files, which is
-// what costs most on a slow disk; the next group takes the ref lock and
-// renames anything into place only once the group before has moved the
-// ref.
+// The committer does not wait for a group to fill: a lone writer waits for
+// nothing but its own fsyncs. The writes that arrive during a group's
+// rounds form the next group; when the group before had company, the
+// committer lingers a moment for its writers to come back (linger), so
+// that concurrent writers keep sharing one group rather than alternating
+// between two.
 //
 // A write that fails (a stale expected revision, a diff that does not
 // apply, a path where a directory is) fails alone: it is decided against
-// the draft (HEAD with the writes of the groups not yet published on it)
-// and leaves the draft as it was. Only a failure to write a group (the
-// disk) fails every write of the group, and of the group made on top of
-// it, whose temporary files are then removed.
+// the draft (HEAD with the group's writes before it) and leaves the draft
+// as it was. Only a failure to write a group (the disk, a ref lock that
+// git holds) fails every write of the group, whose temporary files are
+// then removed.
 
 // maxGroup bounds the writes of one group: the temporary files of a group
 // are all open until its first fsync round.
@@ -127,14 +126,16 @@ func (s *Definitions) stopCommitter() bool {
 func (s *Definitions) commitLoop() {
 	defer close(s.stopped)
 	d := s.newDraft()
-	var prev *group      // the group whose ref update is under way
 	var carry []*writeOp // writes left for the next group, first in line
+	var lastSize int     // the writes of the group before
+	var lastTook time.Duration
 	for {
 		if len(carry) == 0 {
 			select {
 			case <-s.wake:
 			case <-s.stop:
 			}
+			s.linger(lastSize, lastTook)
 		}
 		s.queueMu.Lock()
 		ops := slices.Concat(carry, s.queue)
@@ -145,43 +146,52 @@ func (s *Definitions) commitLoop() {
 			for _, op := range ops {
 				op.finish(plumbing.ZeroHash, ErrClosed)
 			}
-			if prev != nil {
-				<-prev.done
-			}
 			return
 		default:
 		}
-		if prev == nil {
-			d.reset() // nothing unpublished: start from HEAD as reads see it
-		}
-		// Make the group and write its files while the group before
-		// syncs; place them once its ref has moved.
+		start := time.Now()
+		d.reset() // HEAD as reads see it: the group before is published
 		var g *group
 		g, carry = s.makeGroup(d, ops)
-		err := g.stage(s)
-		if prev != nil {
-			<-prev.done
-			if prev.err != nil && err == nil {
-				err = prev.err // g's commits descend from prev's
-			}
-			d.prune(prev.gen)
-			prev = nil
-		}
-		if err == nil {
-			err = g.place(s)
-		}
-		if err != nil {
-			g.dw.abort()
-			g.fail(err)
-			d.reset()
-			continue
-		}
+		lastSize = len(g.waiting)
 		if len(g.commits) == 0 {
+			g.dw.abort()
 			g.acknowledge()
 			continue
 		}
-		prev = g
-		go s.moveRef(g)
+		s.commitGroup(g)
+		lastTook = time.Since(start)
+	}
+}
+
+// linger waits a little, when the last group had company, for its writers
+// to come back: an acknowledged writer queues its next write a moment
+// later, too late for a committer that takes the queue at once, and the
+// groups would alternate between a few writes and the rest. It returns
+// once as many writes as the last group had are queued, or after a quarter
+// of the time the last group took to commit (at most 2 ms). A lone writer
+// never waits.
+func (s *Definitions) linger(want int, took time.Duration) {
+	wait := min(took/4, 2*time.Millisecond)
+	if want < 2 || wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		s.queueMu.Lock()
+		n := len(s.queue)
+		s.queueMu.Unlock()
+		if n >= want {
+			return
+		}
+		select {
+		case <-s.wake:
+		case <-t.C:
+			return
+		case <-s.stop:
+			return
+		}
 	}
 }
 
@@ -193,8 +203,7 @@ func (s *Definitions) commitLoop() {
 // of a file and its directory), so such a write waits for the next round;
 // it is still committed after the writes queued before it.
 func (s *Definitions) makeGroup(d *draft, ops []*writeOp) (g *group, rest []*writeOp) {
-	d.gen++
-	g = &group{gen: d.gen, dw: newDurableWrite(s.root), base: d.head, done: make(chan struct{})}
+	g = &group{dw: newDurableWrite(s.root), base: d.head}
 	for i, op := range ops {
 		if len(g.waiting) == maxGroup || d.overlaps(op.path) {
 			rest = ops[i:]
@@ -220,7 +229,6 @@ func (s *Definitions) makeGroup(d *draft, ops []*writeOp) (g *group, rest []*wri
 
 // group is the commits of one round.
 type group struct {
-	gen     int           // the draft's number of the group
 	dw      *durableWrite // the working files and the objects
 	objs    []pendingObject
 	pack    *stagedPack // objs the history lacked, once staged
@@ -229,9 +237,6 @@ type group struct {
 	head    plumbing.Hash // the group's last commit (base when it has none)
 	when    time.Time
 	waiting []*writeOp // acknowledged when the group is durable
-
-	done chan struct{} // closed when the ref update has ended, with err
-	err  error
 }
 
 // groupCommit is one commit of a group, as it is published.
@@ -324,58 +329,71 @@ func (s *Definitions) addCommit(d *draft, g *group, path string, w WriteOptions,
 	return commit.hash, nil
 }
 
-// stage writes the group's objects to temporary files.
-func (g *group) stage(s *Definitions) error {
-	if len(g.commits) == 0 {
-		return nil
+// commitGroup commits a group: its three rounds of fsyncs, then the
+// snapshot, the history index and the bus; it acknowledges the writes and
+// hands their working files to the checkpointer. A failure fails them all.
+func (s *Definitions) commitGroup(g *group) {
+	err := s.commitFiles(g)
+	if err == nil {
+		err = s.publish(g)
 	}
-	var err error
-	if g.pack, err = s.repo.stageObjects(g.dw, g.objs); err != nil {
-		return fmt.Errorf("write history objects: %w", err)
-	}
-	return nil
-}
-
-// place takes the ref lock, naming the group's last commit, syncs it with
-// the working files and objects, and renames them into place: the first
-// round. Nothing refers to the objects yet.
-func (g *group) place(s *Definitions) error {
-	if len(g.commits) == 0 {
-		g.dw.abort()
-		return nil
-	}
-	if err := s.repo.stageRef(g.dw, g.head); err != nil {
-		return err
-	}
-	if err := g.dw.place(); err != nil {
-		return fmt.Errorf("write %s: %w", g.describe(), err)
-	}
-	return nil
-}
-
-// moveRef ends a placed group, in the background: it syncs the group's
-// directories, moves the branch, publishes the commits, and acknowledges
-// the writes.
-func (s *Definitions) moveRef(g *group) {
-	defer close(g.done)
-	g.err = s.commitPlaced(g)
-	if g.err != nil {
-		g.fail(g.err)
+	files, dirs := g.dw.takeLazy()
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		g.fail(err)
 		return
+	}
+	if len(files)+len(dirs) > 0 {
+		s.ckpt.add(files, dirs, g.head)
 	}
 	g.acknowledge()
 }
 
-// commitPlaced is moveRef's work: the last two rounds, then the snapshot,
-// the history index and the bus. An error fails the group.
-func (s *Definitions) commitPlaced(g *group) error {
-	if err := g.dw.syncPlaced(); err != nil {
-		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
+// commitFiles writes the group's pack and makes it, the working files'
+// names and the ref lock durable: the first two rounds. Nothing is
+// published yet.
+func (s *Definitions) commitFiles(g *group) error {
+	var err error
+	if g.pack, err = s.repo.stageObjects(g.dw, g.objs); err != nil {
+		g.dw.abort()
+		return fmt.Errorf("write history objects: %w", err)
+	}
+	if err := g.dw.syncFiles(); err != nil {
 		return fmt.Errorf("write %s: %w", g.describe(), err)
 	}
+	// The ref lock first: a git command holding it fails the group before
+	// anything is in place.
+	lock, err := s.repo.lockRef(g.head)
+	if err == nil {
+		if err = g.dw.rename(); err == nil {
+			err = g.dw.syncPlaced(lock)
+		}
+	} else {
+		g.dw.abort()
+	}
+	if lock != nil {
+		if cerr := lock.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(lock.Name())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", g.describe(), err)
+	}
+	return nil
+}
+
+// publish reads the group's pack, moves the ref (the last round), and
+// publishes the commits.
+func (s *Definitions) publish(g *group) error {
+	lock := filepath.Join(s.repo.dir, branchRef+".lock")
 	if g.pack != nil {
 		if err := s.repo.addPack(g.pack); err != nil {
-			os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
+			os.Remove(lock)
 			return fmt.Errorf("write %s: read the new pack: %w", g.describe(), err)
 		}
 	}
@@ -433,55 +451,24 @@ func (g *group) describe() string {
 	return first
 }
 
-// draft is HEAD as the groups not yet published leave it: the published
-// snapshot with their writes over it. Only the committer uses it; it reads
-// the snapshot under mu. Every entry remembers the group that made it, so
-// that it is dropped once that group is published.
+// draft is HEAD as the group being made leaves it: the published snapshot
+// with the group's writes over it. Only the committer uses it; it reads the
+// snapshot under mu.
 type draft struct {
 	s     *Definitions
-	gen   int // the group being made
 	head  plumbing.Hash
-	files map[string]draftFile        // paths the groups wrote
-	trees map[string]draftTree        // directories the groups changed
-	revs  map[string]draftRev         // the commit that last changed a path
-	blobs map[plumbing.Hash]draftBlob // contents not yet published
-}
-
-type draftFile struct {
-	f   *fileState // nil: deleted
-	gen int
-}
-
-type draftTree struct {
-	entries []object.TreeEntry // nil but for the root: removed
-	gen     int
-}
-
-type draftRev struct {
-	rev plumbing.Hash
-	gen int
-}
-
-type draftBlob struct {
-	data []byte
-	gen  int
+	files map[string]*fileState         // paths the group wrote (nil: deleted)
+	trees map[string][]object.TreeEntry // directories it changed (nil but for the root: removed)
+	revs  map[string]plumbing.Hash      // the commit that last changed a path
+	blobs map[plumbing.Hash][]byte      // contents not yet published
 }
 
 func (s *Definitions) newDraft() *draft {
-	return &draft{s: s, files: map[string]draftFile{}, trees: map[string]draftTree{},
-		revs: map[string]draftRev{}, blobs: map[plumbing.Hash]draftBlob{}}
+	return &draft{s: s, files: map[string]*fileState{}, trees: map[string][]object.TreeEntry{},
+		revs: map[string]plumbing.Hash{}, blobs: map[plumbing.Hash][]byte{}}
 }
 
-// prune drops what group gen made, once it is published (or failed).
-func (d *draft) prune(gen int) {
-	maps.DeleteFunc(d.files, func(_ string, e draftFile) bool { return e.gen == gen })
-	maps.DeleteFunc(d.trees, func(_ string, e draftTree) bool { return e.gen == gen })
-	maps.DeleteFunc(d.revs, func(_ string, e draftRev) bool { return e.gen == gen })
-	maps.DeleteFunc(d.blobs, func(_ plumbing.Hash, e draftBlob) bool { return e.gen == gen })
-}
-
-// reset makes the draft the published snapshot again, when no group is
-// under way.
+// reset makes the draft the published snapshot again, before a group.
 func (d *draft) reset() {
 	clear(d.files)
 	clear(d.trees)
@@ -494,11 +481,11 @@ func (d *draft) reset() {
 
 // file returns the state of a file in the draft.
 func (d *draft) file(path string) (fileState, bool) {
-	if e, ok := d.files[path]; ok {
-		if e.f == nil {
+	if f, ok := d.files[path]; ok {
+		if f == nil {
 			return fileState{}, false
 		}
-		return *e.f, true
+		return *f, true
 	}
 	d.s.mu.RLock()
 	defer d.s.mu.RUnlock()
@@ -508,11 +495,11 @@ func (d *draft) file(path string) (fileState, bool) {
 
 // tree returns the entries of a directory in the draft.
 func (d *draft) tree(dir string) ([]object.TreeEntry, bool) {
-	if e, ok := d.trees[dir]; ok {
-		if e.entries == nil && dir != "" {
+	if entries, ok := d.trees[dir]; ok {
+		if entries == nil && dir != "" {
 			return nil, false
 		}
-		return e.entries, true
+		return entries, true
 	}
 	d.s.mu.RLock()
 	defer d.s.mu.RUnlock()
@@ -523,8 +510,8 @@ func (d *draft) tree(dir string) ([]object.TreeEntry, bool) {
 // lastChange returns the commit that last changed path (a deletion
 // included), or the zero hash when none did.
 func (d *draft) lastChange(path string) plumbing.Hash {
-	if e, ok := d.revs[path]; ok {
-		return e.rev
+	if rev, ok := d.revs[path]; ok {
+		return rev
 	}
 	d.s.mu.RLock()
 	defer d.s.mu.RUnlock()
@@ -537,8 +524,8 @@ func (d *draft) lastChange(path string) plumbing.Hash {
 // readBlob returns a blob's content, from the draft when it is not yet
 // published.
 func (d *draft) readBlob(h plumbing.Hash) ([]byte, error) {
-	if e, ok := d.blobs[h]; ok {
-		return e.data, nil
+	if data, ok := d.blobs[h]; ok {
+		return data, nil
 	}
 	return d.s.repo.readBlob(h)
 }
@@ -546,16 +533,16 @@ func (d *draft) readBlob(h plumbing.Hash) ([]byte, error) {
 // overlaps reports whether the group being made wrote path, a file above
 // it, or a file below it.
 func (d *draft) overlaps(path string) bool {
-	if e, ok := d.revs[path]; ok && e.gen == d.gen {
+	if _, ok := d.revs[path]; ok {
 		return true
 	}
 	for dir := parentDir(path); dir != ""; dir = parentDir(dir) {
-		if e, ok := d.revs[dir]; ok && e.gen == d.gen {
+		if _, ok := d.revs[dir]; ok {
 			return true
 		}
 	}
-	for p, e := range d.revs {
-		if e.gen == d.gen && strings.HasPrefix(p, path+"/") {
+	for p := range d.revs {
+		if strings.HasPrefix(p, path+"/") {
 			return true
 		}
 	}
@@ -566,14 +553,14 @@ func (d *draft) overlaps(path string) bool {
 func (d *draft) apply(c groupCommit, blob pendingObject) {
 	d.head = c.rec.hash
 	for dir, entries := range c.trees {
-		d.trees[dir] = draftTree{entries, d.gen}
+		d.trees[dir] = entries
 	}
 	if c.del {
-		d.files[c.path] = draftFile{nil, d.gen}
+		d.files[c.path] = nil
 	} else {
 		f := c.file
-		d.files[c.path] = draftFile{&f, d.gen}
-		d.blobs[blob.hash] = draftBlob{blob.data, d.gen}
+		d.files[c.path] = &f
+		d.blobs[blob.hash] = blob.data
 	}
-	d.revs[c.path] = draftRev{c.rec.hash, d.gen}
+	d.revs[c.path] = c.rec.hash
 }

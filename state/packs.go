@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -48,6 +50,8 @@ type pack struct {
 	count int
 	idx   *idxfile.MemoryIndex
 	p     *packfile.Packfile // not safe for concurrent use: under repo.objMu
+	file  billy.File         // the pack's, for mergePacks' reads at offsets
+	keep  bool               // git keeps it (a .keep file): never merged
 }
 
 func (r *repo) packPath(id plumbing.Hash, ext string) string {
@@ -86,6 +90,7 @@ func (r *repo) loadPacks() error {
 			r.closePacks()
 			return err
 		}
+		p.keep = names[base+".keep"]
 		r.packs = append(r.packs, p)
 	}
 	r.sortPacks()
@@ -117,7 +122,7 @@ func (r *repo) openPack(id plumbing.Hash) (*pack, error) {
 		return nil, err
 	}
 	// No file system: objects are read into memory, never reopened.
-	return &pack{id: id, count: int(count), idx: idx, p: packfile.NewPackfileWithCache(idx, nil, pf, r.cache, 0)}, nil
+	return &pack{id: id, count: int(count), idx: idx, p: packfile.NewPackfileWithCache(idx, nil, pf, r.cache, 0), file: pf}, nil
 }
 
 func (r *repo) closePacks() {
@@ -173,17 +178,36 @@ type packEncoder struct {
 	index   idxfile.Writer
 	count   uint32 // the objects the header announces
 	written uint32
+	level   int
+}
+
+// Compression. A group's pack stores its objects uncompressed (zlib's
+// stored blocks): deflate builds Huffman tables for every stream, some
+// 25 µs for the smallest object, which made compression most of a group's
+// time. Merging packs, in the background, compresses them (compressed
+// below), at the fastest level, whose state resets at little cost between
+// objects (the default level clears 512 KiB of tables for each).
+const (
+	stored     = zlib.NoCompression
+	compressed = zlib.BestSpeed
+)
+
+// zlibWriters keeps compressors by level: making one costs more than
+// a small pack.
+var zlibWriters = map[int]*sync.Pool{
+	stored:     {New: func() any { w, _ := zlib.NewWriterLevel(io.Discard, stored); return w }},
+	compressed: {New: func() any { w, _ := zlib.NewWriterLevel(io.Discard, compressed); return w }},
 }
 
 // newPackEncoder starts a pack of count objects in a temporary file of
-// dir.
-func newPackEncoder(dir string, count int) (*packEncoder, error) {
+// dir, compressed at level (stored or compressed).
+func newPackEncoder(dir string, count, level int) (*packEncoder, error) {
 	f, err := os.CreateTemp(dir, "pack-")
 	if err != nil {
 		return nil, err
 	}
-	e := &packEncoder{f: f, bw: bufio.NewWriterSize(f, 64<<10), sum: sha1.New(), crc: crc32.NewIEEE(), count: uint32(count)}
-	e.zw = zlib.NewWriter(e)
+	e := &packEncoder{f: f, bw: bufio.NewWriterSize(f, 64<<10), sum: sha1.New(), crc: crc32.NewIEEE(), count: uint32(count), level: level}
+	e.zw = zlibWriters[level].Get().(*zlib.Writer)
 	e.index.OnHeader(e.count)
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
@@ -237,6 +261,32 @@ func (e *packEncoder) add(h plumbing.Hash, typ plumbing.ObjectType, data []byte)
 	return nil
 }
 
+// uncompressed reports whether a pack entry (its header, then a zlib
+// stream) holds its object uncompressed (the first deflate block is a
+// stored one) and is long enough for compression to pay: deflate itself
+// stores a few dozen bytes as they are.
+func uncompressed(entry []byte) bool {
+	i := 0
+	for i < len(entry) && entry[i]&0x80 != 0 {
+		i++ // the size, seven bits at a time
+	}
+	i += 3 // the header's last byte, then zlib's two
+	return len(entry) > 128 && i < len(entry) && entry[i]>>1&3 == 0
+}
+
+// addRaw writes an entry of another pack as it is (its header and its
+// compressed object).
+func (e *packEncoder) addRaw(h plumbing.Hash, raw []byte) error {
+	off := e.n
+	e.crc.Reset()
+	if _, err := e.Write(raw); err != nil {
+		return err
+	}
+	e.index.Add(h, uint64(off), e.crc.Sum32())
+	e.written++
+	return nil
+}
+
 // finish writes the checksum and the index (to a second temporary file),
 // and returns both files, written but not synced.
 func (e *packEncoder) finish() (id plumbing.Hash, packFile, idxFile *os.File, idx *idxfile.MemoryIndex, err error) {
@@ -248,6 +298,7 @@ func (e *packEncoder) finish() (id plumbing.Hash, packFile, idxFile *os.File, id
 	if e.written != e.count {
 		return id, nil, nil, nil, fmt.Errorf("pack of %d objects holds %d", e.count, e.written)
 	}
+	e.release()
 	copy(id[:], e.sum.Sum(nil))
 	if _, err := e.bw.Write(id[:]); err != nil {
 		return id, nil, nil, nil, err
@@ -279,8 +330,18 @@ func (e *packEncoder) finish() (id plumbing.Hash, packFile, idxFile *os.File, id
 }
 
 func (e *packEncoder) abort() {
+	e.release()
 	e.f.Close()
 	os.Remove(e.f.Name())
+}
+
+// release gives the compressor back.
+func (e *packEncoder) release() {
+	if e.zw != nil {
+		e.zw.Reset(io.Discard)
+		zlibWriters[e.level].Put(e.zw)
+		e.zw = nil
+	}
 }
 
 // stagedPack is a pack written by a group, renamed into place but not yet
@@ -290,9 +351,11 @@ type stagedPack struct {
 	idx *idxfile.MemoryIndex
 }
 
-// stageObjects writes the objects that the history lacks as one pack, in
+// stageObjects writes the objects that no pack has as one pack, in
 // temporary files of w that place renames into objects/pack, the index
-// first. It returns nil when the history has every object.
+// first. It returns nil when the packs have every object. Loose objects
+// are not looked for: one that git wrote is then also packed, which is
+// harmless.
 func (r *repo) stageObjects(w *durableWrite, objs []pendingObject) (*stagedPack, error) {
 	seen := make(map[plumbing.Hash]bool, len(objs))
 	var todo []pendingObject
@@ -304,14 +367,10 @@ func (r *repo) stageObjects(w *durableWrite, objs []pendingObject) (*stagedPack,
 		seen[o.hash] = true
 	}
 	r.objMu.Unlock()
-	todo = slices.DeleteFunc(todo, func(o pendingObject) bool {
-		_, err := os.Stat(r.objectPath(o.hash)) // loose, from git or an older Nexus
-		return err == nil
-	})
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	e, err := newPackEncoder(r.tmpDir, len(todo))
+	e, err := newPackEncoder(r.tmpDir, len(todo), stored)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +398,7 @@ func (r *repo) addPack(sp *stagedPack) error {
 		return err
 	}
 	count, _ := sp.idx.Count()
-	p := &pack{id: sp.id, count: int(count), idx: sp.idx, p: packfile.NewPackfileWithCache(sp.idx, nil, pf, r.cache, 0)}
+	p := &pack{id: sp.id, count: int(count), idx: sp.idx, p: packfile.NewPackfileWithCache(sp.idx, nil, pf, r.cache, 0), file: pf}
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
 	if slices.ContainsFunc(r.packs, func(o *pack) bool { return o.id == p.id }) {
@@ -348,7 +407,7 @@ func (r *repo) addPack(sp *stagedPack) error {
 	}
 	r.packs = append(r.packs, p)
 	r.sortPacks()
-	if len(r.packs) > maxPacks && !r.merging && !r.closing {
+	if len(r.packs) > maxPacks && !r.merging && !r.closing { // consolidate skips kept packs
 		r.merging = true
 		r.bg.Add(1)
 		go r.consolidate()
@@ -386,17 +445,22 @@ func (r *repo) consolidate() {
 	defer r.bg.Done()
 	for {
 		r.objMu.Lock()
-		counts := make([]int, len(r.packs))
-		for i, p := range r.packs {
-			counts[i] = p.count
+		// A pack that git keeps (a .keep file beside it) stays as it is.
+		var candidates []*pack
+		var counts []int
+		for _, p := range r.packs {
+			if !p.keep {
+				candidates = append(candidates, p)
+				counts = append(counts, p.count)
+			}
 		}
 		k := packsToMerge(counts)
-		if r.closing || len(r.packs) <= maxPacks || k < 2 {
+		if r.closing || len(candidates) <= maxPacks || k < 2 {
 			r.merging = false
 			r.objMu.Unlock()
 			return
 		}
-		merged := slices.Clone(r.packs[:k])
+		merged := candidates[:k]
 		r.objMu.Unlock()
 		if err := r.mergePacks(merged); err != nil {
 			if !errors.Is(err, ErrClosed) {
@@ -413,13 +477,25 @@ func (r *repo) consolidate() {
 // mergePacks writes the objects of packs as one pack, makes it durable,
 // puts it in their place, and removes them.
 func (r *repo) mergePacks(packs []*pack) error {
-	var hashes []plumbing.Hash
+	// Each object once, pack by pack in the order of their offsets, so
+	// that an entry ends where the next begins (or at the checksum).
+	type entry struct {
+		p        *pack
+		h        plumbing.Hash
+		from, to int64
+	}
+	var entries []entry
 	seen := map[plumbing.Hash]bool{}
 	for _, p := range packs {
+		st, err := os.Stat(r.packPath(p.id, ".pack"))
+		if err != nil {
+			return err
+		}
 		it, err := p.idx.EntriesByOffset()
 		if err != nil {
 			return err
 		}
+		var mine []entry
 		for {
 			e, err := it.Next()
 			if errors.Is(err, io.EOF) {
@@ -429,36 +505,55 @@ func (r *repo) mergePacks(packs []*pack) error {
 				it.Close()
 				return err
 			}
-			if !seen[e.Hash] {
-				seen[e.Hash] = true
-				hashes = append(hashes, e.Hash)
-			}
+			mine = append(mine, entry{p: p, h: e.Hash, from: int64(e.Offset)})
 		}
 		it.Close()
+		for i := range mine {
+			mine[i].to = st.Size() - int64(len(p.id))
+			if i+1 < len(mine) {
+				mine[i].to = mine[i+1].from
+			}
+			if !seen[mine[i].h] {
+				seen[mine[i].h] = true
+				entries = append(entries, mine[i])
+			}
+		}
 	}
-	e, err := newPackEncoder(r.tmpDir, len(hashes))
+	e, err := newPackEncoder(r.tmpDir, len(entries), compressed)
 	if err != nil {
 		return err
 	}
-	for _, h := range hashes {
+	var buf []byte
+	for _, en := range entries {
 		r.objMu.Lock()
 		closing := r.closing
-		var typ plumbing.ObjectType
-		var data []byte
-		var err error
-		if !closing {
-			typ, data, _, err = r.packedObject(h)
-		}
 		r.objMu.Unlock()
 		if closing {
-			err = ErrClosed
+			e.abort()
+			return ErrClosed
 		}
+		// A compressed whole object is copied as it is. A delta (in a pack
+		// that git wrote) refers to its base by its place in that pack, and
+		// an object a group stored is not compressed: both are written
+		// again.
+		buf = slices.Grow(buf[:0], int(en.to-en.from))[:en.to-en.from]
+		_, err := en.p.file.ReadAt(buf, en.from)
 		if err == nil {
-			err = e.add(h, typ, data)
+			if typ := plumbing.ObjectType(buf[0] >> 4 & 7); typ.IsDelta() || uncompressed(buf) {
+				var data []byte
+				r.objMu.Lock()
+				typ, data, _, err = r.packedObject(en.h)
+				r.objMu.Unlock()
+				if err == nil {
+					err = e.add(en.h, typ, data)
+				}
+			} else {
+				err = e.addRaw(en.h, buf)
+			}
 		}
 		if err != nil {
 			e.abort()
-			return err
+			return fmt.Errorf("merge pack %s: object %s: %w", en.p.id, en.h, err)
 		}
 	}
 	id, pf, xf, idx, err := e.finish()
@@ -476,7 +571,7 @@ func (r *repo) mergePacks(packs []*pack) error {
 	if err != nil {
 		return err
 	}
-	np := &pack{id: id, count: len(hashes), idx: idx, p: packfile.NewPackfileWithCache(idx, nil, f, r.cache, 0)}
+	np := &pack{id: id, count: len(entries), idx: idx, p: packfile.NewPackfileWithCache(idx, nil, f, r.cache, 0), file: f}
 	r.objMu.Lock()
 	r.packs = slices.DeleteFunc(r.packs, func(p *pack) bool { return slices.Contains(packs, p) })
 	r.packs = append(r.packs, np)
@@ -493,7 +588,9 @@ func (r *repo) mergePacks(packs []*pack) error {
 		if p.id == id {
 			continue
 		}
-		for _, ext := range []string{".pack", ".idx"} {
+		// The pack first, the index last; the others are git's (gc writes
+		// a bitmap and a reverse index).
+		for _, ext := range []string{".pack", ".bitmap", ".rev", ".mtimes", ".idx"} {
 			if err := os.Remove(r.packPath(p.id, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,8 +44,12 @@ func (ts *testStore) packFiles(t *testing.T) []string {
 	exts := map[string][]string{}
 	for _, e := range entries {
 		ext := filepath.Ext(e.Name())
-		base := strings.TrimSuffix(e.Name(), ext)
-		exts[base] = append(exts[base], ext)
+		if ext == ".pack" || ext == ".idx" {
+			base := strings.TrimSuffix(e.Name(), ext)
+			exts[base] = append(exts[base], ext)
+		} else if ext != ".keep" {
+			t.Errorf("%s left in objects/pack", e.Name())
+		}
 	}
 	var packs []string
 	for base, e := range exts {
@@ -93,6 +98,36 @@ func TestPacksMerge(t *testing.T) {
 	for _, p := range packs {
 		s.git(t, "verify-pack", filepath.Join(s.hist, "objects", "pack", p+".idx"))
 	}
+	// A group's pack stores its objects; a merged one compresses them.
+	r, err := openRepo(s.hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.packs {
+		st, _ := os.Stat(r.packPath(p.id, ".pack"))
+		var offs []int64
+		it, _ := p.idx.EntriesByOffset()
+		for e, err := it.Next(); err == nil; e, err = it.Next() {
+			offs = append(offs, int64(e.Offset))
+		}
+		offs = append(offs, st.Size()-20)
+		stored := 0
+		for i := range len(offs) - 1 {
+			buf := make([]byte, offs[i+1]-offs[i])
+			if _, err := p.file.ReadAt(buf, offs[i]); err != nil {
+				t.Fatal(err)
+			}
+			// Trees, of binary hashes, may stay stored: deflate finds
+			// nothing to gain.
+			if uncompressed(buf) && plumbing.ObjectType(buf[0]>>4&7) != plumbing.TreeObject {
+				stored++
+			}
+		}
+		if merged := p.count > 7; merged && stored > 0 || !merged && stored == 0 {
+			t.Errorf("pack of %d objects has %d stored uncompressed", p.count, stored)
+		}
+	}
+	r.close()
 	if got := strings.TrimSpace(s.git(t, "show", revs[7]+":d0/f.md")); got != "version 7" {
 		t.Errorf("git show = %q", got)
 	}
@@ -136,6 +171,77 @@ func TestPackDebris(t *testing.T) {
 	}
 	if !s.repo.hasObject(plumbing.NewHash(loose)) {
 		t.Error("hasObject misses a loose object")
+	}
+	s.fsck(t)
+}
+
+// TestPacksMergeDeltas: a pack that git gc wrote, with deltas, is merged
+// with the store's own packs; its objects are stored whole in the merged
+// pack and every revision reads as before.
+func TestPacksMergeDeltas(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	var revs []string
+	var want []string
+	body := strings.Repeat("a line that stays the same in every version\n", 40)
+	for i := range 20 {
+		c := fmt.Sprintf("%sversion %d\n", body, i)
+		revs = append(revs, mustSetDef(t, s, "big.md", c))
+		want = append(want, c)
+	}
+	s.Close()
+	s.git(t, "gc", "-q", "--aggressive", "--prune=now")
+	gcPacks, _ := filepath.Glob(filepath.Join(s.hist, "objects", "pack", "*.pack"))
+	for i, p := range gcPacks {
+		gcPacks[i] = strings.TrimSuffix(filepath.Base(p), ".pack")
+	}
+	if len(gcPacks) != 1 {
+		t.Fatalf("git gc left %d packs", len(gcPacks))
+	}
+	if out := s.git(t, "verify-pack", "-v", filepath.Join(s.hist, "objects", "pack", gcPacks[0]+".idx")); !strings.Contains(out, "chain length") {
+		t.Fatalf("git gc wrote no deltas:\n%s", out)
+	}
+	s = openTestStore(t, dir)
+	for i := range 2 * maxPacks {
+		c := fmt.Sprintf("%sversion %d\n", body, 100+i)
+		revs = append(revs, mustSetDef(t, s, "big.md", c))
+		want = append(want, c)
+	}
+	s.Close()
+	packs := s.packFiles(t)
+	for _, p := range packs {
+		if p == gcPacks[0] {
+			t.Errorf("git gc's pack was not merged: %v", packs)
+		}
+		s.git(t, "verify-pack", filepath.Join(s.hist, "objects", "pack", p+".idx"))
+	}
+	s.fsck(t)
+	s = openTestStore(t, dir)
+	for i, rev := range revs {
+		if f, err := s.Get("big.md", rev); err != nil || string(f.Content) != want[i] {
+			t.Fatalf("Get at %s = %q, %v", rev, f.Content, err)
+		}
+	}
+}
+
+// TestPacksKept: a pack that git keeps (a .keep file) is never merged.
+func TestPacksKept(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	mustSetDef(t, s, "a.md", "a\n")
+	s.Close()
+	kept := s.packFiles(t)[0]
+	if err := os.WriteFile(filepath.Join(s.hist, "objects", "pack", kept+".keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	for i := range 3 * maxPacks {
+		mustSetDef(t, s, "b.md", fmt.Sprint(i))
+	}
+	s.Close()
+	packs := s.packFiles(t)
+	if !slices.Contains(packs, kept) || len(packs) > maxPacks+2 {
+		t.Errorf("packs %v: want %s kept and the others merged", packs, kept)
 	}
 	s.fsck(t)
 }
