@@ -155,11 +155,17 @@ func (w *durableWrite) rename() error {
 			return err
 		}
 	}
-	for _, r := range w.rootRenames {
+	// The working files in parallel: they are distinct paths, mostly in
+	// directories of their own, whose locks the kernel takes apart.
+	if err := parallel(len(w.rootRenames), func(i int) error {
+		r := w.rootRenames[i]
 		if err := unix.Renameat(int(r.dir.Fd()), r.from, int(r.dir.Fd()), r.to); err != nil {
-			w.abort()
 			return &os.LinkError{Op: "rename", Old: r.from, New: r.to, Err: err}
 		}
+		return nil
+	}); err != nil {
+		w.abort()
+		return err
 	}
 	for _, r := range w.rootRemoves {
 		if err := unix.Unlinkat(int(r.dir.Fd()), r.name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
