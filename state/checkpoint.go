@@ -51,6 +51,7 @@ const (
 
 // checkpointFile is the checkpoint as recorded, and its file, kept open.
 type checkpointFile struct {
+	mu    sync.Mutex // record is called by the open and the checkpointer
 	f     *os.File
 	seq   uint64
 	head  plumbing.Hash
@@ -94,6 +95,8 @@ func openCheckpoint(historyDir string) (*checkpointFile, error) {
 
 // record makes head the checkpoint, durably.
 func (c *checkpointFile) record(head plumbing.Hash) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.found && head == c.head {
 		return nil
 	}

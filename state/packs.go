@@ -28,7 +28,8 @@ import (
 // receive does, rather than one loose file each: creating a file is what a
 // durable write pays most for on a busy disk, and a pack is two files
 // (and one directory to sync) whatever the group's size. Objects are
-// stored whole (no deltas), so a pack is written in one pass.
+// stored whole (no deltas), so a pack is written in one pass, and a group
+// does not compress them (see stored): merging does.
 //
 // The index is renamed into place before the pack: git ignores an index
 // without its pack, and repo (like go-git) only looks at a pack whose index
@@ -55,7 +56,12 @@ type pack struct {
 }
 
 func (r *repo) packPath(id plumbing.Hash, ext string) string {
-	return filepath.Join(r.dir, "objects", "pack", "pack-"+id.String()+ext)
+	return filepath.Join(r.dir, packRel(id, ext))
+}
+
+// packRel is a pack's file relative to the repository (for r.fs).
+func packRel(id plumbing.Hash, ext string) string {
+	return filepath.Join("objects", "pack", "pack-"+id.String()+ext)
 }
 
 // loadPacks opens the packs of the repository, and removes an index left
@@ -117,7 +123,7 @@ func (r *repo) openPack(id plumbing.Hash) (*pack, error) {
 		return nil, fmt.Errorf("pack index %s names pack %s", id, idx.PackfileChecksum)
 	}
 	count, _ := idx.Count()
-	pf, err := r.fs.Open(r.packPath(id, ".pack")[len(r.dir)+1:])
+	pf, err := r.fs.Open(packRel(id, ".pack"))
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +399,7 @@ func (r *repo) stageObjects(w *durableWrite, objs []pendingObject) (*stagedPack,
 // addPack makes a pack that is in place and durable readable, and starts
 // a consolidation when there are too many.
 func (r *repo) addPack(sp *stagedPack) error {
-	pf, err := r.fs.Open(r.packPath(sp.id, ".pack")[len(r.dir)+1:])
+	pf, err := r.fs.Open(packRel(sp.id, ".pack"))
 	if err != nil {
 		return err
 	}
@@ -567,7 +573,7 @@ func (r *repo) mergePacks(packs []*pack) error {
 	if err := w.finish(); err != nil {
 		return err
 	}
-	f, err := r.fs.Open(r.packPath(id, ".pack")[len(r.dir)+1:])
+	f, err := r.fs.Open(packRel(id, ".pack"))
 	if err != nil {
 		return err
 	}
