@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -585,19 +586,47 @@ func (r *repo) mergePacks(packs []*pack) error {
 	for _, p := range packs {
 		p.p.Close()
 	}
-	r.objMu.Unlock()
-	// The pack first: an index alone is ignored, and removed at the next
-	// start. A crash before the removals leaves the objects twice, which
-	// is harmless.
-	var errs []error
 	for _, p := range packs {
-		if p.id == id {
-			continue
+		if p.id != id {
+			r.retired = append(r.retired, retiredPack{p.id, time.Now()})
 		}
-		// The pack first, the index last; the others are git's (gc writes
-		// a bitmap and a reverse index).
+	}
+	r.objMu.Unlock()
+	return r.removeRetired(retireGrace)
+}
+
+// retireGrace is how long a merged pack's files stay after the merge: a
+// git fsck (or git repack) that listed them a moment before still finds
+// them. The objects are meanwhile in two packs, which is harmless; a crash
+// leaves them so, and a later merge keeps one copy.
+const retireGrace = time.Minute
+
+// retiredPack is a pack merged into another, whose files are to go.
+type retiredPack struct {
+	id plumbing.Hash
+	at time.Time
+}
+
+// removeRetired removes the files of the packs retired longer than grace
+// ago.
+func (r *repo) removeRetired(grace time.Duration) error {
+	r.objMu.Lock()
+	var due []plumbing.Hash
+	r.retired = slices.DeleteFunc(r.retired, func(p retiredPack) bool {
+		if time.Since(p.at) < grace {
+			return false
+		}
+		due = append(due, p.id)
+		return true
+	})
+	r.objMu.Unlock()
+	var errs []error
+	for _, id := range due {
+		// The pack first, the index last: an index alone is ignored, and
+		// removed at the next start. The others are git's (gc writes a
+		// bitmap and a reverse index).
 		for _, ext := range []string{".pack", ".bitmap", ".rev", ".mtimes", ".idx"} {
-			if err := os.Remove(r.packPath(p.id, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(r.packPath(id, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}

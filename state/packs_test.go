@@ -90,7 +90,9 @@ func TestPacksMerge(t *testing.T) {
 		}
 	}
 	check("open")
-	s.Close() // waits for a merge under way
+	// git fsck while packs merge: a merged pack's files stay a while.
+	s.fsck(t)
+	s.Close() // waits for a merge under way, removes the merged packs
 	packs := s.packFiles(t)
 	if len(packs) > maxPacks+1 {
 		t.Errorf("%d writes left %d packs, want them merged to at most %d", writes, len(packs), maxPacks+1)

@@ -44,7 +44,8 @@ type repo struct {
 	// concurrent use.
 	objMu   sync.Mutex
 	packs   []*pack // smallest first
-	merging bool    // consolidate is running
+	retired []retiredPack
+	merging bool // consolidate is running
 	closing bool
 	bg      sync.WaitGroup // consolidate
 
@@ -104,16 +105,18 @@ func initRepo(dir string) error {
 	return syncDirs(dir, filepath.Dir(dir))
 }
 
-// close waits for a consolidation under way to stop, and closes the packs.
+// close waits for a consolidation under way to stop, removes the files of
+// the packs it merged, and closes the packs.
 func (r *repo) close() error {
 	r.objMu.Lock()
 	r.closing = true
 	r.objMu.Unlock()
 	r.bg.Wait()
+	err := r.removeRetired(0)
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
 	r.closePacks()
-	return nil
+	return err
 }
 
 // readObject returns the type and content of an object, from the packs or
