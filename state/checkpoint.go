@@ -290,7 +290,7 @@ func (s *Definitions) recoverWorkingFiles(onDisk map[string]diskFile) error {
 		}
 		dirs[parentDir(p)] = true
 	}
-	if err := syncLazy(s.root, files, slices.Collect(maps.Keys(dirs))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := syncLazy(s.root, files, slices.Collect(maps.Keys(dirs))); err != nil {
 		return fmt.Errorf("sync working files after a crash: %w", err)
 	}
 	return c.record(s.head)

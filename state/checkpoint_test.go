@@ -116,3 +116,20 @@ func TestCheckpointSlots(t *testing.T) {
 	}
 	c.f.Close()
 }
+
+// TestSyncLazyDirectoryGone: a directory removed before the checkpointer's
+// round needs no sync, and does not stop the checkpoints.
+func TestSyncLazyDirectoryGone(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := os.Mkdir(filepath.Join(dir, "here"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncLazy(root, nil, []string{"here", "gone", "gone/deeper"}); err != nil {
+		t.Errorf("syncLazy: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -209,13 +210,16 @@ func (w *durableWrite) takeLazy() (files []*os.File, dirs []string) {
 }
 
 // syncLazy syncs working files and directories of the root in parallel,
-// and closes the files.
+// and closes the files. A directory removed meanwhile needs no sync.
 func syncLazy(root *os.Root, files []*os.File, dirs []string) error {
 	err := parallel(len(files)+len(dirs), func(i int) error {
 		if i < len(files) {
 			return files[i].Sync()
 		}
-		return syncRootDir(root, dirs[i-len(files)])
+		if err := syncRootDir(root, dirs[i-len(files)]); !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	})
 	for _, f := range files {
 		if cerr := f.Close(); err == nil {
