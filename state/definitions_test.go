@@ -47,6 +47,9 @@ func (ts *testStore) git(t *testing.T, args ...string) string {
 
 func (ts *testStore) fsck(t *testing.T) {
 	t.Helper()
+	// A merge under way would retire packs that fsck listed (see
+	// retireGrace): wait for it, as no write follows.
+	ts.repo.bg.Wait()
 	if out := ts.git(t, "fsck", "--strict", "--no-dangling"); strings.TrimSpace(out) != "" {
 		t.Errorf("git fsck: %s", out)
 	}

@@ -588,37 +588,42 @@ func (r *repo) mergePacks(packs []*pack) error {
 	}
 	for _, p := range packs {
 		if p.id != id {
-			r.retired = append(r.retired, retiredPack{p.id, time.Now()})
+			r.retired = append(r.retired, retiredPack{p.id, p.count, time.Now()})
 		}
 	}
 	r.objMu.Unlock()
-	return r.removeRetired(retireGrace)
+	return r.removeRetired(retireGrace, maxRetired)
 }
 
 // retireGrace is how long a merged pack's files stay after the merge: a
-// git fsck (or git repack) that listed them a moment before still finds
-// them. The objects are meanwhile in two packs, which is harmless; a crash
-// leaves them so, and a later merge keeps one copy.
-const retireGrace = time.Minute
+// git fsck that listed them a moment before still finds them. The objects
+// are meanwhile in two packs, which is harmless; a crash leaves them so,
+// and a later merge keeps one copy. Under a storm of writes the files of
+// at most maxRetired packs stay, the newest: every git command opens them.
+const (
+	retireGrace = time.Minute
+	maxRetired  = 64
+)
 
 // retiredPack is a pack merged into another, whose files are to go.
 type retiredPack struct {
-	id plumbing.Hash
-	at time.Time
+	id    plumbing.Hash
+	count int
+	at    time.Time
 }
 
 // removeRetired removes the files of the packs retired longer than grace
-// ago.
-func (r *repo) removeRetired(grace time.Duration) error {
+// ago, and of the oldest beyond keep.
+func (r *repo) removeRetired(grace time.Duration, keep int) error {
 	r.objMu.Lock()
 	var due []plumbing.Hash
-	r.retired = slices.DeleteFunc(r.retired, func(p retiredPack) bool {
-		if time.Since(p.at) < grace {
-			return false
+	for i, p := range r.retired { // oldest first
+		if time.Since(p.at) < grace && len(r.retired)-i <= keep {
+			break
 		}
 		due = append(due, p.id)
-		return true
-	})
+	}
+	r.retired = r.retired[len(due):]
 	r.objMu.Unlock()
 	var errs []error
 	for _, id := range due {

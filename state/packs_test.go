@@ -92,6 +92,15 @@ func TestPacksMerge(t *testing.T) {
 	check("open")
 	// git fsck while packs merge: a merged pack's files stay a while.
 	s.fsck(t)
+	// The abbreviated names of a diff, as git's, count the objects of the
+	// merged packs still on disk.
+	ours, err := s.Diff("d0/f.md", "", revs[0], revs[77])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs := s.git(t, "diff", revs[0], revs[77], "--", "d0/f.md"); ours != theirs {
+		t.Errorf("diff:\n%s\ngit:\n%s", ours, theirs)
+	}
 	s.Close() // waits for a merge under way, removes the merged packs
 	packs := s.packFiles(t)
 	if len(packs) > maxPacks+1 {

@@ -146,10 +146,7 @@ func (s *Definitions) Diff(path, display, from, to string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	packs := s.repo.openPackIndexes()
-	defer closePackIndexes(packs)
-	abbrev := func(h plumbing.Hash) string { return s.repo.abbrev(h, packs) }
-	return unifiedDiff(display, a, b, abbrev), nil
+	return unifiedDiff(display, a, b, s.repo.abbrev), nil
 }
 
 func (s *Definitions) side(commit plumbing.Hash, ok bool, path string) (side, error) {

@@ -1,9 +1,7 @@
 package state
 
 import (
-	"bytes"
 	"crypto/sha1"
-	"encoding/binary"
 	hexpkg "encoding/hex"
 	"errors"
 	"fmt"
@@ -22,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -112,7 +111,7 @@ func (r *repo) close() error {
 	r.closing = true
 	r.objMu.Unlock()
 	r.bg.Wait()
-	err := r.removeRetired(0)
+	err := r.removeRetired(0, 0)
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
 	r.closePacks()
@@ -183,9 +182,16 @@ func (r *repo) readBlob(h plumbing.Hash) ([]byte, error) {
 // length grows with the number of packed objects (half the bits of the
 // count, at least 7 hex digits), then until no other object shares the
 // prefix.
-func (r *repo) abbrev(h plumbing.Hash, packs []packIndex) string {
+func (r *repo) abbrev(h plumbing.Hash) string {
+	r.objMu.Lock()
+	defer r.objMu.Unlock()
+	// git counts the objects of every pack on disk, those of a merged
+	// pack whose files are still there included.
 	var packed uint64
-	for _, p := range packs {
+	for _, p := range r.packs {
+		packed += uint64(p.count)
+	}
+	for _, p := range r.retired {
 		packed += uint64(p.count)
 	}
 	n := max(7, (bits.Len64(packed)+1)/2)
@@ -201,8 +207,8 @@ func (r *repo) abbrev(h plumbing.Hash, packs []packIndex) string {
 				ambiguous = true
 			}
 		}
-		for _, p := range packs {
-			ambiguous = ambiguous || p.hasOther(h, full[:n])
+		for _, p := range r.packs {
+			ambiguous = ambiguous || hasOther(p.idx, h, full[:n])
 		}
 		if !ambiguous {
 			break
@@ -211,64 +217,18 @@ func (r *repo) abbrev(h plumbing.Hash, packs []packIndex) string {
 	return full[:n]
 }
 
-// packIndex is a version 2 pack index (objects/pack/*.idx): a fan-out table
-// of 256 counts, then the sorted object names.
-type packIndex struct {
-	f      *os.File
-	fanout [256]uint32
-	count  uint32
-}
-
-// openPackIndexes opens the pack indexes of the repository; close them
-// with closePackIndexes.
-func (r *repo) openPackIndexes() []packIndex {
-	paths, _ := filepath.Glob(filepath.Join(r.dir, "objects", "pack", "*.idx"))
-	var out []packIndex
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			continue
-		}
-		var hdr [8 + 256*4]byte
-		if _, err := f.ReadAt(hdr[:], 0); err != nil || !bytes.Equal(hdr[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-			f.Close()
-			continue
-		}
-		idx := packIndex{f: f}
-		for i := range 256 {
-			idx.fanout[i] = binary.BigEndian.Uint32(hdr[8+4*i:])
-		}
-		idx.count = idx.fanout[255]
-		out = append(out, idx)
+// hasOther reports whether a pack's index holds an object other than h
+// whose name starts with the hex prefix (of h).
+func hasOther(idx *idxfile.MemoryIndex, h plumbing.Hash, prefix string) bool {
+	k := idx.FanoutMapping[h[0]]
+	if k < 0 || k >= len(idx.Names) {
+		return false // no object starts with h's first byte
 	}
-	return out
-}
-
-func closePackIndexes(packs []packIndex) {
-	for _, p := range packs {
-		p.f.Close()
-	}
-}
-
-// hasOther reports whether the pack holds an object other than h whose
-// name starts with the hex prefix.
-func (p packIndex) hasOther(h plumbing.Hash, prefix string) bool {
-	first := h[0]
-	lo := uint32(0)
-	if first > 0 {
-		lo = p.fanout[first-1]
-	}
-	hi := p.fanout[first]
-	name := func(i uint32) string {
-		var b [20]byte
-		if _, err := p.f.ReadAt(b[:], int64(8+256*4+20*i)); err != nil {
-			return ""
-		}
-		return hexpkg.EncodeToString(b[:])
-	}
+	names := idx.Names[k]
+	count := len(names) / 20
+	name := func(i int) string { return hexpkg.EncodeToString(names[20*i : 20*i+20]) }
 	// The first name not below the prefix, then its neighbours.
-	i := lo + uint32(sort.Search(int(hi-lo), func(k int) bool { return name(lo+uint32(k)) >= prefix }))
-	for ; i < hi; i++ {
+	for i := sort.Search(count, func(i int) bool { return name(i) >= prefix }); i < count; i++ {
 		n := name(i)
 		if !strings.HasPrefix(n, prefix) {
 			return false
