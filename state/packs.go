@@ -391,10 +391,16 @@ func (r *repo) stageObjects(w *durableWrite, objs []pendingObject) (*stagedPack,
 	if err != nil {
 		return nil, err
 	}
-	w.files = append(w.files, xf, pf)
-	w.renames = append(w.renames, rename{xf.Name(), r.packPath(id, ".idx")}, rename{pf.Name(), r.packPath(id, ".pack")})
-	w.dirs[filepath.Join(r.dir, "objects", "pack")] = true
+	r.placePack(w, id, pf, xf)
 	return &stagedPack{id, idx}, nil
+}
+
+// placePack adds a pack's temporary files to w, to be synced and renamed
+// into objects/pack, the index first.
+func (r *repo) placePack(w *durableWrite, id plumbing.Hash, packFile, idxFile *os.File) {
+	w.files = append(w.files, idxFile, packFile)
+	w.renames = append(w.renames, rename{idxFile.Name(), r.packPath(id, ".idx")}, rename{packFile.Name(), r.packPath(id, ".pack")})
+	w.dirs[filepath.Join(r.dir, "objects", "pack")] = true
 }
 
 // addPack makes a pack that is in place and durable readable, and starts
@@ -568,9 +574,7 @@ func (r *repo) mergePacks(packs []*pack) error {
 		return err
 	}
 	w := newDurableWrite(nil)
-	w.files = append(w.files, xf, pf)
-	w.renames = append(w.renames, rename{xf.Name(), r.packPath(id, ".idx")}, rename{pf.Name(), r.packPath(id, ".pack")})
-	w.dirs[filepath.Join(r.dir, "objects", "pack")] = true
+	r.placePack(w, id, pf, xf)
 	if err := w.finish(); err != nil {
 		return err
 	}
