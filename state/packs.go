@@ -123,11 +123,16 @@ func (r *repo) openPack(id plumbing.Hash) (*pack, error) {
 	if idx.PackfileChecksum != id {
 		return nil, fmt.Errorf("pack index %s names pack %s", id, idx.PackfileChecksum)
 	}
-	count, _ := idx.Count()
+	return r.readPack(id, idx)
+}
+
+// readPack opens a pack whose index is read.
+func (r *repo) readPack(id plumbing.Hash, idx *idxfile.MemoryIndex) (*pack, error) {
 	pf, err := r.fs.Open(packRel(id, ".pack"))
 	if err != nil {
 		return nil, err
 	}
+	count, _ := idx.Count()
 	// No file system: objects are read into memory, never reopened.
 	return &pack{id: id, count: int(count), idx: idx, p: packfile.NewPackfileWithCache(idx, nil, pf, r.cache, 0), file: pf}, nil
 }
@@ -406,12 +411,10 @@ func (r *repo) placePack(w *durableWrite, id plumbing.Hash, packFile, idxFile *o
 // addPack makes a pack that is in place and durable readable, and starts
 // a consolidation when there are too many.
 func (r *repo) addPack(sp *stagedPack) error {
-	pf, err := r.fs.Open(packRel(sp.id, ".pack"))
+	p, err := r.readPack(sp.id, sp.idx)
 	if err != nil {
 		return err
 	}
-	count, _ := sp.idx.Count()
-	p := &pack{id: sp.id, count: int(count), idx: sp.idx, p: packfile.NewPackfileWithCache(sp.idx, nil, pf, r.cache, 0), file: pf}
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
 	if slices.ContainsFunc(r.packs, func(o *pack) bool { return o.id == p.id }) {
@@ -578,11 +581,10 @@ func (r *repo) mergePacks(packs []*pack) error {
 	if err := w.finish(); err != nil {
 		return err
 	}
-	f, err := r.fs.Open(packRel(id, ".pack"))
+	np, err := r.readPack(id, idx)
 	if err != nil {
 		return err
 	}
-	np := &pack{id: id, count: len(entries), idx: idx, p: packfile.NewPackfileWithCache(idx, nil, f, r.cache, 0), file: f}
 	r.objMu.Lock()
 	r.packs = slices.DeleteFunc(r.packs, func(p *pack) bool { return slices.Contains(packs, p) })
 	r.packs = append(r.packs, np)
