@@ -300,14 +300,19 @@ func encodeBlob(content []byte) pendingObject {
 }
 
 // blobHash is git's id of a blob: the SHA-1 of "blob <size>\x00" and the
-// content. It uses crypto/sha1 (SHA-NI where the CPU has it), several times
-// faster than go-git's collision-detecting SHA-1 on the start's scan of
-// every file; the ids are the same.
-func blobHash(content []byte) plumbing.Hash {
+// content.
+func blobHash(content []byte) plumbing.Hash { return objectHash(plumbing.BlobObject, content) }
+
+// objectHash is git's id of an object: the SHA-1 of "<type> <size>\x00" and
+// the content. It uses crypto/sha1 (SHA-NI where the CPU has it), several
+// times faster than go-git's collision-detecting SHA-1 on the start's scan
+// of every file and on every commit's trees; the ids are the same.
+func objectHash(t plumbing.ObjectType, content []byte) plumbing.Hash {
 	h := sha1.New()
 	var hdr [32]byte
-	h.Write(strconv.AppendInt(append(hdr[:0], "blob "...), int64(len(content)), 10))
-	h.Write([]byte{0})
+	b := append(append(hdr[:0], t.String()...), ' ')
+	b = append(strconv.AppendInt(b, int64(len(content)), 10), 0)
+	h.Write(b)
 	h.Write(content)
 	var id plumbing.Hash
 	h.Sum(id[:0])
@@ -319,7 +324,8 @@ func encodeTree(entries []object.TreeEntry) (pendingObject, error) {
 	if err := (&object.Tree{Entries: entries}).Encode(o); err != nil {
 		return pendingObject{}, err
 	}
-	return pendingObject{o.Hash(), plumbing.TreeObject, memoryBytes(o)}, nil
+	data := memoryBytes(o)
+	return pendingObject{objectHash(plumbing.TreeObject, data), plumbing.TreeObject, data}, nil
 }
 
 func encodeCommit(c *object.Commit) (pendingObject, error) {
@@ -327,7 +333,8 @@ func encodeCommit(c *object.Commit) (pendingObject, error) {
 	if err := c.Encode(o); err != nil {
 		return pendingObject{}, err
 	}
-	return pendingObject{o.Hash(), plumbing.CommitObject, memoryBytes(o)}, nil
+	data := memoryBytes(o)
+	return pendingObject{objectHash(plumbing.CommitObject, data), plumbing.CommitObject, data}, nil
 }
 
 func memoryBytes(o *plumbing.MemoryObject) []byte {

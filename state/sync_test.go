@@ -367,5 +367,10 @@ func TestBlobHashIsGits(t *testing.T) {
 		if want, got := plumbing.ComputeHash(plumbing.BlobObject, []byte(s)), blobHash([]byte(s)); want != got {
 			t.Errorf("blobHash of %d bytes = %s, want %s", len(s), got, want)
 		}
+		for _, typ := range []plumbing.ObjectType{plumbing.TreeObject, plumbing.CommitObject} {
+			if want, got := plumbing.ComputeHash(typ, []byte(s)), objectHash(typ, []byte(s)); want != got {
+				t.Errorf("objectHash of a %s of %d bytes = %s, want %s", typ, len(s), got, want)
+			}
+		}
 	}
 }
