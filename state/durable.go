@@ -119,17 +119,9 @@ func (w *durableWrite) finish() error {
 // place syncs the temporary files (not the lazy ones) in parallel, renames
 // them all into place and makes the removals: the first half of finish.
 // The new names are not durable until syncPlaced has synced their
-// directories, and the root's until the lazy syncs.
+// directories, and the root's until the lazy syncs. On an error, w is
+// aborted.
 func (w *durableWrite) place() error {
-	if err := w.syncFiles(); err != nil {
-		return err
-	}
-	return w.rename()
-}
-
-// syncFiles syncs the temporary files (not the lazy ones) in parallel and
-// closes them: place's first half. On an error, w is aborted.
-func (w *durableWrite) syncFiles() error {
 	if err := parallel(len(w.files), func(i int) error { return w.files[i].Sync() }); err != nil {
 		w.abort()
 		return err
@@ -143,13 +135,8 @@ func (w *durableWrite) syncFiles() error {
 	w.files = nil
 	if closeErr != nil {
 		w.abort()
+		return closeErr
 	}
-	return closeErr
-}
-
-// rename renames the temporary files into place and makes the removals:
-// place's second half. On an error, w is aborted.
-func (w *durableWrite) rename() error {
 	for _, r := range w.renames {
 		if err := os.Rename(r.from, r.to); err != nil {
 			w.abort()
@@ -187,18 +174,12 @@ func (w *durableWrite) rename() error {
 }
 
 // syncPlaced syncs, in parallel, the directories outside the root that
-// place changed and the files given (already written), and closes the
-// directories it holds: the second half of finish. The root's directories
-// are left to the lazy syncs.
-func (w *durableWrite) syncPlaced(also ...*os.File) error {
+// place changed, and closes the directories it holds: the second half of
+// finish. The root's directories are left to the lazy syncs.
+func (w *durableWrite) syncPlaced() error {
 	defer w.closeDirs()
 	dirs := slices.Collect(maps.Keys(w.dirs))
-	return parallel(len(dirs)+len(also), func(i int) error {
-		if i < len(dirs) {
-			return syncDirs(dirs[i])
-		}
-		return also[i-len(dirs)].Sync()
-	})
+	return parallel(len(dirs), func(i int) error { return syncDirs(dirs[i]) })
 }
 
 // takeLazy hands over the working files that place renamed and the root's

@@ -351,8 +351,8 @@ func (s *Definitions) commitGroup(g *group) {
 	g.acknowledge()
 }
 
-// commitFiles writes the group's pack and makes it, the working files'
-// names and the ref lock durable: the first two rounds. Nothing is
+// commitFiles writes the group's pack and the ref lock, and makes them and
+// the working files' names durable: the first two rounds. Nothing is
 // published yet.
 func (s *Definitions) commitFiles(g *group) error {
 	var err error
@@ -360,28 +360,17 @@ func (s *Definitions) commitFiles(g *group) error {
 		g.dw.abort()
 		return fmt.Errorf("write history objects: %w", err)
 	}
-	if err := g.dw.syncFiles(); err != nil {
+	// The ref lock with them: a git command holding it fails the group
+	// before anything is in place.
+	if err := s.repo.stageRef(g.dw, g.head); err != nil {
+		g.dw.abort()
 		return fmt.Errorf("write %s: %w", g.describe(), err)
 	}
-	// The ref lock first: a git command holding it fails the group before
-	// anything is in place.
-	lock, err := s.repo.lockRef(g.head)
-	if err == nil {
-		if err = g.dw.rename(); err == nil {
-			err = g.dw.syncPlaced(lock)
-		}
-	} else {
-		g.dw.abort()
+	if err := g.dw.place(); err != nil {
+		return fmt.Errorf("write %s: %w", g.describe(), err)
 	}
-	if lock != nil {
-		if cerr := lock.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(lock.Name())
-		}
-	}
-	if err != nil {
+	if err := g.dw.syncPlaced(); err != nil {
+		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
 		return fmt.Errorf("write %s: %w", g.describe(), err)
 	}
 	return nil
