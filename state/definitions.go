@@ -162,12 +162,11 @@ func OpenDefinitions(opts DefinitionsOptions) (*Definitions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("definitions root: %w", err)
 	}
-	r, err := openRepo(opts.HistoryDir)
+	r, err := openRepo(opts.HistoryDir, opts.Logger)
 	if err != nil {
 		root.Close()
 		return nil, err
 	}
-	r.logger = opts.Logger
 	cf, err := openCheckpoint(opts.HistoryDir)
 	if err != nil {
 		r.close()

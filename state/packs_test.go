@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,7 +111,7 @@ func TestPacksMerge(t *testing.T) {
 		s.git(t, "verify-pack", filepath.Join(s.hist, "objects", "pack", p+".idx"))
 	}
 	// A group's pack stores its objects; a merged one compresses them.
-	r, err := openRepo(s.hist)
+	r, err := openRepo(s.hist, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

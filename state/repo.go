@@ -53,9 +53,9 @@ type repo struct {
 
 // openRepo opens the bare repository at dir, creating it when missing, and
 // removes temporary files that a previous run left behind.
-func openRepo(dir string) (*repo, error) {
+func openRepo(dir string, logger *slog.Logger) (*repo, error) {
 	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), fs: osfs.New(dir), cache: cache.NewObjectLRUDefault(),
-		logger: slog.New(slog.DiscardHandler), blobs: newBlobCache(32 << 20)}
+		logger: logger, blobs: newBlobCache(32 << 20)}
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := initRepo(dir); err != nil {
 			return nil, fmt.Errorf("create history repository %s: %w", dir, err)
