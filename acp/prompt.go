@@ -139,7 +139,9 @@ func (c *conn) promptContent(blocks []acpsdk.ContentBlock) (string, []llm.Image,
 }
 
 // Limits of a prompt's images: the most the hosted providers take in one
-// request (Anthropic: 5 MB an image), well within an ACP line.
+// request (Anthropic: 5 MB an image). In all, an ACP line (maxLine, 10 MiB
+// of JSON, so about 7.5 MiB of images once base64 is decoded) is reached
+// before maxImagesSize.
 const (
 	maxImages     = 20
 	maxImageSize  = 5 << 20

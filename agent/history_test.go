@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nexuscocreate/nexus/agent/llm"
 )
 
 func user(text string) Message { return Message{Role: RoleUser, Text: text} }
@@ -260,5 +262,19 @@ func TestLongHistory(t *testing.T) {
 	msgs := h.Messages()
 	if h.Len() != 1000 || msgs[0].Text != "S" || msgs[1].Text != "99001" || msgs[999].Text != "99999" {
 		t.Errorf("%d messages: %q %q … %q", h.Len(), msgs[0].Text, msgs[1].Text, msgs[len(msgs)-1].Text)
+	}
+}
+
+// TestTokensImages: until the provider counts a message, each of its
+// images is estimated at imageTokens, beside its text.
+func TestTokensImages(t *testing.T) {
+	text := Message{Role: RoleUser, Text: "look at this"}
+	m := text
+	m.Images = []llm.Image{{MIMEType: "image/png", Data: []byte("a")}, {MIMEType: "image/png", Data: []byte("b")}}
+	if got, want := Tokens(m), Tokens(text)+2*imageTokens; got != want {
+		t.Errorf("Tokens of a message with two images = %d, want %d", got, want)
+	}
+	if m.Tokens = 7; Tokens(m) != 7 {
+		t.Errorf("Tokens of a counted message = %d, want the count 7", Tokens(m))
 	}
 }

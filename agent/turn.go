@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -219,23 +220,16 @@ func (ss *Session) request(offered *offer) (*llm.Request, error) {
 // that takes none (the session switched to it with /model after images
 // were sent): a text-only model given an image fails the whole request.
 func withoutImages(msgs []Message, profile string) []Message {
-	var out []Message
-	for i, m := range msgs {
-		if len(m.Images) == 0 {
-			if out != nil {
-				out = append(out, m)
-			}
-			continue
-		}
-		if out == nil {
-			out = append(make([]Message, 0, len(msgs)), msgs[:i]...)
-		}
-		m.Text += fmt.Sprintf("\n[%d image(s) attached here are not shown: the model of profile %q takes no images]", len(m.Images), profile)
-		m.Images = nil
-		out = append(out, m)
-	}
-	if out == nil {
+	first := slices.IndexFunc(msgs, func(m Message) bool { return len(m.Images) > 0 })
+	if first < 0 {
 		return msgs
+	}
+	out := slices.Clone(msgs)
+	for i := first; i < len(out); i++ {
+		if m := &out[i]; len(m.Images) > 0 {
+			m.Text += fmt.Sprintf("\n[%d image(s) attached here are not shown: the model of profile %q takes no images]", len(m.Images), profile)
+			m.Images = nil
+		}
 	}
 	return out
 }

@@ -37,8 +37,8 @@ type Message struct {
 	// when unknown (then it is estimated).
 	Tokens int `json:"tokens,omitempty"`
 	// Images go with a user message's text, to the adapters that take
-	// them (all four); the agent sends none, an MCP server's sampling
-	// request may.
+	// them (all four): an ACP prompt's images (agent.PromptOptions), and
+	// an MCP server's sampling request's.
 	Images []Image `json:"images,omitempty"`
 }
 
