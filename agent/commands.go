@@ -127,9 +127,7 @@ func firstLine(s string) string {
 // model shows the session's profile, or switches to another.
 func (ss *Session) model(name string, say func(string, ...any)) error {
 	if name == "" {
-		ss.mu.Lock()
-		p := ss.profile
-		ss.mu.Unlock()
+		p := ss.currentProfile()
 		say("Profile %s: %s %s. Profiles: %s.", p.Name, p.Provider, p.Model, strings.Join(ss.svc.Profiles(), ", "))
 		return nil
 	}
