@@ -160,7 +160,7 @@ func loadKeyPair(s tlsSources) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", s.certFrom, err)
 	}
-	if _, err := firstCertificate(certPEM); err != nil {
+	if err := checkCertificate(certPEM); err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", s.certFrom, err)
 	}
 	fi, err := os.Stat(s.key)
@@ -184,20 +184,20 @@ func loadKeyPair(s tlsSources) (tls.Certificate, error) {
 	return pair, nil
 }
 
-// firstCertificate parses the first CERTIFICATE block of a PEM file.
-func firstCertificate(data []byte) (*x509.Certificate, error) {
+// checkCertificate says what is wrong with the first CERTIFICATE block of
+// a PEM file: that there is none, or that it does not parse.
+func checkCertificate(data []byte) error {
 	for {
 		var b *pem.Block
 		b, data = pem.Decode(data)
 		if b == nil {
-			return nil, errors.New("no PEM CERTIFICATE block in it")
+			return errors.New("no PEM CERTIFICATE block in it")
 		}
 		if b.Type == "CERTIFICATE" {
-			c, err := x509.ParseCertificate(b.Bytes)
-			if err != nil {
-				return nil, fmt.Errorf("its certificate does not parse: %v", err)
+			if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+				return fmt.Errorf("its certificate does not parse: %v", err)
 			}
-			return c, nil
+			return nil
 		}
 	}
 }
