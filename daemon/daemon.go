@@ -337,13 +337,12 @@ func (p *Parts) Serve(ctx context.Context) error {
 			unixLis.Close()
 			return fmt.Errorf("listen on %s: %w", p.tcpAddr, err)
 		}
+		listeners = append(listeners, tl)
 		info.GRPCTCPAddress = tl.Addr().String()
 		if p.tls == nil {
-			listeners = append(listeners, tl)
 			logger.Warn("serving gRPC over plain TCP (--insecure-tcp): bearer tokens cross it in clear, and any process of this machine may connect",
 				"address", info.GRPCTCPAddress)
 		} else {
-			listeners = append(listeners, &tcpListener{Listener: tl, secure: true})
 			info.TLSCertFile, info.TLSFingerprint = p.tls.certFile, workspace.FormatFingerprint(p.tls.fingerprint)
 			p.announceTLS(info)
 		}

@@ -160,7 +160,7 @@ func loadKeyPair(s tlsSources) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", s.certFrom, err)
 	}
-	if _, err := firstCertificate(certPEM); err != nil {
+	if err := checkCertificate(certPEM); err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", s.certFrom, err)
 	}
 	fi, err := os.Stat(s.key)
@@ -184,20 +184,20 @@ func loadKeyPair(s tlsSources) (tls.Certificate, error) {
 	return pair, nil
 }
 
-// firstCertificate parses the first CERTIFICATE block of a PEM file.
-func firstCertificate(data []byte) (*x509.Certificate, error) {
+// checkCertificate says what is wrong with the first CERTIFICATE block of
+// a PEM file: that there is none, or that it does not parse.
+func checkCertificate(data []byte) error {
 	for {
 		var b *pem.Block
 		b, data = pem.Decode(data)
 		if b == nil {
-			return nil, errors.New("no PEM CERTIFICATE block in it")
+			return errors.New("no PEM CERTIFICATE block in it")
 		}
 		if b.Type == "CERTIFICATE" {
-			c, err := x509.ParseCertificate(b.Bytes)
-			if err != nil {
-				return nil, fmt.Errorf("its certificate does not parse: %v", err)
+			if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+				return fmt.Errorf("its certificate does not parse: %v", err)
 			}
-			return c, nil
+			return nil
 		}
 	}
 }
@@ -352,32 +352,14 @@ func generateCert(l layout, names certNames, now time.Time) (tls.Certificate, er
 	return tls.X509KeyPair(certPEM, keyPEM)
 }
 
-// doorCreds are the gRPC server's transport credentials for every
-// listener: TLS on a TCP listener made with secure set, nothing on the
-// unix socket (its 0600 mode and 0700 directory are its protection) and on
-// the --insecure-tcp listener. A connection of any other kind is refused,
-// so that a listener added later cannot be served in clear by mistake.
+// doorCreds are the gRPC server's transport credentials when the TCP
+// address is served with TLS: TLS on a TCP connection, nothing on the unix
+// socket (its 0600 mode and 0700 directory are its protection). A
+// connection of any other kind is refused, so that a listener added later
+// cannot be served in clear by mistake. (With --insecure-tcp, the server
+// has no credentials.)
 type doorCreds struct {
 	tls credentials.TransportCredentials
-}
-
-// tcpListener marks its connections as TLS (secure) or plain TCP.
-type tcpListener struct {
-	net.Listener
-	secure bool
-}
-
-type tcpConn struct {
-	net.Conn
-	secure bool
-}
-
-func (l *tcpListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &tcpConn{Conn: c, secure: l.secure}, nil
 }
 
 // plainInfo is the AuthInfo of a connection without TLS.
@@ -386,17 +368,12 @@ type plainInfo struct{ credentials.CommonAuthInfo }
 func (plainInfo) AuthType() string { return "insecure" }
 
 func (c *doorCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	plain := plainInfo{credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}
 	switch conn := conn.(type) {
 	case *net.UnixConn:
-		return conn, plain, nil
-	case *tcpConn:
-		if !conn.secure {
-			return conn, plain, nil
-		}
-		if c.tls == nil {
-			return nil, nil, errors.New("a TLS connection and no TLS configured")
-		}
+		return conn, plainInfo{credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}, nil
+	case *net.TCPConn:
+		// The listener's own *net.TCPConn, unwrapped: gRPC sets
+		// TCP_USER_TIMEOUT on it only as such.
 		return c.tls.ServerHandshake(conn)
 	}
 	return nil, nil, fmt.Errorf("a connection of type %T, which nexusd does not serve", conn)
@@ -406,19 +383,10 @@ func (c *doorCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn
 	return nil, nil, errors.New("the daemon's credentials do not dial")
 }
 
-func (c *doorCreds) Info() credentials.ProtocolInfo {
-	if c.tls != nil {
-		return c.tls.Info()
-	}
-	return credentials.ProtocolInfo{SecurityProtocol: "insecure"}
-}
+func (c *doorCreds) Info() credentials.ProtocolInfo { return c.tls.Info() }
 
 func (c *doorCreds) Clone() credentials.TransportCredentials {
-	d := &doorCreds{}
-	if c.tls != nil {
-		d.tls = c.tls.Clone()
-	}
-	return d
+	return &doorCreds{tls: c.tls.Clone()}
 }
 
 func (c *doorCreds) OverrideServerName(string) error { return nil }

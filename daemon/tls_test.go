@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/credentials"
+
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
@@ -282,5 +284,69 @@ func TestOpenTLS(t *testing.T) {
 	if _, err := openTLS(tlsSources{clientCA: key, clientCAFrom: "--tls-client-ca " + key}, l, "127.0.0.1:1", discard); err == nil ||
 		!strings.Contains(err.Error(), "--tls-client-ca "+key+": no PEM certificate in it") {
 		t.Errorf("a key as the client CA: %v", err)
+	}
+}
+
+// doorCreds serves TLS on a TCP connection as the listener gives it (a
+// bare *net.TCPConn, on which gRPC sets TCP_USER_TIMEOUT as on plain TCP),
+// nothing on the unix socket, and refuses any other kind of connection.
+func TestDoorCreds(t *testing.T) {
+	door, err := openTLS(tlsSources{}, newLayout(t.TempDir()), "127.0.0.1:1", discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := &doorCreds{tls: credentials.NewTLS(door.config)}
+
+	// accept dials lis and returns both ends: the server's as the
+	// listener gives it.
+	accept := func(lis net.Listener) (server, client net.Conn) {
+		t.Helper()
+		client, err := net.Dial(lis.Addr().Network(), lis.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		if server, err = lis.Accept(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		return server, client
+	}
+
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	server, client := accept(tl)
+	if _, ok := server.(*net.TCPConn); !ok {
+		t.Fatalf("the TCP listener gives a %T", server)
+	}
+	handshaken := make(chan struct{})
+	go func() {
+		defer close(handshaken)
+		tls.Client(client, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}).Handshake()
+	}()
+	if _, info, err := creds.ServerHandshake(server); err != nil || info.AuthType() != "tls" {
+		t.Errorf("a TCP connection: %v, %v; want TLS", info, err)
+	}
+	client.Close()
+	<-handshaken
+
+	ul, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	server, _ = accept(ul)
+	if _, info, err := creds.ServerHandshake(server); err != nil || info.AuthType() != "insecure" {
+		t.Errorf("the unix socket: %v, %v; want no TLS", info, err)
+	}
+
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if _, _, err := creds.ServerHandshake(a); err == nil || !strings.Contains(err.Error(), "which nexusd does not serve") {
+		t.Errorf("a pipe: %v, want refused", err)
 	}
 }

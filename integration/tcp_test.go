@@ -68,14 +68,19 @@ func pinned(fp string) *tls.Config {
 			if len(rawCerts) == 0 {
 				return fmt.Errorf("the server sent no certificate")
 			}
-			sum := sha256.Sum256(rawCerts[0])
-			got := strings.ToUpper(fmt.Sprintf("% x", sum[:]))
-			if strings.ReplaceAll(got, " ", ":") != fp {
+			if got := fingerprintOf(rawCerts[0]); got != fp {
 				return fmt.Errorf("the server's certificate is %s, not the pinned %s", got, fp)
 			}
 			return nil
 		},
 	}
+}
+
+// fingerprintOf is the SHA-256 fingerprint of a certificate's DER as
+// daemon.json writes it: upper-case hex bytes joined by colons.
+func fingerprintOf(der []byte) string {
+	sum := sha256.Sum256(der)
+	return strings.ReplaceAll(strings.ToUpper(fmt.Sprintf("% x", sum[:])), " ", ":")
 }
 
 // dialTCP connects to addr with transport credentials and, when token is
@@ -275,8 +280,7 @@ func TestTLSConfiguredCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(pair.Certificate[0])
-	if want := strings.ReplaceAll(strings.ToUpper(fmt.Sprintf("% x", sum[:])), " ", ":"); info.TLSFingerprint != want || info.TLSCertFile != cert {
+	if want := fingerprintOf(pair.Certificate[0]); info.TLSFingerprint != want || info.TLSCertFile != cert {
 		t.Errorf("daemon.json: %+v; want the fingerprint %s of %s", info, want, cert)
 	}
 	if _, err := os.Stat(filepath.Join(ws, ".nexus", "tls")); err == nil {
