@@ -53,6 +53,10 @@ type daemonInfo struct {
 	Workspace      string `json:"workspace"`
 	GRPCAddress    string `json:"grpcAddress"`
 	AdminTokenFile string `json:"adminTokenFile"`
+	// With --grpc-addr: the TCP address and its certificate.
+	GRPCTCPAddress string `json:"grpcTcpAddress"`
+	TLSCertFile    string `json:"tlsCertFile"`
+	TLSFingerprint string `json:"tlsFingerprint"`
 }
 
 type daemon struct {

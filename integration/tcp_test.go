@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -28,26 +27,6 @@ import (
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
-
-// tcpInfo is what daemon.json says of the TCP address.
-type tcpInfo struct {
-	GRPCTCPAddress string `json:"grpcTcpAddress"`
-	TLSCertFile    string `json:"tlsCertFile"`
-	TLSFingerprint string `json:"tlsFingerprint"`
-}
-
-func (d *daemon) tcp() tcpInfo {
-	d.t.Helper()
-	var info tcpInfo
-	data, err := os.ReadFile(filepath.Join(d.ws, ".nexus", "run", "daemon.json"))
-	if err == nil {
-		err = json.Unmarshal(data, &info)
-	}
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	return info
-}
 
 // appToken is an app's token as per-RPC credentials: what a client over TLS
 // sends with every call (the README's Go client).
@@ -168,7 +147,7 @@ func TestTCPRefused(t *testing.T) {
 func TestTLSGeneratedCertificate(t *testing.T) {
 	ws := newWorkspace(t, twoApps)
 	d := startDaemon(t, ws, "--grpc-addr", "127.0.0.1:0")
-	info := d.tcp()
+	info := d.info
 	if !strings.HasPrefix(info.GRPCTCPAddress, "127.0.0.1:") || info.TLSCertFile != filepath.Join(ws, ".nexus", "tls", "cert.pem") || len(info.TLSFingerprint) != 95 {
 		t.Fatalf("daemon.json: %+v", info)
 	}
@@ -238,7 +217,7 @@ func TestTLSGeneratedCertificate(t *testing.T) {
 		t.Errorf("the log does not give the fingerprint:\n%s", d.stderr)
 	}
 	d = startDaemon(t, ws, "--grpc-addr", "127.0.0.1:0")
-	if again := d.tcp(); again.TLSFingerprint != info.TLSFingerprint {
+	if again := d.info; again.TLSFingerprint != info.TLSFingerprint {
 		t.Errorf("after a restart the fingerprint is %s, was %s", again.TLSFingerprint, info.TLSFingerprint)
 	}
 }
@@ -248,7 +227,7 @@ func TestTLSGeneratedCertificate(t *testing.T) {
 func TestTLSEveryInterface(t *testing.T) {
 	ws := newWorkspace(t, twoApps)
 	d := startDaemon(t, ws, "--grpc-addr", "0.0.0.0:0")
-	info := d.tcp()
+	info := d.info
 	_, port, err := net.SplitHostPort(info.GRPCTCPAddress)
 	if err != nil || info.TLSFingerprint == "" {
 		t.Fatalf("daemon.json: %+v %v", info, err)
@@ -275,7 +254,7 @@ func TestTLSConfiguredCertificate(t *testing.T) {
 	ws := newWorkspace(t, twoApps)
 	logFile := filepath.Join(t.TempDir(), "nexusd.log")
 	d := startDaemon(t, ws, "--grpc-addr", "localhost:0", "--tls-cert", cert, "--tls-key", key, "--log-file", logFile)
-	info := d.tcp()
+	info := d.info
 	pair, err := tls.LoadX509KeyPair(cert, key)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +312,7 @@ apps:
   - id: coder
 `, caFile, fp))
 	d := startDaemon(t, ws)
-	info := d.tcp()
+	info := d.info
 
 	client := func(cert, key, token string) nexusv1.CoreFrameworkClient {
 		cfg := pinned(info.TLSFingerprint)
