@@ -378,21 +378,17 @@ func (r *RedisRuntime) Get(ctx context.Context, ns, key string) (RuntimeValue, b
 	defer r.closeMu.RUnlock()
 
 	k := r.key(ns, key)
-	if r.cache == nil {
-		v, ok, _, err := r.read(ctx, k, false)
-		if err != nil {
-			return RuntimeValue{}, false, r.fail(ctx, fmt.Sprintf("get runtime key %q in namespace %q", key, ns), err)
+	var p *cacheEntry // the placeholder of a read the cache keeps
+	if r.cache != nil {
+		// A cancelled call fails as it does without the cache.
+		if err := ctx.Err(); err != nil {
+			return RuntimeValue{}, false, fmt.Errorf("get runtime key %q in namespace %q: %w", key, ns, err)
 		}
-		return v, ok, nil
+		if v, ok, hit := r.cache.get(k); hit {
+			return v, ok, nil
+		}
+		p = r.cache.begin(k)
 	}
-	// A cancelled call fails as it does without the cache.
-	if err := ctx.Err(); err != nil {
-		return RuntimeValue{}, false, fmt.Errorf("get runtime key %q in namespace %q: %w", key, ns, err)
-	}
-	if v, ok, hit := r.cache.get(k); hit {
-		return v, ok, nil
-	}
-	p := r.cache.begin(k)
 	v, ok, deadline, err := r.read(ctx, k, p != nil)
 	if err != nil {
 		if p != nil {
