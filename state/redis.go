@@ -455,10 +455,7 @@ func (r *RedisRuntime) Set(ctx context.Context, ns, key, value string, ttl time.
 	}
 	defer r.closeMu.RUnlock()
 
-	if ttl > 0 && ttl < time.Millisecond {
-		ttl = time.Millisecond
-	}
-	ttl = ttl.Round(time.Millisecond)
+	ttl = redisTTL(ttl)
 	now := time.Now()
 	msg, err := json.Marshal(redisChange{Origin: r.origin, Namespace: ns, Key: key, Change: RuntimeSet, Value: value, Time: now.UnixNano()})
 	if err != nil {
@@ -477,6 +474,12 @@ func (r *RedisRuntime) Set(ctx context.Context, ns, key, value string, ttl time.
 	}
 	r.publish(RuntimeChange{Namespace: ns, Key: key, Change: RuntimeSet, Value: value, Time: now})
 	return nil
+}
+
+// redisTTL is ttl in whole milliseconds, as PX takes it, rounded up: a
+// value never expires before its ttl has passed.
+func redisTTL(ttl time.Duration) time.Duration {
+	return (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
 // Delete removes key from namespace ns and reports whether a live value was

@@ -268,6 +268,23 @@ func TestRedisKeyLayout(t *testing.T) {
 	}
 }
 
+// TestRedisTTL: a TTL goes to Redis in whole milliseconds, rounded up, so
+// a value never expires before its TTL has passed.
+func TestRedisTTL(t *testing.T) {
+	for _, tt := range []struct{ ttl, want time.Duration }{
+		{0, 0},
+		{time.Microsecond, time.Millisecond},
+		{time.Millisecond, time.Millisecond},
+		{1400 * time.Microsecond, 2 * time.Millisecond},
+		{time.Hour + time.Nanosecond, time.Hour + time.Millisecond},
+		{MaxTTL, MaxTTL},
+	} {
+		if got := redisTTL(tt.ttl); got != tt.want {
+			t.Errorf("redisTTL(%s) = %s, want %s", tt.ttl, got, tt.want)
+		}
+	}
+}
+
 // TestRedisSilentPeer: a Redis that stops answering without closing its
 // connections (SIGSTOP, like a network that drops packets) is noticed by
 // the subscription's ping, and the store comes back when Redis answers.
