@@ -346,11 +346,17 @@ func (r *RedisRuntime) fail(ctx context.Context, what string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", what, ctxErr)
 	}
-	var reply redis.Error
-	if errors.As(err, &reply) && !redisUnavailable(err) {
+	if redisRefused(err) {
 		return fmt.Errorf("%s: redis at %s: %w", what, r.addr, err)
 	}
 	return fmt.Errorf("%s: redis at %s is unreachable (%v): %w", what, r.addr, err, ErrUnavailable)
+}
+
+// redisRefused reports a reply error of Redis other than the "not now"
+// ones of redisUnavailable: the server is there and said no.
+func redisRefused(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && !redisUnavailable(err)
 }
 
 // redisUnavailable reports the reply errors that mean "not now": the server
@@ -696,8 +702,7 @@ func (r *RedisRuntime) track(ctx context.Context, cn *redis.Conn) error {
 		err = cn.Do(ctx, "client", "tracking", "on", "redirect", id, "bcast", "prefix", r.prefix+"rt:").Err()
 	}
 	r.cache.connected(err == nil)
-	var reply redis.Error
-	if err != nil && errors.As(err, &reply) && !redisUnavailable(err) {
+	if redisRefused(err) {
 		r.logger.Warn("runtime redis refused CLIENT TRACKING, so the cache is off and every read goes to Redis",
 			"addr", r.addr, "err", err)
 		return nil
