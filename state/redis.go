@@ -216,19 +216,19 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 			opts.CacheSize = DefaultRedisCacheSize
 		}
 		r.cache = newRedisCache(opts.CacheSize)
+		// OnConnect runs on every new connection of the subscriber before
+		// it subscribes, so tracking is on again after each reconnection.
+		subOpts.OnConnect = r.track
 		if h := opts.hooks; h != nil {
 			if h.now != nil {
 				r.cache.now = h.now
 			}
 			r.cache.afterFetch, r.cache.applied = h.afterFetch, h.applied
-		}
-		// OnConnect runs on every new connection of the subscriber before
-		// it subscribes, so tracking is on again after each reconnection.
-		subOpts.OnConnect = r.track
-		if h := opts.hooks; h != nil && h.beforeTrack != nil {
-			subOpts.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
-				h.beforeTrack()
-				return r.track(ctx, cn)
+			if h.beforeTrack != nil {
+				subOpts.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+					h.beforeTrack()
+					return r.track(ctx, cn)
+				}
 			}
 		}
 	}
