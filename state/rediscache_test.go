@@ -356,9 +356,7 @@ func TestRedisCacheRedisDown(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the log to say Redis is unreachable", func() bool {
-		return strings.Contains(log.String(), "runtime redis is unreachable")
-	})
+	log.await(t, "runtime redis is unreachable")
 	awaitCache(t, a, false)
 	if _, _, err := a.Get(t.Context(), "app", "k"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Get while Redis is down: error = %v, want ErrUnavailable", err)
