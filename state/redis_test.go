@@ -41,12 +41,18 @@ func (b *logBuffer) await(t *testing.T, text string) {
 	await(t, fmt.Sprintf("the log to say %q", text), func() bool { return strings.Contains(b.String(), text) })
 }
 
-// await polls cond until it holds or the test ends.
+// awaitLimit bounds a test's wait for something the store does by itself:
+// a guard against a hang, not a speed check. (t.Context is not done before
+// the test function returns, so it cannot be that guard.)
+const awaitLimit = 30 * time.Second
+
+// await polls cond until it holds, failing after awaitLimit.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	limit := time.After(awaitLimit)
 	for !cond() {
 		select {
-		case <-t.Context().Done():
+		case <-limit:
 			t.Fatalf("gave up waiting for %s", what)
 		case <-time.After(10 * time.Millisecond):
 		}
