@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/nexuscocreate/nexus/internal/redistest"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
@@ -126,16 +128,16 @@ func redisDaemon(ws, url string, cache bool) (*grpc.ClientConn, nexusv1.CoreFram
 		return nil, nil, nil, nil, err
 	}
 	cf := nexusv1.NewCoreFrameworkClient(conn)
-	// The daemon may still be connecting to Redis: try until it is there.
-	for {
+	// The daemon may still be connecting to Redis: try while it answers
+	// UNAVAILABLE, for a while.
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
 		_, err := cf.SetRuntimeValue(actx, &nexusv1.SetRuntimeValueRequest{Namespace: "bench", Key: "k", Value: "a small value"})
 		if err == nil {
 			return conn, cf, actx, stop, nil
 		}
-		if actx.Err() != nil {
+		if status.Code(err) != codes.Unavailable || time.Since(start) > 30*time.Second {
 			stop()
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, fmt.Errorf("set bench/k in the daemon on Redis: %w", err)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -216,19 +216,19 @@ func OpenRedisRuntime(opts RedisOptions) (*RedisRuntime, error) {
 			opts.CacheSize = DefaultRedisCacheSize
 		}
 		r.cache = newRedisCache(opts.CacheSize)
+		// OnConnect runs on every new connection of the subscriber before
+		// it subscribes, so tracking is on again after each reconnection.
+		subOpts.OnConnect = r.track
 		if h := opts.hooks; h != nil {
 			if h.now != nil {
 				r.cache.now = h.now
 			}
 			r.cache.afterFetch, r.cache.applied = h.afterFetch, h.applied
-		}
-		// OnConnect runs on every new connection of the subscriber before
-		// it subscribes, so tracking is on again after each reconnection.
-		subOpts.OnConnect = r.track
-		if h := opts.hooks; h != nil && h.beforeTrack != nil {
-			subOpts.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
-				h.beforeTrack()
-				return r.track(ctx, cn)
+			if h.beforeTrack != nil {
+				subOpts.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+					h.beforeTrack()
+					return r.track(ctx, cn)
+				}
 			}
 		}
 	}
@@ -346,11 +346,17 @@ func (r *RedisRuntime) fail(ctx context.Context, what string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", what, ctxErr)
 	}
-	var reply redis.Error
-	if errors.As(err, &reply) && !redisUnavailable(err) {
+	if redisRefused(err) {
 		return fmt.Errorf("%s: redis at %s: %w", what, r.addr, err)
 	}
 	return fmt.Errorf("%s: redis at %s is unreachable (%v): %w", what, r.addr, err, ErrUnavailable)
+}
+
+// redisRefused reports a reply error of Redis other than the "not now"
+// ones of redisUnavailable: the server is there and said no.
+func redisRefused(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && !redisUnavailable(err)
 }
 
 // redisUnavailable reports the reply errors that mean "not now": the server
@@ -378,21 +384,17 @@ func (r *RedisRuntime) Get(ctx context.Context, ns, key string) (RuntimeValue, b
 	defer r.closeMu.RUnlock()
 
 	k := r.key(ns, key)
-	if r.cache == nil {
-		v, ok, _, err := r.read(ctx, k, false)
-		if err != nil {
-			return RuntimeValue{}, false, r.fail(ctx, fmt.Sprintf("get runtime key %q in namespace %q", key, ns), err)
+	var p *cacheEntry // the placeholder of a read the cache keeps
+	if r.cache != nil {
+		// A cancelled call fails as it does without the cache.
+		if err := ctx.Err(); err != nil {
+			return RuntimeValue{}, false, fmt.Errorf("get runtime key %q in namespace %q: %w", key, ns, err)
 		}
-		return v, ok, nil
+		if v, ok, hit := r.cache.get(k); hit {
+			return v, ok, nil
+		}
+		p = r.cache.begin(k)
 	}
-	// A cancelled call fails as it does without the cache.
-	if err := ctx.Err(); err != nil {
-		return RuntimeValue{}, false, fmt.Errorf("get runtime key %q in namespace %q: %w", key, ns, err)
-	}
-	if v, ok, hit := r.cache.get(k); hit {
-		return v, ok, nil
-	}
-	p := r.cache.begin(k)
 	v, ok, deadline, err := r.read(ctx, k, p != nil)
 	if err != nil {
 		if p != nil {
@@ -459,10 +461,7 @@ func (r *RedisRuntime) Set(ctx context.Context, ns, key, value string, ttl time.
 	}
 	defer r.closeMu.RUnlock()
 
-	if ttl > 0 && ttl < time.Millisecond {
-		ttl = time.Millisecond
-	}
-	ttl = ttl.Round(time.Millisecond)
+	ttl = redisTTL(ttl)
 	now := time.Now()
 	msg, err := json.Marshal(redisChange{Origin: r.origin, Namespace: ns, Key: key, Change: RuntimeSet, Value: value, Time: now.UnixNano()})
 	if err != nil {
@@ -481,6 +480,12 @@ func (r *RedisRuntime) Set(ctx context.Context, ns, key, value string, ttl time.
 	}
 	r.publish(RuntimeChange{Namespace: ns, Key: key, Change: RuntimeSet, Value: value, Time: now})
 	return nil
+}
+
+// redisTTL is ttl in whole milliseconds, as PX takes it, rounded up: a
+// value never expires before its ttl has passed.
+func redisTTL(ttl time.Duration) time.Duration {
+	return (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
 // Delete removes key from namespace ns and reports whether a live value was
@@ -697,8 +702,7 @@ func (r *RedisRuntime) track(ctx context.Context, cn *redis.Conn) error {
 		err = cn.Do(ctx, "client", "tracking", "on", "redirect", id, "bcast", "prefix", r.prefix+"rt:").Err()
 	}
 	r.cache.connected(err == nil)
-	var reply redis.Error
-	if err != nil && errors.As(err, &reply) && !redisUnavailable(err) {
+	if redisRefused(err) {
 		r.logger.Warn("runtime redis refused CLIENT TRACKING, so the cache is off and every read goes to Redis",
 			"addr", r.addr, "err", err)
 		return nil

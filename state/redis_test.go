@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -34,12 +35,24 @@ func (b *logBuffer) String() string {
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
-// await polls cond until it holds or the test ends.
+// await waits until the log holds text.
+func (b *logBuffer) await(t *testing.T, text string) {
+	t.Helper()
+	await(t, fmt.Sprintf("the log to say %q", text), func() bool { return strings.Contains(b.String(), text) })
+}
+
+// awaitLimit bounds a test's wait for something the store does by itself:
+// a guard against a hang, not a speed check. (t.Context is not done before
+// the test function returns, so it cannot be that guard.)
+const awaitLimit = 30 * time.Second
+
+// await polls cond until it holds, failing after awaitLimit.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	limit := time.After(awaitLimit)
 	for !cond() {
 		select {
-		case <-t.Context().Done():
+		case <-limit:
 			t.Fatalf("gave up waiting for %s", what)
 		case <-time.After(10 * time.Millisecond):
 		}
@@ -147,25 +160,19 @@ func TestRedisDownAndBack(t *testing.T) {
 			t.Errorf("%s while Redis is down: error = %v, want ErrUnavailable naming %s", name, err, srv.Addr())
 		}
 	}
-	await(t, "the log to say Redis is unreachable", func() bool {
-		return strings.Contains(log.String(), "runtime redis is unreachable")
-	})
+	log.await(t, "runtime redis is unreachable")
 
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the log to say Redis is back", func() bool {
-		return strings.Contains(log.String(), "runtime redis is back")
-	})
+	log.await(t, "runtime redis is back")
 	for i := range 20 {
 		if v, ok := mustGet(t, a, "app", "k"+strconv.Itoa(i)); !ok || v.Value != strconv.Itoa(i) {
 			t.Errorf("k%d after the restart = %+v, %v; want %d", i, v, ok, i)
 		}
 	}
 	// b's watch resumes: a's next sets reach it.
-	await(t, "b's log to say Redis is back", func() bool {
-		return strings.Contains(logB.String(), "runtime redis is back")
-	})
+	logB.await(t, "runtime redis is back")
 	mustSet(t, a, "app", "after", "yes", 0)
 	if ch := next(t, sub); ch.Key != "after" || ch.Value != "yes" {
 		t.Errorf("b saw %+v after the restart, want app/after set", ch)
@@ -194,9 +201,7 @@ func TestRedisDownAtStart(t *testing.T) {
 	if _, _, err := r.Get(t.Context(), "app", "k"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Get with Redis down: error = %v, want ErrUnavailable", err)
 	}
-	await(t, "the log to say Redis is unreachable", func() bool {
-		return strings.Contains(log.String(), "runtime redis is unreachable")
-	})
+	log.await(t, "runtime redis is unreachable")
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -213,9 +218,7 @@ func TestRedisConfigRefused(t *testing.T) {
 	srv := redistest.New(t, `rename-command CONFIG ""`)
 	var log logBuffer
 	r := openTestRedis(t, RedisOptions{URL: srv.URL(), Logger: log.logger()})
-	await(t, "the warning about notify-keyspace-events", func() bool {
-		return strings.Contains(log.String(), "set notify-keyspace-events Ex in redis.conf")
-	})
+	log.await(t, "set notify-keyspace-events Ex in redis.conf")
 	mustSet(t, r, "app", "k", "v", time.Hour)
 	if v, ok := mustGet(t, r, "app", "k"); !ok || v.Value != "v" {
 		t.Errorf("Get = %+v, %v", v, ok)
@@ -268,6 +271,23 @@ func TestRedisKeyLayout(t *testing.T) {
 	}
 }
 
+// TestRedisTTL: a TTL goes to Redis in whole milliseconds, rounded up, so
+// a value never expires before its TTL has passed.
+func TestRedisTTL(t *testing.T) {
+	for _, tt := range []struct{ ttl, want time.Duration }{
+		{0, 0},
+		{time.Microsecond, time.Millisecond},
+		{time.Millisecond, time.Millisecond},
+		{1400 * time.Microsecond, 2 * time.Millisecond},
+		{time.Hour + time.Nanosecond, time.Hour + time.Millisecond},
+		{MaxTTL, MaxTTL},
+	} {
+		if got := redisTTL(tt.ttl); got != tt.want {
+			t.Errorf("redisTTL(%s) = %s, want %s", tt.ttl, got, tt.want)
+		}
+	}
+}
+
 // TestRedisSilentPeer: a Redis that stops answering without closing its
 // connections (SIGSTOP, like a network that drops packets) is noticed by
 // the subscription's ping, and the store comes back when Redis answers.
@@ -287,15 +307,11 @@ func TestRedisSilentPeer(t *testing.T) {
 	if _, _, err := other.Get(t.Context(), "app", "k"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "timeout") {
 		t.Errorf("Get while Redis does not answer: error = %v, want ErrUnavailable after a timeout", err)
 	}
-	await(t, "the log to say Redis is unreachable", func() bool {
-		return strings.Contains(log.String(), "runtime redis is unreachable")
-	})
+	log.await(t, "runtime redis is unreachable")
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the log to say Redis is back", func() bool {
-		return strings.Contains(log.String(), "runtime redis is back")
-	})
+	log.await(t, "runtime redis is back")
 	mustSet(t, other, "app", "k", "after the pause", 0)
 	if ch := next(t, sub); ch.Key != "k" || ch.Value != "after the pause" {
 		t.Errorf("watched %+v after the pause, want app/k set", ch)

@@ -103,10 +103,10 @@ func (c *redisCache) begin(name string) *cacheEntry {
 	if !c.on {
 		return nil
 	}
-	if e := c.entries[name]; e != nil && !e.filled {
-		return nil
-	}
 	if e := c.entries[name]; e != nil {
+		if !e.filled {
+			return nil
+		}
 		c.remove(name, e)
 	}
 	p := &cacheEntry{}

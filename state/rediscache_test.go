@@ -32,13 +32,14 @@ func invalidations(t *testing.T) (*redisTestHooks, chan []string) {
 // drops the key named name (a flush, nil, drops all).
 func awaitInvalidation(t *testing.T, ch chan []string, name string) {
 	t.Helper()
+	limit := time.After(awaitLimit)
 	for {
 		select {
 		case names := <-ch:
 			if names == nil || slices.Contains(names, name) {
 				return
 			}
-		case <-t.Context().Done():
+		case <-limit:
 			t.Fatalf("gave up waiting for the invalidation of %s", name)
 		}
 	}
@@ -50,7 +51,7 @@ func nextInvalidation(t *testing.T, ch chan []string) []string {
 	select {
 	case names := <-ch:
 		return names
-	case <-t.Context().Done():
+	case <-time.After(awaitLimit):
 		t.Fatal("gave up waiting for an invalidation")
 		return nil
 	}
@@ -356,9 +357,7 @@ func TestRedisCacheRedisDown(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the log to say Redis is unreachable", func() bool {
-		return strings.Contains(log.String(), "runtime redis is unreachable")
-	})
+	log.await(t, "runtime redis is unreachable")
 	awaitCache(t, a, false)
 	if _, _, err := a.Get(t.Context(), "app", "k"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Get while Redis is down: error = %v, want ErrUnavailable", err)

@@ -42,22 +42,21 @@ var runtimeBackends = []runtimeBackend{
 			return r
 		}
 	}},
-	{"redis", func(t *testing.T) runtimeOpener {
+	{"redis", redisBackend(false)},
+	{"redis cached", redisBackend(true)},
+}
+
+// redisBackend sets up a redis-server whose stores, with or without the
+// cache, each have a prefix of their own.
+func redisBackend(cache bool) func(t *testing.T) runtimeOpener {
+	return func(t *testing.T) runtimeOpener {
 		srv := redistest.New(t)
 		var stores atomic.Int64
 		return func(t *testing.T, bus *events.Bus, maxValue int) Runtime {
 			return openTestRedis(t, RedisOptions{URL: srv.URL(), Prefix: fmt.Sprintf("t%d:", stores.Add(1)),
-				Bus: bus, MaxValueSize: maxValue})
+				Bus: bus, MaxValueSize: maxValue, Cache: cache})
 		}
-	}},
-	{"redis cached", func(t *testing.T) runtimeOpener {
-		srv := redistest.New(t)
-		var stores atomic.Int64
-		return func(t *testing.T, bus *events.Bus, maxValue int) Runtime {
-			return openTestRedis(t, RedisOptions{URL: srv.URL(), Prefix: fmt.Sprintf("t%d:", stores.Add(1)),
-				Bus: bus, MaxValueSize: maxValue, Cache: true})
-		}
-	}},
+	}
 }
 
 // openTestRedis opens a Redis store closed when t ends and waits until its
@@ -80,37 +79,21 @@ func openTestRedis(t *testing.T, opts RedisOptions) *RedisRuntime {
 // awaitCache waits until the store's cache is on, or off.
 func awaitCache(t *testing.T, r *RedisRuntime, on bool) {
 	t.Helper()
-	for {
+	await(t, fmt.Sprintf("the cache to be on: %v", on), func() bool {
 		r.cache.mu.Lock()
-		now := r.cache.on
-		r.cache.mu.Unlock()
-		if now == on {
-			return
-		}
-		select {
-		case <-t.Context().Done():
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		defer r.cache.mu.Unlock()
+		return r.cache.on == on
+	})
 }
 
 // awaitUp waits until the store's subscriber has (re)subscribed.
 func awaitUp(t *testing.T, r *RedisRuntime) {
 	t.Helper()
-	for {
+	await(t, "the subscription", func() bool {
 		r.upMu.Lock()
-		up := r.up
-		r.upMu.Unlock()
-		if up {
-			return
-		}
-		select {
-		case <-t.Context().Done():
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		defer r.upMu.Unlock()
+		return r.up
+	})
 }
 
 // TestRuntimeConformance runs one table of behaviours against every backend.

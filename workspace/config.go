@@ -838,14 +838,6 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// orNode is n, or else fallback: where to report a value that is missing.
-func orNode(n, fallback *yaml.Node) *yaml.Node {
-	if n != nil {
-		return n
-	}
-	return fallback
-}
-
 func orTop(path string) string {
 	if path == "" {
 		return "top level"
@@ -872,7 +864,7 @@ func (d *decoder) check(c *Config) {
 
 	if d.oneOf("runtime.backend", c.Runtime.Backend, "bbolt", "redis") && c.Runtime.Backend == "redis" {
 		if n := d.nodes["runtime.url"]; c.Runtime.URL == "" && !d.bad["runtime.url"] {
-			d.fail("runtime.url", orNode(n, d.nodes["runtime.backend"]),
+			d.fail("runtime.url", cmp.Or(n, d.nodes["runtime.backend"]),
 				"must not be empty with backend redis (redis://[user:${REDIS_PASSWORD}@]host:6379/0, rediss:// for TLS)")
 		} else if err := state.CheckRedisURL(c.Runtime.URL); err != nil && !d.bad["runtime.url"] {
 			d.fail("runtime.url", n, "%v", err)

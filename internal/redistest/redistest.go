@@ -28,6 +28,7 @@ import (
 
 // Server is one redis-server process, restartable on the same port and data.
 type Server struct {
+	path string // the redis-server binary
 	dir  string
 	port int
 	conf []string
@@ -106,7 +107,7 @@ func StartWith(path, dir string, conf ...string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, conf: conf}
+	s := &Server{path: path, dir: dir, conf: conf}
 	// A port that was free a moment ago may be taken by the time Redis
 	// binds it; then try another.
 	var err error
@@ -114,7 +115,7 @@ func StartWith(path, dir string, conf ...string) (*Server, error) {
 		if s.port, err = freePort(); err != nil {
 			return nil, err
 		}
-		if err = s.start(path); err == nil {
+		if err = s.start(); err == nil {
 			return s, nil
 		}
 		if !strings.Contains(err.Error(), "Address already in use") {
@@ -126,13 +127,7 @@ func StartWith(path, dir string, conf ...string) (*Server, error) {
 
 // Restart starts the server again, on the same port and data, after Kill or
 // Stop.
-func (s *Server) Restart() error {
-	path, err := Find()
-	if err != nil {
-		return err
-	}
-	return s.start(path)
-}
+func (s *Server) Restart() error { return s.start() }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -143,7 +138,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (s *Server) start(path string) error {
+func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
@@ -162,7 +157,7 @@ func (s *Server) start(path string) error {
 	if err := os.WriteFile(confPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	cmd := exec.Command(path, confPath)
+	cmd := exec.Command(s.path, confPath)
 	cmd.Dir = s.dir
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -171,7 +166,7 @@ func (s *Server) start(path string) error {
 	cmd.Stderr = cmd.Stdout
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", path, err)
+		return fmt.Errorf("start %s: %w", s.path, err)
 	}
 	// Redis logs "Ready to accept connections" once it listens and has
 	// loaded its data; the log is kept to explain a failed start.
