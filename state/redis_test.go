@@ -41,18 +41,12 @@ func (b *logBuffer) await(t *testing.T, text string) {
 	await(t, fmt.Sprintf("the log to say %q", text), func() bool { return strings.Contains(b.String(), text) })
 }
 
-// awaitLimit bounds a test's wait for something the store does by itself:
-// a guard against a hang, not a speed check. (t.Context is not done before
-// the test function returns, so it cannot be that guard.)
-const awaitLimit = 30 * time.Second
-
-// await polls cond until it holds, failing after awaitLimit.
+// await polls cond until it holds or the test ends.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	limit := time.After(awaitLimit)
 	for !cond() {
 		select {
-		case <-limit:
+		case <-t.Context().Done():
 			t.Fatalf("gave up waiting for %s", what)
 		case <-time.After(10 * time.Millisecond):
 		}

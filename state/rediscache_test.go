@@ -32,14 +32,13 @@ func invalidations(t *testing.T) (*redisTestHooks, chan []string) {
 // drops the key named name (a flush, nil, drops all).
 func awaitInvalidation(t *testing.T, ch chan []string, name string) {
 	t.Helper()
-	limit := time.After(awaitLimit)
 	for {
 		select {
 		case names := <-ch:
 			if names == nil || slices.Contains(names, name) {
 				return
 			}
-		case <-limit:
+		case <-t.Context().Done():
 			t.Fatalf("gave up waiting for the invalidation of %s", name)
 		}
 	}
@@ -51,7 +50,7 @@ func nextInvalidation(t *testing.T, ch chan []string) []string {
 	select {
 	case names := <-ch:
 		return names
-	case <-time.After(awaitLimit):
+	case <-t.Context().Done():
 		t.Fatal("gave up waiting for an invalidation")
 		return nil
 	}
