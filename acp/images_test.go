@@ -132,6 +132,27 @@ func TestPromptImagesRefused(t *testing.T) {
 	}
 }
 
+// TestEmbeddedImageTextModel: an embedded image resource is context, like
+// an embedded binary: with a model that takes no images the prompt goes on,
+// the image named and not sent.
+func TestEmbeddedImageTextModel(t *testing.T) {
+	f := newFixture(t, nil).withImages(false)
+	conn := f.connect(t, newClient(map[string]string{}))
+	id := f.newSession(t, conn)
+	mime := "image/png"
+	if _, err := conn.Prompt(context.Background(), acpsdk.PromptRequest{SessionId: id, Prompt: []acpsdk.ContentBlock{
+		acpsdk.TextBlock("see the screen"),
+		acpsdk.ResourceBlock(acpsdk.EmbeddedResourceResource{BlobResourceContents: &acpsdk.BlobResourceContents{
+			Uri: "file://" + f.ws + "/shot.png", MimeType: &mime, Blob: base64.StdEncoding.EncodeToString(pngImage(t))}}),
+	}}); err != nil {
+		t.Fatalf("session/prompt: %v", err)
+	}
+	m, ok := f.model.lastUser()
+	if !ok || len(m.Images) != 0 || !strings.Contains(m.Text, "[image shot.png, not shown: the model takes no images]") {
+		t.Errorf("the model was sent %q with %d images, want the image named and not sent", m.Text, len(m.Images))
+	}
+}
+
 // TestImagesAfterModelSwitch: images sent to a model that takes them are
 // replaced by a note when the session switches to one that does not.
 func TestImagesAfterModelSwitch(t *testing.T) {

@@ -25,7 +25,11 @@ func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.Pro
 	if err != nil {
 		return acpsdk.PromptResponse{}, err
 	}
-	text, images, err := c.promptContent(req.Prompt)
+	profile, err := c.opts.Agent.SessionProfile(c.opts.Party, s.id)
+	if err != nil {
+		return acpsdk.PromptResponse{}, requestError(err)
+	}
+	text, images, err := c.promptContent(req.Prompt, profile.TakesImages())
 	if err != nil {
 		return acpsdk.PromptResponse{}, err
 	}
@@ -75,9 +79,11 @@ func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.Pro
 // it is, a resource link as a mention of the file (workspace-relative when
 // it is in the workspace), an embedded text resource with its URI, and
 // images (image blocks, and embedded image resources) beside the text.
-// Audio is refused: no adapter sends it. Whether the session's model takes
-// images is the agent core's to say (agent.PromptError).
-func (c *conn) promptContent(blocks []acpsdk.ContentBlock) (string, []llm.Image, error) {
+// An embedded image is context, as an embedded binary is: when the
+// session's model takes no images (takesImages false) it is named and not
+// sent, where an image block is refused by the agent core
+// (agent.PromptError). Audio is refused: no adapter sends it.
+func (c *conn) promptContent(blocks []acpsdk.ContentBlock, takesImages bool) (string, []llm.Image, error) {
 	var b strings.Builder
 	var images []llm.Image
 	size := 0
@@ -117,6 +123,8 @@ func (c *conn) promptContent(blocks []acpsdk.ContentBlock) (string, []llm.Image,
 			switch {
 			case r.TextResourceContents != nil:
 				fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>\n", c.mention(r.TextResourceContents.Uri), r.TextResourceContents.Text)
+			case r.BlobResourceContents != nil && r.BlobResourceContents.MimeType != nil && imageTypes[*r.BlobResourceContents.MimeType] && !takesImages:
+				fmt.Fprintf(&b, "[image %s, not shown: the model takes no images]\n", c.mention(r.BlobResourceContents.Uri))
 			case r.BlobResourceContents != nil && r.BlobResourceContents.MimeType != nil && imageTypes[*r.BlobResourceContents.MimeType]:
 				fmt.Fprintf(&b, "[image %s, attached]\n", c.mention(r.BlobResourceContents.Uri))
 				if err := addImage(i, *r.BlobResourceContents.MimeType, r.BlobResourceContents.Blob); err != nil {

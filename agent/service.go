@@ -273,6 +273,16 @@ func (s *Service) Prompt(ctx context.Context, owner access.Party, id, text strin
 	return ss.prompt(ctx, text, opts)
 }
 
+// SessionProfile returns the profile a session's turns use now (/model
+// changes it): a door asks it how to show a prompt's context to the model.
+func (s *Service) SessionProfile(owner access.Party, id string) (llm.Profile, error) {
+	ss, err := s.get(owner, id)
+	if err != nil {
+		return llm.Profile{}, err
+	}
+	return ss.currentProfile(), nil
+}
+
 // ApproverFor is the approver of a call an agent session makes while a
 // door that can ask (the terminal) prompts it; nil otherwise. The daemon
 // routes the policy's questions through it (policy.Approvers.Route).
