@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -53,6 +54,7 @@ func New(p Profile, opts Options) (Provider, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
+	opts.HTTPClient = replayable(opts.HTTPClient)
 	if opts.Getenv == nil {
 		opts.Getenv = os.LookupEnv
 	}
@@ -100,4 +102,34 @@ func apiKey(p Profile, opts Options) (string, error) {
 	}
 	return "", &Error{Kind: KindMissingKey, Provider: p.Provider,
 		Message: fmt.Sprintf("no API key: set %s in the environment nexusd runs in (profile %q; llm.profiles.%s.apiKeyEnv names another variable)", env, p.Name, p.Name)}
+}
+
+// replayable is c sending each POST with an Idempotency-Key, so that
+// net/http sends it again at once, on a new connection, when the
+// kept-alive one it went out on was closed by the server before any
+// answer. net/http does that only for a request it may repeat, and
+// llama-server closes connections after some streams: without the key
+// that race was a failed attempt and a backoff. A prompt sent twice costs
+// no more than a retry; each request of ours gets its own key.
+func replayable(c *http.Client) *http.Client {
+	if _, ok := c.Transport.(idempotencyKey); ok {
+		return c
+	}
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	cc := *c
+	cc.Transport = idempotencyKey{next}
+	return &cc
+}
+
+type idempotencyKey struct{ next http.RoundTripper }
+
+func (t idempotencyKey) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") == "" {
+		r = r.Clone(r.Context()) // a RoundTripper must not change the request
+		r.Header.Set("Idempotency-Key", "nexus-"+rand.Text())
+	}
+	return t.next.RoundTrip(r)
 }
