@@ -102,7 +102,7 @@ func TestPromptImagesRefused(t *testing.T) {
 		want   string
 	}{
 		{"a model without images", false, []acpsdk.ContentBlock{acpsdk.TextBlock("look"), acpsdk.ImageBlock(pic, "image/png")},
-			`the model of profile "test" (m) takes no images`},
+			`the model of profile "test" (m) takes no images: send text, switch with /model to a profile that takes them, or set llm.profiles.test.images: true`},
 		{"not base64", true, []acpsdk.ContentBlock{acpsdk.ImageBlock("not base64!", "image/png")}, "prompt block 0: the image/png image's data is not base64"},
 		{"another type", true, []acpsdk.ContentBlock{acpsdk.ImageBlock(pic, "image/svg+xml")}, `image type "image/svg+xml" is not one of`},
 		{"not what it says", true, []acpsdk.ContentBlock{acpsdk.TextBlock("look"), acpsdk.ImageBlock(base64.StdEncoding.EncodeToString([]byte("plain words")), "image/jpeg")},

@@ -353,7 +353,7 @@ func (s *Service) profile(name string) (llm.Profile, error) {
 // Profile is the llm.Profile of a configured profile.
 func Profile(name string, p workspace.LLMProfile) llm.Profile {
 	return llm.Profile{
-		Name: name, Provider: p.Provider, API: p.API, Model: p.Model, APIKeyEnv: p.APIKeyEnv,
+		Name: name, ConfigKey: p.Key, Provider: p.Provider, API: p.API, Model: p.Model, APIKeyEnv: p.APIKeyEnv,
 		BaseURL: p.BaseURL, Temperature: p.Temperature, MaxOutputTokens: p.MaxOutputTokens,
 		ContextWindow: p.ContextWindow, ExtraBody: p.ExtraBody, Images: p.Images,
 		Prices: llm.Prices{Input: p.Prices.Input, Output: p.Prices.Output, Cached: p.Prices.Cached},
@@ -377,11 +377,11 @@ func (s *Service) historyOptions(p llm.Profile) (HistoryOptions, error) {
 	}
 	if opts.Strategy == PruneTokenBudget {
 		if p.ContextWindow <= 0 {
-			return opts, &ConfigError{Err: fmt.Errorf("messages.pruning token_budget needs llm.profiles.%s.contextWindow (the model's window in tokens)", p.Name)}
+			return opts, &ConfigError{Err: fmt.Errorf("messages.pruning token_budget needs %s.contextWindow (the model's window in tokens)", p.Key())}
 		}
 		opts.TokenBudget = p.ContextWindow - replyReserve(p)
 		if opts.TokenBudget <= 0 {
-			return opts, &ConfigError{Err: fmt.Errorf("llm.profiles.%s: contextWindow %d leaves no room beside maxOutputTokens %d", p.Name, p.ContextWindow, replyReserve(p))}
+			return opts, &ConfigError{Err: fmt.Errorf("%s: contextWindow %d leaves no room beside maxOutputTokens %d", p.Key(), p.ContextWindow, replyReserve(p))}
 		}
 	}
 	return opts, nil

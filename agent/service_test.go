@@ -581,3 +581,23 @@ func TestErrorCode(t *testing.T) {
 		t.Errorf("/nope: %v is %s", err, agent.ErrorCode(err))
 	}
 }
+
+// TestProfileKey: messages about a profile name the keys config.yaml has:
+// llm.X for the profile written directly under llm, llm.profiles.NAME.X
+// for a named one.
+func TestProfileKey(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, profile, want string
+	}{
+		{"llm:\n  provider: openai\n  model: m\n", "default", "llm"},
+		{"llm:\n  profiles:\n    small: {provider: openai, model: m}\n", "small", "llm.profiles.small"},
+	} {
+		cfg, err := workspace.ParseConfig("config.yaml", []byte(tc.yaml), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := agent.Profile(tc.profile, cfg.LLM.Profiles[tc.profile]).Key(); got != tc.want {
+			t.Errorf("%q: key %q, want %q", tc.yaml, got, tc.want)
+		}
+	}
+}

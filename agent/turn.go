@@ -42,7 +42,7 @@ func (ss *Session) prompt(ctx context.Context, text string, opts PromptOptions) 
 	if len(opts.Images) > 0 {
 		if p := ss.currentProfile(); !p.TakesImages() {
 			return PromptResult{}, &PromptError{Msg: fmt.Sprintf("the model of profile %q (%s) takes no images: send text, switch with /model to a profile that takes them, "+
-				"or set llm.profiles.%s.images: true in .nexus/config.yaml if it does", p.Name, p.Model, p.Name)}
+				"or set %s.images: true in .nexus/config.yaml if it does", p.Name, p.Model, p.Key())}
 		}
 	}
 	if _, err := ss.add(Message{Role: RoleUser, Text: text, Images: opts.Images}); err != nil {

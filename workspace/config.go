@@ -233,6 +233,10 @@ type LLMProfile struct {
 	// editor's pasted screenshot); unset, the hosted providers' models
 	// do and a baseURL's server is assumed not to.
 	Images *bool `yaml:"images"`
+	// Key is "llm" for the profile written directly under llm (named
+	// "default"), so that messages name the keys the file has; empty is
+	// llm.profiles.NAME.
+	Key string `yaml:"-"`
 }
 
 // LLMPrices are the prices of a million tokens; unset prices make the
@@ -921,7 +925,9 @@ func (d *decoder) llm(c *LLMConfig) {
 			if c.Profiles == nil {
 				c.Profiles = map[string]LLMProfile{}
 			}
-			c.Profiles["default"] = c.LLMProfile
+			p := c.LLMProfile
+			p.Key = "llm"
+			c.Profiles["default"] = p
 			for _, k := range []string{"provider", "api", "model", "apiKeyEnv", "baseURL", "temperature", "maxOutputTokens", "contextWindow", "prices", "extraBody", "images"} {
 				if n, ok := d.nodes["llm."+k]; ok {
 					d.nodes["llm.profiles.default."+k] = n
@@ -932,6 +938,9 @@ func (d *decoder) llm(c *LLMConfig) {
 	}
 	for _, name := range c.ProfileNames() {
 		p, pp := c.Profiles[name], "llm.profiles."+name
+		if p.Key != "" {
+			pp = p.Key // the errors name the keys the file has
+		}
 		if d.badUnder(pp) || (name == "default" && d.badUnder("llm")) {
 			continue // its own error says what is wrong
 		}

@@ -314,16 +314,16 @@ func TestParseConfigEnv(t *testing.T) {
 		{"size", "runtime:\n  maxValueSize: ${SIZE}\n", func(c *Config) { c.Runtime.MaxValueSize = 3 << 20 }},
 		{"list item", "tools:\n  envAllowlist: [\"${MODEL}\", X]\n", func(c *Config) { c.Tools.EnvAllowlist = []string{"big-model", "X"} }},
 		{"extraBody", "llm:\n  provider: openai\n  model: m\n  extraBody:\n    n: ${N}\n    deep: {m: \"${MODEL}\"}\n", func(c *Config) {
-			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai", Model: "m",
+			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Key: "llm", Provider: "openai", Model: "m",
 				ExtraBody: map[string]any{"n": 42, "deep": map[string]any{"m": "big-model"}}}}}
 		}},
 		{"images", "llm:\n  provider: openai-compatible\n  baseURL: http://h/v1\n  model: m\n  images: ${NET}\n", func(c *Config) {
 			no := false
-			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai-compatible", BaseURL: "http://h/v1", Model: "m", Images: &no}}}
+			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Key: "llm", Provider: "openai-compatible", BaseURL: "http://h/v1", Model: "m", Images: &no}}}
 		}},
 		{"not keys", "tools:\n  policy:\n    ${KEY}: deny\n", func(c *Config) { c.Tools.Policy = map[string]string{"${KEY}": "deny"} }},
 		{"alias expanded once", "llm:\n  provider: openai\n  model: &m $$${N}\n  baseURL: *m\n", func(c *Config) {
-			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Provider: "openai", Model: "$42", BaseURL: "$42"}}}
+			c.LLM = LLMConfig{Default: "default", Profiles: map[string]LLMProfile{"default": {Key: "llm", Provider: "openai", Model: "$42", BaseURL: "$42"}}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -505,7 +505,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"llm compatible without baseURL", yamlText("llm:", "  profiles:", "    local: {provider: openai-compatible, model: qwen}"),
 			`c.yaml:3:12: llm.profiles.local: profile "local": an openai-compatible provider needs a baseURL (Ollama: http://127.0.0.1:11434/v1, llama-server: http://127.0.0.1:8080/v1)`},
 		{"llm temperature", yamlText("llm:", "  provider: openai", "  model: gpt", "  temperature: 3"),
-			`c.yaml:4:16: llm.profiles.default.temperature: 3 is not between 0 and 2`},
+			`c.yaml:4:16: llm.temperature: 3 is not between 0 and 2`},
 		{"llm no provider", yamlText("llm:", "  profiles:", "    x: {model: gpt}"),
 			`c.yaml:3:8: llm.profiles.x: profile "x" names no provider (openai, anthropic, gemini or openai-compatible)`},
 		{"unset variable", yamlText("llm:", "  model: gpt", "  apiKeyEnv: ${KEY_NAME}"),

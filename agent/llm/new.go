@@ -101,7 +101,7 @@ func apiKey(p Profile, opts Options) (string, error) {
 		return strings.TrimSpace(v), nil
 	}
 	return "", &Error{Kind: KindMissingKey, Provider: p.Provider,
-		Message: fmt.Sprintf("no API key: set %s in the environment nexusd runs in (profile %q; llm.profiles.%s.apiKeyEnv names another variable)", env, p.Name, p.Name)}
+		Message: fmt.Sprintf("no API key: set %s in the environment nexusd runs in (profile %q; %s.apiKeyEnv names another variable)", env, p.Name, p.Key())}
 }
 
 // replayable is c sending each POST with an Idempotency-Key, so that

@@ -27,8 +27,11 @@ const (
 
 // Profile is one configured model (config llm.profiles.NAME).
 type Profile struct {
-	Name     string
-	Provider string
+	Name string
+	// ConfigKey is where the profile is written in config.yaml, for
+	// messages that name one of its keys; empty is llm.profiles.NAME.
+	ConfigKey string
+	Provider  string
 	// API picks the wire API where a provider has several: "responses" or
 	// "chat" for openai and openai-compatible, "messages" for an
 	// openai-compatible server that speaks Anthropic's API. Empty is the
@@ -53,6 +56,15 @@ type Profile struct {
 	// Images says whether the model takes images with a prompt; nil is
 	// the provider's usual answer (see TakesImages).
 	Images *bool
+}
+
+// Key is where the profile is written in config.yaml: ConfigKey, or
+// llm.profiles.NAME.
+func (p Profile) Key() string {
+	if p.ConfigKey != "" {
+		return p.ConfigKey
+	}
+	return "llm.profiles." + p.Name
 }
 
 // TakesImages reports whether the profile's model takes images. Set
