@@ -256,12 +256,8 @@ func (d *draft) buildTrees(path string, blob plumbing.Hash, del bool) (map[strin
 			remove = false
 			entry = object.TreeEntry{Name: baseName(dir), Mode: filemode.Dir, Hash: t.hash}
 		}
-		dir = parentDir(dir)
-		if entry.Name == "" {
-			break
-		}
+		dir = parentDir(dir) // the root is last: it is never emptied away
 	}
-	return nil, nil, plumbing.ZeroHash, errors.New("unreachable")
 }
 
 // replaceEntry returns a copy of entries with e set (or removed), in git's

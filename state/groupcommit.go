@@ -178,13 +178,7 @@ func (s *Definitions) linger(want int, took time.Duration) {
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	for {
-		s.queueMu.Lock()
-		n := len(s.queue)
-		s.queueMu.Unlock()
-		if n >= want {
-			return
-		}
+	for s.queued() < want {
 		select {
 		case <-s.wake:
 		case <-t.C:
@@ -193,6 +187,13 @@ func (s *Definitions) linger(want int, took time.Duration) {
 			return
 		}
 	}
+}
+
+// queued is the number of writes waiting for the committer.
+func (s *Definitions) queued() int {
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	return len(s.queue)
 }
 
 // makeGroup makes the commits of ops as one group on the draft and returns

@@ -45,18 +45,12 @@ func gatedStore(t *testing.T) (ts *testStore, entered <-chan struct{}, release f
 
 // awaitQueued waits until n writes wait in the queue.
 func (ts *testStore) awaitQueued(n int) {
-	for {
-		ts.queueMu.Lock()
-		queued := len(ts.queue)
-		ts.queueMu.Unlock()
-		if queued >= n {
-			return
-		}
+	for ts.queued() < n {
 		runtime.Gosched()
 	}
 }
 
-// reflog returns the lines of the branch's reflog, oldest first.
+// reflogLines returns the lines of the branch's reflog, oldest first.
 func (ts *testStore) reflogLines(t *testing.T) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(ts.hist, "logs", branchRef))
