@@ -383,25 +383,15 @@ func (r *repo) readPackedRef() (plumbing.Hash, error) {
 // git treats the lock file as a lock, so a git command cannot update the
 // branch meanwhile.
 func (r *repo) stageRef(w *durableWrite, commit plumbing.Hash) error {
-	f, err := r.lockRef(commit)
-	if f != nil {
-		w.files = append(w.files, f)
-		w.cleanup = append(w.cleanup, f.Name())
-	}
-	return err
-}
-
-// lockRef creates the branch's lock file and writes the new commit into
-// it, not synced. On an error after the lock was created it returns the
-// file too, for the caller to remove.
-func (r *repo) lockRef(commit plumbing.Hash) (*os.File, error) {
 	lock := filepath.Join(r.dir, branchRef+".lock")
 	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
+		return fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
 	}
+	w.files = append(w.files, f)
+	w.cleanup = append(w.cleanup, lock)
 	_, err = f.WriteString(commit.String() + "\n")
-	return f, err
+	return err
 }
 
 // commitRef moves the branch to the commit whose lock file finish made
