@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -57,12 +58,7 @@ type pack struct {
 }
 
 func (r *repo) packPath(id plumbing.Hash, ext string) string {
-	return filepath.Join(r.dir, packRel(id, ext))
-}
-
-// packRel is a pack's file relative to the repository (for r.fs).
-func packRel(id plumbing.Hash, ext string) string {
-	return filepath.Join("objects", "pack", "pack-"+id.String()+ext)
+	return filepath.Join(r.dir, "objects", "pack", "pack-"+id.String()+ext)
 }
 
 // loadPacks opens the packs of the repository, and removes an index left
@@ -128,7 +124,7 @@ func (r *repo) openPack(id plumbing.Hash) (*pack, error) {
 
 // readPack opens a pack whose index is read.
 func (r *repo) readPack(id plumbing.Hash, idx *idxfile.MemoryIndex) (*pack, error) {
-	pf, err := r.fs.Open(packRel(id, ".pack"))
+	pf, err := osfs.Default.Open(r.packPath(id, ".pack")) // a billy.File, as packfile wants
 	if err != nil {
 		return nil, err
 	}

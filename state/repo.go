@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -33,9 +31,8 @@ const branchRef = "refs/heads/main"
 // of git), and the branch ref, because go-git neither fsyncs nor replaces
 // refs atomically.
 type repo struct {
-	dir    string // the bare repository
-	tmpDir string // temporary files, outside objects/ so git fsck sees no garbage
-	fs     billy.Filesystem
+	dir    string       // the bare repository
+	tmpDir string       // temporary files, outside objects/ so git fsck sees no garbage
 	cache  cache.Object // of the packs' delta bases
 	logger *slog.Logger
 
@@ -54,7 +51,7 @@ type repo struct {
 // openRepo opens the bare repository at dir, creating it when missing, and
 // removes temporary files that a previous run left behind.
 func openRepo(dir string, logger *slog.Logger) (*repo, error) {
-	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), fs: osfs.New(dir), cache: cache.NewObjectLRUDefault(),
+	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), cache: cache.NewObjectLRUDefault(),
 		logger: logger, blobs: newBlobCache(32 << 20)}
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := initRepo(dir); err != nil {
