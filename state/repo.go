@@ -180,6 +180,12 @@ func (r *repo) readBlob(h plumbing.Hash) ([]byte, error) {
 // count, at least 7 hex digits), then until no other object shares the
 // prefix.
 func (r *repo) abbrev(h plumbing.Hash) string {
+	full := h.String()
+	var loose []os.DirEntry
+	if !h.IsZero() {
+		// Read before objMu, which every read of an object takes.
+		loose, _ = os.ReadDir(filepath.Join(r.dir, "objects", full[:2]))
+	}
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
 	// git counts the objects of every pack on disk, those of a merged
@@ -192,11 +198,9 @@ func (r *repo) abbrev(h plumbing.Hash) string {
 		packed += uint64(p.count)
 	}
 	n := max(7, (bits.Len64(packed)+1)/2)
-	full := h.String()
 	if h.IsZero() {
 		return full[:n]
 	}
-	loose, _ := os.ReadDir(filepath.Join(r.dir, "objects", full[:2]))
 	for ; n < len(full); n++ {
 		ambiguous := false
 		for _, e := range loose {
