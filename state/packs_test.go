@@ -91,7 +91,8 @@ func TestPacksMerge(t *testing.T) {
 		}
 	}
 	check("open")
-	// git fsck while packs merge: a merged pack's files stay a while.
+	// git fsck once the merges are done (fsck waits for them), with the
+	// files of merged packs still there (retireGrace).
 	s.fsck(t)
 	// The abbreviated names of a diff, as git's, count the objects of the
 	// merged packs still on disk.
