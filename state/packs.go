@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -57,12 +58,7 @@ type pack struct {
 }
 
 func (r *repo) packPath(id plumbing.Hash, ext string) string {
-	return filepath.Join(r.dir, packRel(id, ext))
-}
-
-// packRel is a pack's file relative to the repository (for r.fs).
-func packRel(id plumbing.Hash, ext string) string {
-	return filepath.Join("objects", "pack", "pack-"+id.String()+ext)
+	return filepath.Join(r.dir, "objects", "pack", "pack-"+id.String()+ext)
 }
 
 // loadPacks opens the packs of the repository, and removes an index left
@@ -128,7 +124,7 @@ func (r *repo) openPack(id plumbing.Hash) (*pack, error) {
 
 // readPack opens a pack whose index is read.
 func (r *repo) readPack(id plumbing.Hash, idx *idxfile.MemoryIndex) (*pack, error) {
-	pf, err := r.fs.Open(packRel(id, ".pack"))
+	pf, err := osfs.Default.Open(r.packPath(id, ".pack")) // a billy.File, as packfile wants
 	if err != nil {
 		return nil, err
 	}
@@ -490,48 +486,65 @@ func (r *repo) consolidate() {
 	}
 }
 
+// packEntry is the bytes of one object's entry in a pack: its header and
+// its compressed object or delta.
+type packEntry struct {
+	h        plumbing.Hash
+	from, to int64
+}
+
+// packEntries returns the entries of a pack in the order of their
+// offsets, so that an entry ends where the next begins (or at the
+// checksum).
+func (r *repo) packEntries(p *pack) ([]packEntry, error) {
+	st, err := os.Stat(r.packPath(p.id, ".pack"))
+	if err != nil {
+		return nil, err
+	}
+	it, err := p.idx.EntriesByOffset()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []packEntry
+	for {
+		e, err := it.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, packEntry{h: e.Hash, from: int64(e.Offset)})
+	}
+	for i := range out {
+		out[i].to = st.Size() - int64(len(p.id))
+		if i+1 < len(out) {
+			out[i].to = out[i+1].from
+		}
+	}
+	return out, nil
+}
+
 // mergePacks writes the objects of packs as one pack, makes it durable,
 // puts it in their place, and removes them.
 func (r *repo) mergePacks(packs []*pack) error {
-	// Each object once, pack by pack in the order of their offsets, so
-	// that an entry ends where the next begins (or at the checksum).
+	// Each object once, pack by pack.
 	type entry struct {
-		p        *pack
-		h        plumbing.Hash
-		from, to int64
+		p *pack
+		packEntry
 	}
 	var entries []entry
 	seen := map[plumbing.Hash]bool{}
 	for _, p := range packs {
-		st, err := os.Stat(r.packPath(p.id, ".pack"))
+		pes, err := r.packEntries(p)
 		if err != nil {
 			return err
 		}
-		it, err := p.idx.EntriesByOffset()
-		if err != nil {
-			return err
-		}
-		var mine []entry
-		for {
-			e, err := it.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				it.Close()
-				return err
-			}
-			mine = append(mine, entry{p: p, h: e.Hash, from: int64(e.Offset)})
-		}
-		it.Close()
-		for i := range mine {
-			mine[i].to = st.Size() - int64(len(p.id))
-			if i+1 < len(mine) {
-				mine[i].to = mine[i+1].from
-			}
-			if !seen[mine[i].h] {
-				seen[mine[i].h] = true
-				entries = append(entries, mine[i])
+		for _, pe := range pes {
+			if !seen[pe.h] {
+				seen[pe.h] = true
+				entries = append(entries, entry{p, pe})
 			}
 		}
 	}

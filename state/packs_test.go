@@ -91,7 +91,8 @@ func TestPacksMerge(t *testing.T) {
 		}
 	}
 	check("open")
-	// git fsck while packs merge: a merged pack's files stay a while.
+	// git fsck once the merges are done (fsck waits for them), with the
+	// files of merged packs still there (retireGrace).
 	s.fsck(t)
 	// The abbreviated names of a diff, as git's, count the objects of the
 	// merged packs still on disk.
@@ -116,17 +117,14 @@ func TestPacksMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range r.packs {
-		st, _ := os.Stat(r.packPath(p.id, ".pack"))
-		var offs []int64
-		it, _ := p.idx.EntriesByOffset()
-		for e, err := it.Next(); err == nil; e, err = it.Next() {
-			offs = append(offs, int64(e.Offset))
+		entries, err := r.packEntries(p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		offs = append(offs, st.Size()-20)
 		stored := 0
-		for i := range len(offs) - 1 {
-			buf := make([]byte, offs[i+1]-offs[i])
-			if _, err := p.file.ReadAt(buf, offs[i]); err != nil {
+		for _, e := range entries {
+			buf := make([]byte, e.to-e.from)
+			if _, err := p.file.ReadAt(buf, e.from); err != nil {
 				t.Fatal(err)
 			}
 			// Trees, of binary hashes, may stay stored: deflate finds

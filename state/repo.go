@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -33,9 +31,8 @@ const branchRef = "refs/heads/main"
 // of git), and the branch ref, because go-git neither fsyncs nor replaces
 // refs atomically.
 type repo struct {
-	dir    string // the bare repository
-	tmpDir string // temporary files, outside objects/ so git fsck sees no garbage
-	fs     billy.Filesystem
+	dir    string       // the bare repository
+	tmpDir string       // temporary files, outside objects/ so git fsck sees no garbage
 	cache  cache.Object // of the packs' delta bases
 	logger *slog.Logger
 
@@ -54,7 +51,7 @@ type repo struct {
 // openRepo opens the bare repository at dir, creating it when missing, and
 // removes temporary files that a previous run left behind.
 func openRepo(dir string, logger *slog.Logger) (*repo, error) {
-	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), fs: osfs.New(dir), cache: cache.NewObjectLRUDefault(),
+	r := &repo{dir: dir, tmpDir: filepath.Join(dir, "nexus-tmp"), cache: cache.NewObjectLRUDefault(),
 		logger: logger, blobs: newBlobCache(32 << 20)}
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := initRepo(dir); err != nil {
@@ -183,6 +180,12 @@ func (r *repo) readBlob(h plumbing.Hash) ([]byte, error) {
 // count, at least 7 hex digits), then until no other object shares the
 // prefix.
 func (r *repo) abbrev(h plumbing.Hash) string {
+	full := h.String()
+	var loose []os.DirEntry
+	if !h.IsZero() {
+		// Read before objMu, which every read of an object takes.
+		loose, _ = os.ReadDir(filepath.Join(r.dir, "objects", full[:2]))
+	}
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
 	// git counts the objects of every pack on disk, those of a merged
@@ -195,11 +198,9 @@ func (r *repo) abbrev(h plumbing.Hash) string {
 		packed += uint64(p.count)
 	}
 	n := max(7, (bits.Len64(packed)+1)/2)
-	full := h.String()
 	if h.IsZero() {
 		return full[:n]
 	}
-	loose, _ := os.ReadDir(filepath.Join(r.dir, "objects", full[:2]))
 	for ; n < len(full); n++ {
 		ambiguous := false
 		for _, e := range loose {
@@ -383,25 +384,15 @@ func (r *repo) readPackedRef() (plumbing.Hash, error) {
 // git treats the lock file as a lock, so a git command cannot update the
 // branch meanwhile.
 func (r *repo) stageRef(w *durableWrite, commit plumbing.Hash) error {
-	f, err := r.lockRef(commit)
-	if f != nil {
-		w.files = append(w.files, f)
-		w.cleanup = append(w.cleanup, f.Name())
-	}
-	return err
-}
-
-// lockRef creates the branch's lock file and writes the new commit into
-// it, not synced. On an error after the lock was created it returns the
-// file too, for the caller to remove.
-func (r *repo) lockRef(commit plumbing.Hash) (*os.File, error) {
 	lock := filepath.Join(r.dir, branchRef+".lock")
 	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
+		return fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
 	}
+	w.files = append(w.files, f)
+	w.cleanup = append(w.cleanup, lock)
 	_, err = f.WriteString(commit.String() + "\n")
-	return f, err
+	return err
 }
 
 // commitRef moves the branch to the commit whose lock file finish made
