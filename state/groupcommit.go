@@ -3,8 +3,6 @@ package state
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -371,7 +369,7 @@ func (s *Definitions) commitFiles(g *group) error {
 		return fmt.Errorf("write %s: %w", g.describe(), err)
 	}
 	if err := g.dw.syncPlaced(); err != nil {
-		os.Remove(filepath.Join(s.repo.dir, branchRef+".lock"))
+		s.repo.unlockRef()
 		return fmt.Errorf("write %s: %w", g.describe(), err)
 	}
 	return nil
@@ -380,10 +378,9 @@ func (s *Definitions) commitFiles(g *group) error {
 // publish reads the group's pack, moves the ref (the last round), and
 // publishes the commits.
 func (s *Definitions) publish(g *group) error {
-	lock := filepath.Join(s.repo.dir, branchRef+".lock")
 	if g.pack != nil {
 		if err := s.repo.addPack(g.pack); err != nil {
-			os.Remove(lock)
+			s.repo.unlockRef()
 			return fmt.Errorf("write %s: read the new pack: %w", g.describe(), err)
 		}
 	}

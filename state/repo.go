@@ -73,7 +73,7 @@ func openRepo(dir string, logger *slog.Logger) (*repo, error) {
 	}
 	// A lock file left by a crash mid ref update: the ref itself is intact
 	// (it is replaced by rename), so the lock is only debris.
-	if err := os.Remove(filepath.Join(dir, branchRef+".lock")); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := r.unlockRef(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	if err := r.loadPacks(); err != nil {
@@ -384,7 +384,7 @@ func (r *repo) readPackedRef() (plumbing.Hash, error) {
 // git treats the lock file as a lock, so a git command cannot update the
 // branch meanwhile.
 func (r *repo) stageRef(w *durableWrite, commit plumbing.Hash) error {
-	lock := filepath.Join(r.dir, branchRef+".lock")
+	lock := r.refLock()
 	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
@@ -395,14 +395,21 @@ func (r *repo) stageRef(w *durableWrite, commit plumbing.Hash) error {
 	return err
 }
 
+// refLock is the branch's lock file, as git names it.
+func (r *repo) refLock() string { return filepath.Join(r.dir, branchRef+".lock") }
+
+// unlockRef removes the branch's lock file: a ref update that will not
+// happen.
+func (r *repo) unlockRef() error { return os.Remove(r.refLock()) }
+
 // commitRef moves the branch to the commit whose lock file finish made
 // durable: rename, then sync the directory. It then appends to the reflog,
 // which recovery reads when the ref itself is lost; the commit is made by
 // then, so a failure there is only reported.
 func (r *repo) commitRef(old, commit plumbing.Hash, who, message string, when int64) (reflogErr, err error) {
 	path := filepath.Join(r.dir, branchRef)
-	if err := os.Rename(path+".lock", path); err != nil {
-		os.Remove(path + ".lock")
+	if err := os.Rename(r.refLock(), path); err != nil {
+		r.unlockRef()
 		return nil, fmt.Errorf("update %s: %w", branchRef, err)
 	}
 	if err := syncDirs(filepath.Dir(path)); err != nil {
