@@ -778,6 +778,9 @@ func (d *decoder) structure(path string, at, n *yaml.Node, v reflect.Value) {
 				collect(t.Field(i).Type, at)
 				continue
 			}
+			if name == "-" {
+				continue // not in the file (LLMProfile.Key)
+			}
 			known = append(known, name)
 			fields[name] = at
 		}
