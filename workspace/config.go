@@ -931,11 +931,6 @@ func (d *decoder) llm(c *LLMConfig) {
 			p := c.LLMProfile
 			p.Key = "llm"
 			c.Profiles["default"] = p
-			for _, k := range []string{"provider", "api", "model", "apiKeyEnv", "baseURL", "temperature", "maxOutputTokens", "contextWindow", "prices", "extraBody", "images"} {
-				if n, ok := d.nodes["llm."+k]; ok {
-					d.nodes["llm.profiles.default."+k] = n
-				}
-			}
 		}
 		c.LLMProfile = LLMProfile{}
 	}
