@@ -120,18 +120,20 @@ func (c *conn) promptContent(blocks []acpsdk.ContentBlock, takesImages bool) (st
 		case blk.Resource != nil:
 			sep()
 			r := blk.Resource.Resource
+			blob := r.BlobResourceContents
+			image := blob != nil && blob.MimeType != nil && imageTypes[*blob.MimeType]
 			switch {
 			case r.TextResourceContents != nil:
 				fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>\n", c.mention(r.TextResourceContents.Uri), r.TextResourceContents.Text)
-			case r.BlobResourceContents != nil && r.BlobResourceContents.MimeType != nil && imageTypes[*r.BlobResourceContents.MimeType] && !takesImages:
-				fmt.Fprintf(&b, "[image %s, not shown: the model takes no images]\n", c.mention(r.BlobResourceContents.Uri))
-			case r.BlobResourceContents != nil && r.BlobResourceContents.MimeType != nil && imageTypes[*r.BlobResourceContents.MimeType]:
-				fmt.Fprintf(&b, "[image %s, attached]\n", c.mention(r.BlobResourceContents.Uri))
-				if err := addImage(i, *r.BlobResourceContents.MimeType, r.BlobResourceContents.Blob); err != nil {
+			case image && !takesImages:
+				fmt.Fprintf(&b, "[image %s, not shown: the model takes no images]\n", c.mention(blob.Uri))
+			case image:
+				fmt.Fprintf(&b, "[image %s, attached]\n", c.mention(blob.Uri))
+				if err := addImage(i, *blob.MimeType, blob.Blob); err != nil {
 					return "", nil, err
 				}
-			case r.BlobResourceContents != nil:
-				fmt.Fprintf(&b, "[binary content of %s, not shown to the model]\n", c.mention(r.BlobResourceContents.Uri))
+			case blob != nil:
+				fmt.Fprintf(&b, "[binary content of %s, not shown to the model]\n", c.mention(blob.Uri))
 			}
 		case blk.Image != nil:
 			if err := addImage(i, blk.Image.MimeType, blk.Image.Data); err != nil {

@@ -82,7 +82,7 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 		return res, ss.compact(ctx, say)
 	case "cost":
 		i := ss.info()
-		cost := "unknown (no prices for this profile: llm.profiles." + i.Profile + ".prices)"
+		cost := "unknown (no prices for this profile: " + ss.currentProfile().Key() + ".prices)"
 		if i.Cost != nil {
 			cost = fmt.Sprintf("%.4f %s", i.Cost.Amount, i.Cost.Currency)
 		}

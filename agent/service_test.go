@@ -601,3 +601,28 @@ func TestProfileKey(t *testing.T) {
 		}
 	}
 }
+
+// TestCostKey: /cost without prices names the key to set as the file has
+// it: llm.prices for the profile written directly under llm.
+func TestCostKey(t *testing.T) {
+	f := newFixture(t, func(c *workspace.Config) {
+		cfg, err := workspace.ParseConfig("config.yaml", []byte("llm:\n  provider: openai-compatible\n  baseURL: http://127.0.0.1:1/v1\n  model: m\n"),
+			func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.LLM = cfg.LLM
+	})
+	id := f.session(t)
+	var rec recorder
+	if _, err := f.svc.Prompt(context.Background(), person, id, "/cost", agent.PromptOptions{OnUpdate: rec.add}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, u := range rec.kinds("command_output") {
+		out = append(out, u.Content.(*agent.ContentBlock).Text)
+	}
+	if len(out) != 1 || !strings.Contains(out[0], "no prices for this profile: llm.prices)") {
+		t.Errorf("/cost = %q, want it to name llm.prices", out)
+	}
+}

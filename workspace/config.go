@@ -778,6 +778,9 @@ func (d *decoder) structure(path string, at, n *yaml.Node, v reflect.Value) {
 				collect(t.Field(i).Type, at)
 				continue
 			}
+			if name == "-" {
+				continue // not in the file (LLMProfile.Key)
+			}
 			known = append(known, name)
 			fields[name] = at
 		}
@@ -928,11 +931,6 @@ func (d *decoder) llm(c *LLMConfig) {
 			p := c.LLMProfile
 			p.Key = "llm"
 			c.Profiles["default"] = p
-			for _, k := range []string{"provider", "api", "model", "apiKeyEnv", "baseURL", "temperature", "maxOutputTokens", "contextWindow", "prices", "extraBody", "images"} {
-				if n, ok := d.nodes["llm."+k]; ok {
-					d.nodes["llm.profiles.default."+k] = n
-				}
-			}
 		}
 		c.LLMProfile = LLMProfile{}
 	}

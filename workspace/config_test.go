@@ -387,6 +387,8 @@ func TestParseConfigErrors(t *testing.T) {
 			`c.yaml:3:5: grpc.tls: cert and key go together: give both, or neither for a generated certificate`},
 		{"TLS key without its certificate", yamlText("grpc:", "  tls: {key: server.key, clientCA: ca.pem}"),
 			`c.yaml:2:8: grpc.tls: cert and key go together: give both, or neither for a generated certificate`},
+		{"a field the file does not set", yamlText("llm:", "  provider: openai", "  model: m", "  \"-\": elsewhere"),
+			`c.yaml:4:3: unknown key "-" in llm (known: default, profiles, provider, api, model, apiKeyEnv, baseURL, temperature, maxOutputTokens, contextWindow, prices, extraBody, images)`},
 		{"unknown TLS key", yamlText("grpc:", "  tls: {ca: ca.pem}"),
 			`c.yaml:2:9: unknown key "ca" in grpc.tls (known: cert, key, clientCA)`},
 		{"app certificate not a fingerprint", yamlText("apps:", "  - id: a", "    certificate: /etc/a.pem"),

@@ -112,9 +112,6 @@ func apiKey(p Profile, opts Options) (string, error) {
 // that race was a failed attempt and a backoff. A prompt sent twice costs
 // no more than a retry; each request of ours gets its own key.
 func replayable(c *http.Client) *http.Client {
-	if _, ok := c.Transport.(idempotencyKey); ok {
-		return c
-	}
 	next := c.Transport
 	if next == nil {
 		next = http.DefaultTransport
