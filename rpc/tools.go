@@ -251,6 +251,7 @@ func toolCall(c tools.Call) *nexusv1.ToolCall {
 	}
 	if c.ICERC != nil {
 		p.Icerc = &nexusv1.Icerc{Intent: c.ICERC.Intent, Command: c.ICERC.Command, ExpectedOutcome: c.ICERC.ExpectedOutcome,
+			Asker: c.ICERC.Asker, Always: c.ICERC.Always,
 			Risk: &nexusv1.RiskAssessment{Level: string(c.ICERC.Risk.Level), Scope: c.ICERC.Risk.Scope, Details: c.ICERC.Risk.Details}}
 	}
 	return p

@@ -67,12 +67,22 @@ type Progress struct {
 }
 
 // ICERC is the record shown to a person before a risky call: intent,
-// command, expected outcome, risk.
+// command, expected outcome, risk; and who asks and what an "always"
+// answer would cover. Intent and ExpectedOutcome are the caller's words
+// (hostile until shown inert); Command, Asker and Always are Nexus's own.
 type ICERC struct {
 	Intent          string         `json:"intent"`
 	Command         string         `json:"command"`
 	ExpectedOutcome string         `json:"expectedOutcome"`
 	Risk            RiskAssessment `json:"risk"`
+	// Asker names the party whose call this is, as the person should read
+	// it: "app \"alpha\"", "agent session 0192… acting for the person",
+	// "MCP server \"github\" (sampling, during a call by the person)".
+	Asker string `json:"asker,omitempty"`
+	// Always is what an "always" answer would remember, in words: "allow
+	// or reject execute_command \"ls\" for app \"alpha\"". Empty when an
+	// "always" answer counts once (a protected path).
+	Always string `json:"always,omitempty"`
 }
 
 // RiskAssessment is the R of ICERC.

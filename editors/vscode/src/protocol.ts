@@ -116,6 +116,10 @@ export interface Icerc {
   command: string;
   expectedOutcome: string;
   risk: RiskAssessment;
+  /** Who asks: the party whose call this is. */
+  asker?: string;
+  /** What an "always" answer would remember; absent when it counts once. */
+  always?: string;
 }
 
 /** The status of a tool call. */

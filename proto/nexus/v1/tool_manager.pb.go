@@ -1109,8 +1109,14 @@ type Icerc struct {
 	Command         string                 `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
 	ExpectedOutcome string                 `protobuf:"bytes,3,opt,name=expected_outcome,json=expectedOutcome,proto3" json:"expected_outcome,omitempty"`
 	Risk            *RiskAssessment        `protobuf:"bytes,4,opt,name=risk,proto3" json:"risk,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// asker names the party whose call this is (an app, an agent session and
+	// whom it acts for, an MCP server).
+	Asker string `protobuf:"bytes,5,opt,name=asker,proto3" json:"asker,omitempty"`
+	// always is what an "always" answer would remember, in words; empty when
+	// an "always" answer counts once.
+	Always        string `protobuf:"bytes,6,opt,name=always,proto3" json:"always,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Icerc) Reset() {
@@ -1169,6 +1175,20 @@ func (x *Icerc) GetRisk() *RiskAssessment {
 		return x.Risk
 	}
 	return nil
+}
+
+func (x *Icerc) GetAsker() string {
+	if x != nil {
+		return x.Asker
+	}
+	return ""
+}
+
+func (x *Icerc) GetAlways() string {
+	if x != nil {
+		return x.Always
+	}
+	return ""
 }
 
 type RiskAssessment struct {
@@ -3697,12 +3717,14 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x10ToolCallProgress\x12\x1a\n" +
 	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x92\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xc0\x01\n" +
 	"\x05Icerc\x12\x16\n" +
 	"\x06intent\x18\x01 \x01(\tR\x06intent\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12)\n" +
 	"\x10expected_outcome\x18\x03 \x01(\tR\x0fexpectedOutcome\x12,\n" +
-	"\x04risk\x18\x04 \x01(\v2\x18.nexus.v1.RiskAssessmentR\x04risk\"V\n" +
+	"\x04risk\x18\x04 \x01(\v2\x18.nexus.v1.RiskAssessmentR\x04risk\x12\x14\n" +
+	"\x05asker\x18\x05 \x01(\tR\x05asker\x12\x16\n" +
+	"\x06always\x18\x06 \x01(\tR\x06always\"V\n" +
 	"\x0eRiskAssessment\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x18\n" +
