@@ -27,8 +27,14 @@ import (
 
 // benchTools measures tool calls through the daemon: get_current_time
 // against the health check on the same socket (p50, and throughput with 32
-// callers), and read_file of 1 MiB against cat.
+// callers), an execute_command of true (in the sandbox) against sh -c true
+// started directly, both beside the last run's ratios, and read_file of 1
+// MiB against cat.
 func benchTools(tmp string) error {
+	last, err := openLastRun()
+	if err != nil {
+		return err
+	}
 	ws := filepath.Join(tmp, "tools")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return err
@@ -74,6 +80,41 @@ func benchTools(tmp string) error {
 		sc = append(sc, time.Since(t))
 	}
 	report("ExecuteTool(get_current_time) over gRPC, p50", median(sc), median(se), "health check on the same socket", "≤ 1.3×")
+	last.compare("ExecuteTool(get_current_time), p50 ratio", float64(median(sc))/float64(median(se)), 1.1)
+
+	// execute_command of true, in the configured sandbox (workspace-write:
+	// the helper, its namespaces, mount view, Landlock, seccomp), against
+	// the same program started directly; alternating, like the above.
+	run := func() error {
+		r, err := cf.ExecuteTool(actx, &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: `{"argv":["true"]}`})
+		if err == nil && !r.Success {
+			err = fmt.Errorf("execute_command: %s %s", r.ErrorCode, r.Message)
+		}
+		return err
+	}
+	direct := func() error { return exec.Command("sh", "-c", "true").Run() }
+	var sr, sd []time.Duration
+	for i := range 220 {
+		t := time.Now()
+		if err := run(); err != nil {
+			return err
+		}
+		if i >= 20 { // the first are warm-up
+			sr = append(sr, time.Since(t))
+		}
+		t = time.Now()
+		if err := direct(); err != nil {
+			return err
+		}
+		if i >= 20 {
+			sd = append(sd, time.Since(t))
+		}
+	}
+	report("execute_command true (sandboxed), p50", median(sr), median(sd), "sh -c true started directly", "report")
+	last.compare("execute_command true, p50 ratio", float64(median(sr))/float64(median(sd)), 1.1)
+	if err := last.save(); err != nil {
+		return err
+	}
 
 	// Throughput: rounds of the echo and of the tool call, alternating, so
 	// that both see the same machine (this one is shared and noisy); the
