@@ -161,8 +161,9 @@
 // An execute_command program that is not one plain simple command (pipes,
 // lists, redirections, expansions, globs, assignments, a parse error; see
 // "Command rules"), or a call that sets env, has nothing a rule could
-// match: its "always" counts once, as does an answer about a protected path
-// or a path the file tools refuse. A remembered command covers the same
+// match: its "always" counts once, as does an answer about a protected
+// path, a path the file tools refuse, or a file tool's call without a path
+// (search_files of the whole workspace; with path "." it is remembered). A remembered command covers the same
 // words however quoted or given as argv, in any cwd, as a command rule
 // does; a remembered path covers the same path as written, not another
 // name that resolves to the same file (nor a symlink's target), and

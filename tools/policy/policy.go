@@ -452,8 +452,11 @@ func underDirectory(s Scope, dir string) (string, error) {
 //     simple command and the call sets no env, as a command rule matches
 //     it; any other program (pipes, lists, redirections, expansions, ...)
 //     counts once.
-//   - the file tools: the path argument ("." when search_files has none),
-//     cleaned; a path the tools would refuse counts once.
+//   - the file tools: the path argument, cleaned; a call without one (a
+//     search_files of the whole workspace: give "." to have it remembered)
+//     or with a path the tools would refuse counts once. So a decision on
+//     a tool's arguments {} (which tools to offer an agent) meets only
+//     broad answers.
 //   - every other tool: the whole tool.
 func callScope(req *Request, cmd *command) (Scope, bool) {
 	d := req.Tool
@@ -470,14 +473,10 @@ func callScope(req *Request, cmd *command) (Scope, bool) {
 		var a struct {
 			Path *string `json:"path"`
 		}
-		if json.Unmarshal(req.Args, &a) != nil {
+		if json.Unmarshal(req.Args, &a) != nil || a.Path == nil {
 			return Scope{}, false
 		}
-		p := "."
-		if a.Path != nil {
-			p = *a.Path
-		}
-		if p, ok := cleanScopePath(p); ok {
+		if p, ok := cleanScopePath(*a.Path); ok {
 			return Scope{Path: p}, true
 		}
 		return Scope{}, false
