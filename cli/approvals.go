@@ -60,17 +60,7 @@ func approvalOf(a *nexusv1.Approval) approvalRow {
 		return r
 	}
 	p := policy.Approval{AppID: r.AppID, Tool: tool, Server: r.ServerName, Scope: s}
-	r.Tool, r.Broad, r.Command, r.Path, r.Directory, r.Covers = tool, s.Broad, s.Command, s.Path, s.Directory, p.Covers()
-	switch {
-	case s.Broad:
-		r.Scope = "broad"
-	case s.Command != nil:
-		r.Scope = "command"
-	case s.Path != "":
-		r.Scope = "path"
-	case s.Directory != "":
-		r.Scope = "directory"
-	}
+	r.Tool, r.Scope, r.Broad, r.Command, r.Path, r.Directory, r.Covers = tool, s.Kind(), s.Broad, s.Command, s.Path, s.Directory, p.Covers()
 	return r
 }
 

@@ -110,19 +110,8 @@ func TestAlwaysCoversWhatWasShown(t *testing.T) {
 	}
 
 	// The person's MCP gateway client (an agent acting for the person).
-	info, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "daemon.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var daemonInfo struct {
-		MCPURL string `json:"mcpUrl"`
-	}
-	json.Unmarshal(info, &daemonInfo)
-	admin, err := os.ReadFile(res.Nexus.AdminTokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	person := connectMCP(t, httpMCP(daemonInfo.MCPURL, strings.TrimSpace(string(admin))))
+	url := (&daemon{t: t, ws: ws}).mcpURL() // the editor's daemon: daemon.json names its gateway
+	person := connectMCP(t, httpMCP(url, readAdmin(t, res)))
 	deadline := time.Now().Add(30 * time.Second)
 	for !toolNames(t, person)["execute_command"] {
 		if time.Now().After(deadline) {

@@ -61,19 +61,8 @@ func (s *Server) approvalsList(_ context.Context, _ *struct{}) (*approvalsListRe
 		if a.Allow {
 			d = "allow"
 		}
-		scope := "tool"
-		switch {
-		case a.Broad:
-			scope = "broad"
-		case a.Command != nil:
-			scope = "command"
-		case a.Path != "":
-			scope = "path"
-		case a.Directory != "":
-			scope = "directory"
-		}
 		res.Approvals = append(res.Approvals, approvalWire{AppID: a.AppID, ToolName: a.Name(), ServerName: a.Server, Tool: a.Tool,
-			Scope: scope, Broad: a.Broad, Command: a.Command, Path: a.Path, Directory: a.Directory, Covers: a.Covers(),
+			Scope: a.Kind(), Broad: a.Broad, Command: a.Command, Path: a.Path, Directory: a.Directory, Covers: a.Covers(),
 			DefinitionHash: a.DefinitionHash, Allow: a.Allow, Decision: d, Time: a.Time})
 	}
 	return res, nil

@@ -65,6 +65,22 @@ func (s Scope) key() string {
 	return ""
 }
 
+// Kind names the kind of s, as listings show it: command, path,
+// directory, broad, or tool (the whole tool).
+func (s Scope) Kind() string {
+	switch {
+	case s.Broad:
+		return "broad"
+	case s.Command != nil:
+		return "command"
+	case s.Path != "":
+		return "path"
+	case s.Directory != "":
+		return "directory"
+	}
+	return "tool"
+}
+
 // Name is what s covers as rules and listings write it: "" for the whole
 // tool; for execute_command the command with shell quoting ("ls -la");
 // for a file tool the path ("src/main.go"), a directory and everything
