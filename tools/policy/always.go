@@ -60,7 +60,7 @@ func AlwaysText(req Request) string {
 	var what string
 	switch {
 	case isSampling(req.Tool):
-		what = fmt.Sprintf("sampling requests of MCP server %q, any messages,", req.Tool.ServerName)
+		return fmt.Sprintf("sampling requests of MCP server %q, any messages, during calls by %s", req.Tool.ServerName, party(req.AppID))
 	case s.Command != nil:
 		what = fmt.Sprintf("%s %q, exactly this command,", executeCommand, shellJoin(s.Command))
 	case s.Path != "":

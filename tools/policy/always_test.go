@@ -331,7 +331,7 @@ func TestAlwaysText(t *testing.T) {
 		{Request{Tool: def(t, "read_file"), Args: pathArgs("../etc/passwd")}, ""},
 		{Request{Tool: def(t, "read_file"), Args: pathArgs("/etc/passwd")}, ""},
 		{Request{AppID: "a", Tool: def(t, "github/create_issue")}, `"github/create_issue", any arguments, for app "a" and its agent sessions`},
-		{Request{Tool: sampling, Author: "mcp:github"}, `sampling requests of MCP server "github", any messages, for the person and every agent session acting for the person`},
+		{Request{Tool: sampling, Author: "mcp:github"}, `sampling requests of MCP server "github", any messages, during calls by the person and every agent session acting for the person`},
 	} {
 		if got := AlwaysText(c.req); got != c.want {
 			t.Errorf("AlwaysText(%s %s) = %q, want %q", c.req.Tool.Name, c.req.Args, got, c.want)
