@@ -271,7 +271,7 @@ func (e *env) permCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  needVerb,
 	}
-	var app, server string
+	var app string
 	check := &cobra.Command{
 		Use:   "check TOOL [RESOURCE]",
 		Short: "Say whether an app may call a tool: allow, ask or deny, and why",
@@ -294,59 +294,7 @@ func (e *env) permCommand() *cobra.Command {
 		},
 	}
 	check.Flags().StringVar(&app, "app", "", "the app `ID` (default: the person at the terminal)")
-	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List the remembered \"always\" answers",
-		Args:  argsBetween(0, 0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
-				resp, err := t.ListApprovals(ctx, &nexusv1.ListApprovalsRequest{})
-				if err != nil {
-					return err
-				}
-				return e.output(resp, func(w io.Writer) error {
-					tw := newTable(w)
-					fmt.Fprintln(tw, "APP\tTOOL\tANSWER\tSINCE")
-					for _, a := range resp.GetApprovals() {
-						answer := "reject_always"
-						if a.GetAllow() {
-							answer = "allow_always"
-						}
-						tool := a.GetToolName()
-						if a.GetServerName() != "" {
-							tool = a.GetServerName() + "/" + tool
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDash(a.GetAppId()), tool, answer, a.GetTime().AsTime().Local().Format(time.RFC3339))
-					}
-					return tw.Flush()
-				})
-			})
-		},
-	}
-	revoke := &cobra.Command{
-		Use:   "revoke TOOL --app ID",
-		Short: "Forget the remembered answer of an app for a tool",
-		Args:  argsBetween(1, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
-				resp, err := t.RevokeApproval(ctx, &nexusv1.RevokeApprovalRequest{AppId: app, ToolName: args[0], ServerName: server})
-				if err != nil {
-					return err
-				}
-				return e.output(resp, func(w io.Writer) error {
-					if resp.GetRevoked() {
-						_, err := fmt.Fprintln(w, "revoked")
-						return err
-					}
-					_, err := fmt.Fprintln(w, "nothing remembered")
-					return err
-				})
-			})
-		},
-	}
-	revoke.Flags().StringVar(&app, "app", "", "the app `ID` (empty: the person's own answers)")
-	revoke.Flags().StringVar(&server, "server", "", "the MCP server `NAME` of the tool")
-	cmd.AddCommand(check, ls, revoke)
+	cmd.AddCommand(check, e.approvalsLsCommand(), e.approvalsRevokeCommand())
 	return cmd
 }
 

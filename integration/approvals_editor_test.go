@@ -10,9 +10,9 @@ import (
 )
 
 // TestEditorApprovals: an app's call that asks is answered "always" in the
-// editor; nexus/approvals/list shows the remembered answer, and
-// nexus/approvals/revoke forgets it, as gRPC's ListApprovals and
-// RevokeApproval do.
+// editor; nexus/approvals/list shows the remembered answer with the path it
+// covers, and nexus/approvals/revoke forgets it (by the tool's name: every
+// answer about the tool), as gRPC's ListApprovals and RevokeApproval do.
 func TestEditorApprovals(t *testing.T) {
 	ws := newWorkspace(t, "apps:\n  - id: planner\n")
 	e := startEditor(t, ws)
@@ -31,6 +31,8 @@ func TestEditorApprovals(t *testing.T) {
 	type approval struct {
 		AppID    string `json:"appId"`
 		ToolName string `json:"toolName"`
+		Tool     string `json:"tool"`
+		Scope    string `json:"scope"`
 		Allow    bool   `json:"allow"`
 		Decision string `json:"decision"`
 		Hash     string `json:"definitionHash"`
@@ -42,7 +44,7 @@ func TestEditorApprovals(t *testing.T) {
 	if len(list.Approvals) != 1 {
 		t.Fatalf("approvals = %+v", list)
 	}
-	if a := list.Approvals[0]; a.AppID != "planner" || a.ToolName != "write_file" || !a.Allow || a.Decision != "allow" || a.Hash == "" {
+	if a := list.Approvals[0]; a.AppID != "planner" || a.ToolName != "write_file:notes.txt" || a.Tool != "write_file" || a.Scope != "path" || !a.Allow || a.Decision != "allow" || a.Hash == "" {
 		t.Errorf("approval = %+v", a)
 	}
 	var rev struct {

@@ -298,8 +298,12 @@ func (s *toolService) ListApprovals(ctx context.Context, _ *nexusv1.ListApproval
 	if s.approvals == nil {
 		return resp, nil
 	}
+	// The Approval message has no field for the scope: tool_name is the
+	// answer's name, the tool's with its scope ("execute_command:ls",
+	// "read_file:src/**", "execute_command:**" for a broad answer), which
+	// RevokeApproval takes back.
 	for _, a := range s.approvals.List() {
-		resp.Approvals = append(resp.Approvals, &nexusv1.Approval{AppId: a.AppID, ToolName: a.Tool, ServerName: a.Server,
+		resp.Approvals = append(resp.Approvals, &nexusv1.Approval{AppId: a.AppID, ToolName: a.Name(), ServerName: a.Server,
 			DefinitionHash: a.DefinitionHash, Allow: a.Allow, Time: timestamppb.New(a.Time)})
 	}
 	return resp, nil
@@ -315,9 +319,9 @@ func (s *toolService) RevokeApproval(ctx context.Context, req *nexusv1.RevokeApp
 	if s.approvals == nil {
 		return &nexusv1.RevokeApprovalResponse{}, nil
 	}
-	ok, err := s.approvals.Revoke(req.GetAppId(), req.GetToolName(), req.GetServerName())
+	n, err := s.approvals.Revoke(req.GetAppId(), req.GetToolName(), req.GetServerName())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "revoke: %v", err)
 	}
-	return &nexusv1.RevokeApprovalResponse{Revoked: ok}, nil
+	return &nexusv1.RevokeApprovalResponse{Revoked: n > 0}, nil
 }

@@ -6,12 +6,29 @@ import (
 )
 
 // The person's remembered "always" answers, as gRPC's ListApprovals and
-// RevokeApproval give them.
+// RevokeApproval give them, with their scope spelled out.
 
 type approvalWire struct {
-	AppID          string `json:"appId"`
-	ToolName       string `json:"toolName"`
-	ServerName     string `json:"serverName,omitempty"`
+	AppID string `json:"appId"`
+	// ToolName is the answer's name, as gRPC's Approval.tool_name has it:
+	// the tool's, with the scope after a colon ("execute_command:ls",
+	// "read_file:src/**", "execute_command:**" for a broad answer).
+	// approvals/revoke takes it back.
+	ToolName   string `json:"toolName"`
+	ServerName string `json:"serverName,omitempty"`
+	// Tool is the tool's own name.
+	Tool string `json:"tool"`
+	// Scope is command, path, directory, tool (the whole tool: MCP tools)
+	// or broad; Broad is set for broad answers, from an approvals file
+	// written before answers had scopes, which cover every call of the
+	// tool.
+	Scope     string   `json:"scope"`
+	Broad     bool     `json:"broad,omitempty"`
+	Command   []string `json:"command,omitempty"`
+	Path      string   `json:"path,omitempty"`
+	Directory string   `json:"directory,omitempty"`
+	// Covers says in words which calls the answer covers.
+	Covers         string `json:"covers"`
 	DefinitionHash string `json:"definitionHash"`
 	Allow          bool   `json:"allow"`
 	// Decision is "allow" or "reject", for people.
@@ -24,13 +41,17 @@ type approvalsListResult struct {
 }
 
 type approvalsRevokeParams struct {
-	AppID      string `json:"appId"`
+	AppID string `json:"appId"`
+	// ToolName is a tool's name, which forgets every answer about it, or
+	// an answer's toolName, which forgets that one.
 	ToolName   string `json:"toolName"`
 	ServerName string `json:"serverName"`
 }
 
 type approvalsRevokeResult struct {
 	Revoked bool `json:"revoked"`
+	// Count is how many answers were forgotten.
+	Count int `json:"count"`
 }
 
 func (s *Server) approvalsList(_ context.Context, _ *struct{}) (*approvalsListResult, error) {
@@ -40,21 +61,22 @@ func (s *Server) approvalsList(_ context.Context, _ *struct{}) (*approvalsListRe
 		if a.Allow {
 			d = "allow"
 		}
-		res.Approvals = append(res.Approvals, approvalWire{AppID: a.AppID, ToolName: a.Tool, ServerName: a.Server,
+		res.Approvals = append(res.Approvals, approvalWire{AppID: a.AppID, ToolName: a.Name(), ServerName: a.Server, Tool: a.Tool,
+			Scope: a.Kind(), Broad: a.Broad, Command: a.Command, Path: a.Path, Directory: a.Directory, Covers: a.Covers(),
 			DefinitionHash: a.DefinitionHash, Allow: a.Allow, Decision: d, Time: a.Time})
 	}
 	return res, nil
 }
 
-// approvalsRevoke forgets a remembered answer: the next such call asks
+// approvalsRevoke forgets remembered answers: the next such call asks
 // again. Revoking one that does not exist is not an error (revoked false).
 func (s *Server) approvalsRevoke(_ context.Context, p *approvalsRevokeParams) (*approvalsRevokeResult, error) {
 	if p.ToolName == "" {
-		return nil, missing("toolName", "the tool whose remembered answer to revoke")
+		return nil, missing("toolName", "the tool (or the answer's toolName) whose remembered answers to revoke")
 	}
-	ok, err := s.opts.Approvals.Revoke(p.AppID, p.ToolName, p.ServerName)
+	n, err := s.opts.Approvals.Revoke(p.AppID, p.ToolName, p.ServerName)
 	if err != nil {
 		return nil, err
 	}
-	return &approvalsRevokeResult{Revoked: ok}, nil
+	return &approvalsRevokeResult{Revoked: n > 0, Count: n}, nil
 }

@@ -33,7 +33,11 @@ func (s *Server) attachApprover() {
 }
 
 // askEditor sends nexus/requestPermission and waits for the answer: a
-// string, or {"answer": string}. When ctx ends first (the policy's timeout,
+// string, or {"answer": string, "directory"?: string}. A directory widens
+// an "always" answer to a file tool's call to that directory and every
+// path under it (policy.AlwaysUnder); one that does not hold the call's
+// path, or that comes with a "once" answer, fails the request, which
+// denies the call. When ctx ends first (the policy's timeout,
 // or the call was cancelled), the editor is told with $/cancelRequest so
 // that it can close its prompt.
 func (s *Server) askEditor(ctx context.Context, call tools.Call, record policy.ICERC) (policy.Answer, error) {
@@ -57,12 +61,21 @@ func (s *Server) askEditor(ctx context.Context, call tools.Call, record policy.I
 	var ans policy.Answer
 	if json.Unmarshal(raw, &ans) != nil {
 		var obj struct {
-			Answer policy.Answer `json:"answer"`
+			Answer    policy.Answer `json:"answer"`
+			Directory *string       `json:"directory"`
 		}
 		if json.Unmarshal(raw, &obj) != nil {
-			return "", fmt.Errorf("the editor's answer %s is neither a string nor {\"answer\": string}", clip(string(raw)))
+			return "", fmt.Errorf("the editor's answer %s is neither a string nor {\"answer\": string, \"directory\"?: string}", clip(string(raw)))
 		}
 		ans = obj.Answer
+		if obj.Directory != nil {
+			if !ans.Always() {
+				return "", fmt.Errorf("the editor's answer %q names a directory, which only an \"always\" answer covers", ans)
+			}
+			if err := policy.AlwaysUnder(ctx, *obj.Directory); err != nil {
+				return "", fmt.Errorf("the editor's answer: %w", err)
+			}
+		}
 	}
 	return ans, nil
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,15 +20,97 @@ import (
 // read as approvals.
 var ErrCorruptApprovals = errors.New("corrupt approvals file")
 
-// approvalsVersion is the version of the approvals file format.
-const approvalsVersion = 1
+// approvalsVersion is the version of the approvals file format that
+// [Approvals] writes. Version 1 had no scopes: each of its answers covered
+// every call of its tool; it is still read, its execute_command and file
+// tool answers marked [Scope.Broad].
+const (
+	approvalsVersion   = 2
+	approvalsVersionV1 = 1
+)
+
+// Scope is what a remembered answer covers of its tool's calls (see the
+// package doc, "Asking and remembering"). The zero Scope is the whole tool:
+// the scope of every tool but execute_command and the file tools.
+type Scope struct {
+	// Command is the argv of one plain simple command of execute_command,
+	// as the command rules match it: a call whose program is exactly this
+	// command, word for word, with no env.
+	Command []string `json:"command,omitempty"`
+	// Path is the path of a file tool's call, in clean form ("." the
+	// workspace root), compared as written: the call must name this path.
+	Path string `json:"path,omitempty"`
+	// Directory is a directory, in clean form: the calls of the file tool
+	// on it and on every path under it. The person picks it in the editor.
+	Directory string `json:"directory,omitempty"`
+	// Broad marks an answer from an approvals file of version 1, given
+	// before answers had scopes: it covers every call of its tool, as it
+	// did then.
+	Broad bool `json:"broad,omitempty"`
+}
+
+// key is s as a map key; "" for the whole tool.
+func (s Scope) key() string {
+	switch {
+	case s.Broad:
+		return "broad"
+	case s.Command != nil:
+		b, _ := json.Marshal(s.Command)
+		return "command:" + string(b)
+	case s.Path != "":
+		return "path:" + s.Path
+	case s.Directory != "":
+		return "directory:" + s.Directory
+	}
+	return ""
+}
+
+// Kind names the kind of s, as listings show it: command, path,
+// directory, broad, or tool (the whole tool).
+func (s Scope) Kind() string {
+	switch {
+	case s.Broad:
+		return "broad"
+	case s.Command != nil:
+		return "command"
+	case s.Path != "":
+		return "path"
+	case s.Directory != "":
+		return "directory"
+	}
+	return "tool"
+}
+
+// Name is what s covers as rules and listings write it: "" for the whole
+// tool; for execute_command the command with shell quoting ("ls -la");
+// for a file tool the path ("src/main.go"), a directory and everything
+// under it ("src/**", "./**" for the whole workspace), or "**" for a broad
+// answer.
+func (s Scope) Name() string {
+	switch {
+	case s.Broad:
+		return "**"
+	case s.Command != nil:
+		return shellJoin(s.Command)
+	case s.Path != "":
+		return s.Path
+	case s.Directory == ".":
+		return "./**"
+	case s.Directory != "":
+		return s.Directory + "/**"
+	}
+	return ""
+}
 
 // Approval is one remembered "always" answer.
 type Approval struct {
-	// AppID is "" for the person.
+	// AppID is "" for the person: the answer covers the person's own calls
+	// and every agent session acting for the person. An app's answer
+	// covers the app's calls and its agent sessions.
 	AppID  string `json:"appId"`
 	Tool   string `json:"tool"`
 	Server string `json:"server,omitempty"`
+	Scope
 	// DefinitionHash is the tool definition the answer was given for; the
 	// answer does not apply to another.
 	DefinitionHash string    `json:"definitionHash"`
@@ -34,18 +118,89 @@ type Approval struct {
 	Time           time.Time `json:"time"`
 }
 
+// Name is what the answer covers, as listings show it and revoking takes
+// it: the tool's name, followed for a scoped answer by ":" and
+// [Scope.Name] ("execute_command:ls -la", "read_file:src/**",
+// "execute_command:**" for a broad answer).
+func (a Approval) Name() string {
+	if s := a.Scope.Name(); s != "" {
+		return a.Tool + ":" + s
+	}
+	return a.Tool
+}
+
+// ParseName is the inverse of [Approval.Name]: the tool and the scope of
+// an answer's name, for a tool of server ("" for core tools). A name
+// without a scope is the whole tool, which is also how revoking by a
+// tool's name reads it.
+func ParseName(name, server string) (tool string, s Scope, err error) {
+	tool, rest, ok := strings.Cut(name, ":")
+	switch {
+	case tool == "":
+		return "", Scope{}, fmt.Errorf("answer name %q has no tool", name)
+	case !ok:
+		return tool, Scope{}, nil
+	case !scoped(tool, server):
+		return "", Scope{}, fmt.Errorf("answer name %q: %s takes no scope", name, displayTool(tool, server))
+	case rest == "**":
+		return tool, Scope{Broad: true}, nil
+	case tool == executeCommand:
+		b, _ := json.Marshal(map[string]string{"command": rest})
+		c := parseArgs(b)
+		if c.err != nil || c.plain == nil {
+			return "", Scope{}, fmt.Errorf("answer name %q: %q is not one plain command", name, rest)
+		}
+		return tool, Scope{Command: c.plain}, nil
+	case rest == "./**":
+		return tool, Scope{Directory: "."}, nil
+	}
+	p, isDir := strings.CutSuffix(rest, "/**")
+	if c, ok := cleanScopePath(p); !ok || c != p || p == "" {
+		return "", Scope{}, fmt.Errorf("answer name %q: %q is not a clean path relative to the workspace", name, rest)
+	}
+	if isDir {
+		return tool, Scope{Directory: p}, nil
+	}
+	return tool, Scope{Path: p}, nil
+}
+
+// Covers says in words which calls the answer covers, for listings.
+func (a Approval) Covers() string {
+	tool := a.Tool
+	if a.Server != "" {
+		tool = a.Server + "/" + a.Tool
+	}
+	switch {
+	case a.Broad:
+		return fmt.Sprintf("every call of %s (broad: remembered before answers had scopes)", tool)
+	case a.Command != nil:
+		return fmt.Sprintf("%s %q, exactly", tool, shellJoin(a.Command))
+	case a.Path != "":
+		return fmt.Sprintf("%s %q", tool, a.Path)
+	case a.Directory == ".":
+		return fmt.Sprintf("%s anywhere in the workspace", tool)
+	case a.Directory != "":
+		return fmt.Sprintf("%s in %q and everything under it", tool, a.Directory+"/")
+	}
+	return tool + ", any arguments"
+}
+
 type approvalsFile struct {
 	Version   int        `json:"version"`
 	Approvals []Approval `json:"approvals"`
 }
 
-type approvalKey struct{ app, server, tool string }
+type approvalKey struct{ app, server, tool, scope string }
 
-// Approvals remembers "always" answers, one per app, server and tool,
-// persisted as JSON in one file. Every change is written to a temporary
-// file that is synced and renamed over the old one, and the directory is
-// synced: a change that returned nil survives a crash, and the file is
-// never half written. It is safe for concurrent use.
+func keyOf(ap *Approval) approvalKey {
+	return approvalKey{ap.AppID, ap.Server, ap.Tool, ap.Scope.key()}
+}
+
+// Approvals remembers "always" answers, one per app, server, tool and
+// scope, persisted as JSON in one file. Every change is written to a
+// temporary file that is synced and renamed over the old one, and the
+// directory is synced: a change that returned nil survives a crash, and the
+// file is never half written. It is safe for concurrent use.
 type Approvals struct {
 	path string
 
@@ -56,9 +211,10 @@ type Approvals struct {
 }
 
 // OpenApprovals reads the approvals file at path; a missing file is no
-// approvals. A file that is not valid approvals JSON is an error wrapping
-// [ErrCorruptApprovals]: the daemon should stop and say so rather than
-// forget what the person answered.
+// approvals. It reads versions 1 and 2 of the format; a version 1 file is
+// written as version 2 at the first change. A file that is not valid
+// approvals JSON is an error wrapping [ErrCorruptApprovals]: the daemon
+// should stop and say so rather than forget what the person answered.
 func OpenApprovals(path string) (*Approvals, error) {
 	a := &Approvals{path: path, approvals: make(map[approvalKey]Approval)}
 	corrupt := func(format string, args ...any) error {
@@ -75,8 +231,8 @@ func OpenApprovals(path string) (*Approvals, error) {
 	case !found:
 		return a, nil
 	}
-	if f.Version != approvalsVersion {
-		return nil, corrupt("version %d, want %d", f.Version, approvalsVersion)
+	if f.Version != approvalsVersion && f.Version != approvalsVersionV1 {
+		return nil, corrupt("version %d, want %d or %d", f.Version, approvalsVersionV1, approvalsVersion)
 	}
 	for i, ap := range f.Approvals {
 		if ap.Tool == "" {
@@ -85,31 +241,80 @@ func OpenApprovals(path string) (*Approvals, error) {
 		if ap.DefinitionHash == "" {
 			return nil, corrupt("approval %d has no definitionHash", i)
 		}
-		a.approvals[approvalKey{ap.AppID, ap.Server, ap.Tool}] = ap
+		if f.Version == approvalsVersionV1 {
+			if ap.Scope.key() != "" {
+				return nil, corrupt("approval %d has a scope, which version 1 does not have", i)
+			}
+			ap.Broad = scoped(ap.Tool, ap.Server)
+		}
+		if err := ap.check(); err != nil {
+			return nil, corrupt("approval %d: %v", i, err)
+		}
+		k := keyOf(&ap)
+		if _, dup := a.approvals[k]; dup {
+			return nil, corrupt("approval %d repeats %s for %s", i, ap.Name(), caller(ap.AppID))
+		}
+		a.approvals[k] = ap
 	}
 	return a, nil
+}
+
+// check reports what is wrong with the scope of ap for its tool.
+func (ap *Approval) check() error {
+	s := &ap.Scope
+	n := 0
+	for _, set := range []bool{s.Broad, s.Command != nil, s.Path != "", s.Directory != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return fmt.Errorf("%s has more than one of command, path, directory and broad", ap.Tool)
+	case !scoped(ap.Tool, ap.Server) && n > 0:
+		return fmt.Errorf("%s takes no scope: its answers cover the whole tool", displayTool(ap.Tool, ap.Server))
+	case scoped(ap.Tool, ap.Server) && n == 0:
+		return fmt.Errorf("%s has no scope (command, path, directory or broad)", ap.Tool)
+	case s.Command != nil && ap.Tool != executeCommand:
+		return fmt.Errorf("%s has a command: only execute_command does", ap.Tool)
+	case s.Command != nil && len(s.Command) == 0:
+		return errors.New("execute_command has an empty command")
+	case ap.Tool == executeCommand && (s.Path != "" || s.Directory != ""):
+		return errors.New("execute_command has a path or directory: its scope is a command")
+	}
+	for _, p := range []string{s.Path, s.Directory} {
+		if c, ok := cleanScopePath(p); p != "" && (!ok || c != p) {
+			return fmt.Errorf("%s path %q is not a clean path relative to the workspace", ap.Tool, p)
+		}
+	}
+	return nil
 }
 
 // Path is the file the approvals are kept in.
 func (a *Approvals) Path() string { return a.path }
 
-// Remember stores an answer for appID's use of a tool with the definition
-// hash defHash, replacing any earlier answer for that app and tool. It
-// returns after the file is durable; on error nothing changed.
-func (a *Approvals) Remember(appID, tool, server, defHash string, allow bool, when time.Time) error {
-	if tool == "" {
+// Remember stores ap, replacing any earlier answer for the same app, tool
+// and scope. It returns after the file is durable; on error nothing
+// changed.
+func (a *Approvals) Remember(ap Approval) error {
+	if ap.Tool == "" {
 		return errors.New("approvals: remember: no tool")
 	}
-	if defHash == "" {
+	if ap.DefinitionHash == "" {
 		return errors.New("approvals: remember: no definition hash")
 	}
+	if ap.Broad {
+		return errors.New("approvals: remember: a broad answer is only read from an old file, never given")
+	}
+	if err := ap.check(); err != nil {
+		return fmt.Errorf("approvals: remember: %w", err)
+	}
+	ap.Command = slices.Clone(ap.Command)
+	ap.Time = ap.Time.UTC().Round(0)
 	a.approvalsMu.Lock()
 	defer a.approvalsMu.Unlock()
 	m := maps.Clone(a.approvals)
-	m[approvalKey{appID, server, tool}] = Approval{
-		AppID: appID, Tool: tool, Server: server, DefinitionHash: defHash,
-		Allow: allow, Time: when.UTC().Round(0),
-	}
+	m[keyOf(&ap)] = ap
 	if err := a.write(m); err != nil {
 		return err
 	}
@@ -117,25 +322,41 @@ func (a *Approvals) Remember(appID, tool, server, defHash string, allow bool, wh
 	return nil
 }
 
-// Lookup returns the stored answer for appID's use of the tool, if there is
-// one for this definition hash. An answer given for another definition of
+// Lookup returns the stored answer that covers a call by appID of the
+// tool with the definition hash defHash; call is the call's own scope
+// ([Scope.Command] or [Scope.Path], or the zero Scope for a tool without
+// scopes), and ok false when the call has none (a command that is not one
+// plain command): then only a broad answer covers it. The most specific
+// answer wins: the call's own scope, then the deepest directory that holds
+// its path, then a broad answer. An answer given for another definition of
 // the tool does not apply.
-func (a *Approvals) Lookup(appID, tool, server, defHash string) (allow bool, found bool) {
-	ap, ok := a.get(appID, tool, server, defHash)
-	return ap.Allow, ok
-}
-
-func (a *Approvals) get(appID, tool, server, defHash string) (Approval, bool) {
-	a.approvalsMu.Lock()
-	ap, ok := a.approvals[approvalKey{appID, server, tool}]
-	a.approvalsMu.Unlock()
-	if !ok || ap.DefinitionHash != defHash {
-		return Approval{}, false
+func (a *Approvals) Lookup(appID, tool, server, defHash string, call Scope, ok bool) (Approval, bool) {
+	keys := make([]string, 0, 4)
+	if ok {
+		keys = append(keys, call.key())
+		if call.Path != "" {
+			for d := call.Path; ; d = path.Dir(d) {
+				keys = append(keys, Scope{Directory: d}.key())
+				if d == "." {
+					break
+				}
+			}
+		}
 	}
-	return ap, true
+	if scoped(tool, server) {
+		keys = append(keys, Scope{Broad: true}.key())
+	}
+	a.approvalsMu.Lock()
+	defer a.approvalsMu.Unlock()
+	for _, k := range keys {
+		if ap, found := a.approvals[approvalKey{appID, server, tool, k}]; found && ap.DefinitionHash == defHash {
+			return ap, true
+		}
+	}
+	return Approval{}, false
 }
 
-// List returns every stored answer, sorted by app, server and tool.
+// List returns every stored answer, sorted by app, server, tool and name.
 func (a *Approvals) List() []Approval {
 	a.approvalsMu.Lock()
 	out := slices.Collect(maps.Values(a.approvals))
@@ -144,32 +365,39 @@ func (a *Approvals) List() []Approval {
 	return out
 }
 
-// Revoke forgets the answer for appID's use of a tool, whatever its
-// definition hash; it reports whether there was one.
-func (a *Approvals) Revoke(appID, tool, server string) (bool, error) {
+// Revoke forgets appID's answers about a tool, whatever their definition
+// hash. name is the tool's name, which forgets every answer about the tool
+// (every scope), or an answer's [Approval.Name] ("execute_command:ls"),
+// which forgets that one. It returns how many it forgot.
+func (a *Approvals) Revoke(appID, name, server string) (int, error) {
 	a.approvalsMu.Lock()
 	defer a.approvalsMu.Unlock()
-	k := approvalKey{appID, server, tool}
-	if _, ok := a.approvals[k]; !ok {
-		return false, nil
-	}
 	m := maps.Clone(a.approvals)
-	delete(m, k)
+	for k, ap := range a.approvals {
+		if ap.AppID == appID && ap.Server == server && (ap.Tool == name || ap.Name() == name) {
+			delete(m, k)
+		}
+	}
+	n := len(a.approvals) - len(m)
+	if n == 0 {
+		return 0, nil
+	}
 	if err := a.write(m); err != nil {
-		return false, err
+		return 0, err
 	}
 	a.approvals = m
-	return true, nil
+	return n, nil
 }
 
 func sortApprovals(s []Approval) {
 	slices.SortFunc(s, func(x, y Approval) int {
-		return cmp.Or(cmp.Compare(x.AppID, y.AppID), cmp.Compare(x.Server, y.Server), cmp.Compare(x.Tool, y.Tool))
+		return cmp.Or(cmp.Compare(x.AppID, y.AppID), cmp.Compare(x.Server, y.Server), cmp.Compare(x.Tool, y.Tool),
+			cmp.Compare(x.Scope.Name(), y.Scope.Name()), cmp.Compare(x.Scope.key(), y.Scope.key()))
 	})
 }
 
 // write stores m in the file: temporary file, fsync, rename, fsync of the
-// directory. The caller holds mu.
+// directory. The caller holds approvalsMu.
 func (a *Approvals) write(m map[approvalKey]Approval) error {
 	f := approvalsFile{Version: approvalsVersion, Approvals: slices.Collect(maps.Values(m))}
 	if f.Approvals == nil {
@@ -185,4 +413,35 @@ func (a *Approvals) write(m map[approvalKey]Approval) error {
 		return fmt.Errorf("approvals: %w", err)
 	}
 	return nil
+}
+
+// fileTools are the core tools whose answers are remembered by path.
+var fileTools = []string{"read_file", "write_file", "edit_file", "list_directory", "search_files"}
+
+// scoped reports whether answers about the tool have a scope: the core
+// tools execute_command (a command) and the file tools (a path).
+func scoped(tool, server string) bool {
+	return server == "" && (tool == executeCommand || slices.Contains(fileTools, tool))
+}
+
+// cleanScopePath is p in the clean form a scope keeps ("." for the root),
+// and whether it is a path a file tool takes: relative, without ".." or a
+// NUL, and with no "**" name, which names a directory scope.
+func cleanScopePath(p string) (string, bool) {
+	if strings.IndexByte(p, 0) >= 0 || strings.HasPrefix(p, "/") {
+		return "", false
+	}
+	for c := range strings.SplitSeq(p, "/") {
+		if c == ".." || c == "**" {
+			return "", false
+		}
+	}
+	return path.Clean(p), true
+}
+
+func displayTool(tool, server string) string {
+	if server == "" {
+		return tool
+	}
+	return server + "/" + tool
 }

@@ -24,23 +24,21 @@ func TestApprovalsPersist(t *testing.T) {
 	}
 	t1 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
 	t2 := t1.Add(time.Hour)
-	for _, r := range []struct {
-		app, tool, server, hash string
-		allow                   bool
-		when                    time.Time
-	}{
-		{"planner", "write_file", "", "h1", true, t1},
-		{"planner", "create_issue", "github", "h2", false, t1},
-		{"", "execute_command", "", "h3", true, t1},
-		{"planner", "write_file", "", "h4", false, t2}, // replaces the first
+	ls := Scope{Command: []string{"ls"}}
+	notes := Scope{Path: "notes.md"}
+	for _, ap := range []Approval{
+		{AppID: "planner", Tool: "write_file", Scope: notes, DefinitionHash: "h1", Allow: true, Time: t1},
+		{AppID: "planner", Tool: "create_issue", Server: "github", DefinitionHash: "h2", Time: t1},
+		{AppID: "", Tool: "execute_command", Scope: ls, DefinitionHash: "h3", Allow: true, Time: t1},
+		{AppID: "planner", Tool: "write_file", Scope: notes, DefinitionHash: "h4", Time: t2}, // replaces the first
 	} {
-		if err := a.Remember(r.app, r.tool, r.server, r.hash, r.allow, r.when); err != nil {
+		if err := a.Remember(ap); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := []Approval{
-		{AppID: "", Tool: "execute_command", DefinitionHash: "h3", Allow: true, Time: t1.UTC()},
-		{AppID: "planner", Tool: "write_file", DefinitionHash: "h4", Allow: false, Time: t2.UTC()},
+		{AppID: "", Tool: "execute_command", Scope: ls, DefinitionHash: "h3", Allow: true, Time: t1.UTC()},
+		{AppID: "planner", Tool: "write_file", Scope: notes, DefinitionHash: "h4", Allow: false, Time: t2.UTC()},
 		{AppID: "planner", Tool: "create_issue", Server: "github", DefinitionHash: "h2", Allow: false, Time: t1.UTC()},
 	}
 	if got := a.List(); !reflect.DeepEqual(got, want) {
@@ -56,29 +54,32 @@ func TestApprovalsPersist(t *testing.T) {
 	}
 	for _, c := range []struct {
 		app, tool, server, hash string
+		call                    Scope
 		allow, found            bool
 	}{
-		{"planner", "write_file", "", "h4", false, true},
-		{"planner", "write_file", "", "h1", false, false}, // the replaced answer is gone
-		{"planner", "create_issue", "github", "h2", false, true},
-		{"planner", "create_issue", "", "h2", false, false}, // another server
-		{"other", "create_issue", "github", "h2", false, false},
-		{"", "execute_command", "", "h3", true, true},
-		{"", "execute_command", "", "changed", false, false},
+		{"planner", "write_file", "", "h4", notes, false, true},
+		{"planner", "write_file", "", "h1", notes, false, false}, // the replaced answer is gone
+		{"planner", "write_file", "", "h4", Scope{Path: "other.md"}, false, false},
+		{"planner", "create_issue", "github", "h2", Scope{}, false, true},
+		{"planner", "create_issue", "", "h2", Scope{}, false, false}, // another server
+		{"other", "create_issue", "github", "h2", Scope{}, false, false},
+		{"", "execute_command", "", "h3", ls, true, true},
+		{"", "execute_command", "", "h3", Scope{Command: []string{"ls", "-la"}}, false, false},
+		{"", "execute_command", "", "changed", ls, false, false},
 	} {
-		allow, found := b.Lookup(c.app, c.tool, c.server, c.hash)
-		if allow != c.allow || found != c.found {
-			t.Errorf("Lookup(%q, %q, %q, %q) = %v, %v; want %v, %v", c.app, c.tool, c.server, c.hash, allow, found, c.allow, c.found)
+		ap, found := b.Lookup(c.app, c.tool, c.server, c.hash, c.call, true)
+		if ap.Allow != c.allow || found != c.found {
+			t.Errorf("Lookup(%q, %q, %q, %q, %+v) = %v, %v; want %v, %v", c.app, c.tool, c.server, c.hash, c.call, ap.Allow, found, c.allow, c.found)
 		}
 	}
 
-	ok, err := b.Revoke("planner", "create_issue", "github")
-	if err != nil || !ok {
-		t.Fatalf("Revoke = %v, %v", ok, err)
+	n, err := b.Revoke("planner", "create_issue", "github")
+	if err != nil || n != 1 {
+		t.Fatalf("Revoke = %v, %v", n, err)
 	}
-	ok, err = b.Revoke("planner", "create_issue", "github")
-	if err != nil || ok {
-		t.Fatalf("second Revoke = %v, %v", ok, err)
+	n, err = b.Revoke("planner", "create_issue", "github")
+	if err != nil || n != 0 {
+		t.Fatalf("second Revoke = %v, %v", n, err)
 	}
 	c, err := OpenApprovals(path)
 	if err != nil {
@@ -110,20 +111,31 @@ func TestApprovalsRemembersNothingOnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Remember("a", "", "", "h", true, time.Now()); err == nil {
-		t.Error("no tool: no error")
-	}
-	if err := a.Remember("a", "t", "", "", true, time.Now()); err == nil {
-		t.Error("no hash: no error")
+	for name, ap := range map[string]Approval{
+		"no tool":                 {AppID: "a", DefinitionHash: "h"},
+		"no hash":                 {AppID: "a", Tool: "t"},
+		"broad":                   {Tool: "execute_command", Scope: Scope{Broad: true}, DefinitionHash: "h"},
+		"command without scope":   {Tool: "execute_command", DefinitionHash: "h"},
+		"file tool without scope": {Tool: "read_file", DefinitionHash: "h"},
+		"MCP tool with a path":    {Tool: "t", Server: "s", Scope: Scope{Path: "x"}, DefinitionHash: "h"},
+		"command with a path":     {Tool: "execute_command", Scope: Scope{Path: "x"}, DefinitionHash: "h"},
+		"path and directory":      {Tool: "read_file", Scope: Scope{Path: "x", Directory: "y"}, DefinitionHash: "h"},
+		"unclean path":            {Tool: "read_file", Scope: Scope{Path: "./x"}, DefinitionHash: "h"},
+		"path outside":            {Tool: "read_file", Scope: Scope{Path: "../x"}, DefinitionHash: "h"},
+		"empty command":           {Tool: "execute_command", Scope: Scope{Command: []string{}}, DefinitionHash: "h"},
+	} {
+		if err := a.Remember(ap); err == nil {
+			t.Errorf("%s: no error", name)
+		}
 	}
 	// A directory in the file's place makes the rename fail.
 	if err := os.Mkdir(filepath.Join(dir, "approvals.json"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Remember("a", "t", "", "h", true, time.Now()); err == nil {
+	if err := a.Remember(Approval{AppID: "a", Tool: "t", DefinitionHash: "h", Allow: true, Time: time.Now()}); err == nil {
 		t.Fatal("write over a directory: no error")
 	}
-	if _, found := a.Lookup("a", "t", "", "h"); found {
+	if _, found := a.Lookup("a", "t", "", "h", Scope{}, true); found {
 		t.Error("an answer that was not written is remembered")
 	}
 }
@@ -132,7 +144,11 @@ func TestApprovalsCorrupt(t *testing.T) {
 	for name, content := range map[string]string{
 		"not json":      "{not json",
 		"truncated":     `{"version":1,"approvals":[{"appId":"a"`,
-		"wrong version": `{"version":2,"approvals":[]}`,
+		"wrong version": `{"version":3,"approvals":[]}`,
+		"v1 with scope": `{"version":1,"approvals":[{"tool":"execute_command","command":["ls"],"definitionHash":"h","time":"2026-01-01T00:00:00Z"}]}`,
+		"v2 no scope":   `{"version":2,"approvals":[{"tool":"execute_command","definitionHash":"h","time":"2026-01-01T00:00:00Z"}]}`,
+		"v2 repeated":   `{"version":2,"approvals":[{"tool":"t","definitionHash":"h","time":"2026-01-01T00:00:00Z"},{"tool":"t","definitionHash":"g","time":"2026-01-01T00:00:00Z"}]}`,
+		"v2 bad path":   `{"version":2,"approvals":[{"tool":"read_file","path":"/etc/passwd","definitionHash":"h","time":"2026-01-01T00:00:00Z"}]}`,
 		"no version":    `{"approvals":[]}`,
 		"no tool":       `{"version":1,"approvals":[{"appId":"a","definitionHash":"h","allow":true,"time":"2026-01-01T00:00:00Z"}]}`,
 		"no hash":       `{"version":1,"approvals":[{"appId":"a","tool":"t","allow":true,"time":"2026-01-01T00:00:00Z"}]}`,
@@ -175,10 +191,10 @@ func TestApprovalsConcurrent(t *testing.T) {
 		wg.Go(func() {
 			tool := fmt.Sprintf("tool%d", i)
 			for j := range 5 {
-				if err := a.Remember("app", tool, "", fmt.Sprint(j), true, time.Now()); err != nil {
+				if err := a.Remember(Approval{AppID: "app", Tool: tool, DefinitionHash: fmt.Sprint(j), Allow: true, Time: time.Now()}); err != nil {
 					t.Error(err)
 				}
-				a.Lookup("app", tool, "", fmt.Sprint(j))
+				a.Lookup("app", tool, "", fmt.Sprint(j), Scope{}, true)
 				a.List()
 			}
 			if i%2 == 0 {
@@ -197,8 +213,8 @@ func TestApprovalsConcurrent(t *testing.T) {
 		t.Errorf("after reopen %d approvals, want 4", got)
 	}
 	for i := 1; i < 8; i += 2 {
-		if allow, found := b.Lookup("app", fmt.Sprintf("tool%d", i), "", "4"); !allow || !found {
-			t.Errorf("tool%d: %v %v", i, allow, found)
+		if ap, found := b.Lookup("app", fmt.Sprintf("tool%d", i), "", "4", Scope{}, true); !ap.Allow || !found {
+			t.Errorf("tool%d: %v %v", i, ap.Allow, found)
 		}
 	}
 }

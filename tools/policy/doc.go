@@ -44,8 +44,9 @@
 //     reject_always still denies it, a remembered allow_always does not
 //     allow it, and an "always" answer to it counts once and is not
 //     remembered.
-//   - A remembered "always" answer (see [Approvals]) for the same app, tool
-//     and definition hash turns an ask into allow or deny. It never changes
+//   - A remembered "always" answer (see [Approvals] and "Asking and
+//     remembering") for the same party, tool and definition hash whose
+//     scope covers the call turns an ask into allow or deny. It never changes
 //     an allow or a deny, so it never overrides a deny from the config. A
 //     stored answer for another definition hash (the tool changed) does not
 //     apply.
@@ -140,12 +141,50 @@
 // # Asking and remembering
 //
 // When the decision is ask, [BuildICERC] builds the record the person sees
-// (intent, command, expected outcome, risk assessment). Their answer goes to
-// [Policy.Record]: "always" answers are kept in [Approvals] with the hash of
-// the tool definition ([DefinitionHash]), so that a changed tool is asked
-// about again. An allow_always on execute_command covers every command of
-// that app that the rules would ask about; deny rules and the parse check
-// still apply.
+// (intent, command, expected outcome, risk assessment), with who asks
+// ([Asker]) and what an "always" answer would remember ([AlwaysText]; empty
+// when it counts once). Their answer goes to [Policy.Record]: an "always"
+// answer remembers exactly what the prompt showed, in [Approvals], with the
+// hash of the tool definition ([DefinitionHash]), so that a changed tool is
+// asked about again:
+//
+//	tool                      remembered (Scope)                      named
+//	execute_command           the argv of one plain command           execute_command:ls -la
+//	                          (as a command rule matches it)
+//	read_file, write_file,    the path, cleaned, as written           read_file:src/a.go
+//	edit_file,                or a directory the person picked        write_file:src/**
+//	list_directory,           (the editor's answer {"answer":
+//	search_files              "allow_always", "directory": "src"})
+//	MCP tools, sampling,      the whole tool: arguments have no       github/create_issue
+//	other core tools          known meaning
+//
+// An execute_command program that is not one plain simple command (pipes,
+// lists, redirections, expansions, globs, assignments, a parse error; see
+// "Command rules"), or a call that sets env, has nothing a rule could
+// match: its "always" counts once, as does an answer about a protected
+// path, a path the file tools refuse, or a file tool's call without a path
+// (search_files of the whole workspace; with path "." it is remembered). A remembered command covers the same
+// words however quoted or given as argv, in any cwd, as a command rule
+// does; a remembered path covers the same path as written, not another
+// name that resolves to the same file (nor a symlink's target), and
+// is compared case-sensitively.
+//
+// An answer is for one party: an app's covers that app's calls and the
+// agent sessions acting for it; the person's covers the person's own calls
+// (editor, terminal) and every agent session acting for the person (chat,
+// ACP, the MCP gateway's clients); an MCP server's sampling request is
+// remembered for the party of the call it came in. The prompt's Always text
+// says which.
+//
+// A call is covered by the most specific answer for its party, tool and
+// definition: its own command or path, then the deepest remembered
+// directory that holds the path, then a broad answer. Broad answers come
+// from an approvals file of version 1, written before answers had scopes:
+// each of its execute_command and file tool answers covers every call of
+// the tool, as it did then, and listings mark it broad
+// ("execute_command:**"); version 1 files are read, and written as version
+// 2 at the first change. Remembered answers never override a deny, and deny
+// rules and the parse check still apply to a remembered command.
 //
 // # Session modes
 //

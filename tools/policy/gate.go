@@ -120,11 +120,15 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	if v.Decision == Deny {
 		return tools.Errorf(tools.CodePermissionDenied, "denied by policy: %s", v.Reason)
 	}
+	req.Author = gr.Call.Author
 	record := BuildICERC(*req, gr.Intent, gr.ExpectedOutcome)
 	if v.Protected != "" {
 		record.Risk.Level = tools.RiskHigh
 		record.Risk.Details = append(record.Risk.Details, fmt.Sprintf(
 			"writes %s, which can make code run outside every sandbox (git hooks, VS Code tasks and settings, MCP servers): always asked, an \"always\" answer counts once", v.Protected))
+	}
+	if v.Protected != "" || p.store == nil {
+		record.Always = ""
 	}
 	setICERC(record)
 	approver := approvers.forCall(ctx, gr.Call)
@@ -133,6 +137,8 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	scope, _ := callScope(req, nil)
+	actx, picked := withChoice(actx, scope)
 	call := gr.Call
 	call.ICERC = &record
 	ans, err := approver(actx, call, record)
@@ -147,10 +153,13 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 		return tools.Errorf(tools.CodePermissionDenied, "the answer %q is not one of allow_once, allow_always, reject_once, reject_always: denied", ans)
 	}
 	switch {
-	case ans.Always() && v.Protected != "":
+	case !ans.Always():
+	case v.Protected != "":
 		logger.Info("an \"always\" answer to a write of a protected file counts once", "answer", string(ans), "path", v.Protected, "app", gr.Call.AppID)
-	case ans.Always():
-		if err := p.Record(*req, ans, time.Now()); err != nil {
+	case record.Always == "":
+		logger.Info("an \"always\" answer to a call with nothing to remember counts once", "answer", string(ans), "tool", gr.Tool.Name, "app", gr.Call.AppID)
+	default:
+		if err := p.record(req, ans, picked.directory(), time.Now()); err != nil {
 			logger.Warn("an \"always\" answer could not be remembered", "error", err.Error(), "tool", gr.Tool.Name, "app", gr.Call.AppID)
 		}
 	}

@@ -40,6 +40,9 @@ const maxArgString = 200
 // globs, control flow, variable assignments, an env argument, sudo and the
 // like, rm and the like, nested shells or eval, network programs, and
 // curl or wget together with a shell. Details lists each factor found.
+//
+// Asker names the party whose call it is ([Asker]); Always says what an
+// "always" answer would remember ([AlwaysText]).
 func BuildICERC(req Request, intent, expectedOutcome string) ICERC {
 	if strings.TrimSpace(intent) == "" {
 		intent = "(no intent given)"
@@ -56,6 +59,8 @@ func BuildICERC(req Request, intent, expectedOutcome string) ICERC {
 		Command:         renderCall(req),
 		ExpectedOutcome: expectedOutcome,
 		Risk:            risk,
+		Asker:           Asker(req),
+		Always:          AlwaysText(req),
 	}
 }
 

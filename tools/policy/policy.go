@@ -71,7 +71,11 @@ type Request struct {
 	// Agent is set for an agent session's call: acting for the person
 	// (AppID "") it still gets the risk default, not the admin default.
 	Agent bool
-	Tool  tools.Definition
+	// Author is who made the call, as tools.Call has it ("cli", "editor",
+	// "app:<id>", "agent:<session>", "mcp:<server>"): it names the asker
+	// in the ICERC record, and decides nothing.
+	Author string
+	Tool   tools.Definition
 	// Args are the call's arguments, already valid against the input schema.
 	Args json.RawMessage
 	// DefinitionHash pins the tool definition a remembered answer was given
@@ -251,14 +255,16 @@ func (p *Policy) decide(req *Request, cmd *command) Verdict {
 	return v
 }
 
-// remembered applies a remembered "always" answer to an ask.
+// remembered applies a remembered "always" answer to an ask: one for the
+// same app, tool and definition hash whose scope covers the call.
 func (p *Policy) remembered(req *Request, v Verdict) Verdict {
 	hash := req.DefinitionHash
 	if hash == "" {
 		hash = DefinitionHash(req.Tool)
 	}
-	a, ok := p.store.get(req.AppID, req.Tool.Name, req.Tool.ServerName, hash)
-	if !ok {
+	s, ok := callScope(req, nil)
+	a, found := p.store.Lookup(req.AppID, req.Tool.Name, req.Tool.ServerName, hash, s, ok)
+	if !found {
 		return v
 	}
 	ans, d := AllowAlways, Allow
@@ -267,7 +273,7 @@ func (p *Policy) remembered(req *Request, v Verdict) Verdict {
 	}
 	return Verdict{
 		Decision:   d,
-		Reason:     fmt.Sprintf("remembered: %s for %s on %s", ans, caller(req.AppID), a.Time.UTC().Format(time.DateOnly)),
+		Reason:     fmt.Sprintf("remembered: %s to %s for %s on %s", ans, a.Name(), caller(req.AppID), a.Time.UTC().Format(time.DateOnly)),
 		Remembered: true,
 	}
 }
@@ -377,10 +383,19 @@ func riskVerdict(risk tools.Risk) Verdict {
 	return Verdict{Decision: Ask, Reason: fmt.Sprintf("default for tools of unknown risk %q (treated as high): ask", risk)}
 }
 
-// Record stores an "always" answer for the call, with its definition hash;
-// "once" answers are not stored. It is an error to record an "always"
-// answer on a policy without [Approvals].
+// Record stores an "always" answer for the call, with its definition hash
+// and what the call's prompt showed (see the package doc, "Asking and
+// remembering"); "once" answers are not stored, and neither is an "always"
+// answer to a call that has nothing to remember (a command that is not one
+// plain command): that answer counts once. It is an error to record an
+// "always" answer on a policy without [Approvals].
 func (p *Policy) Record(req Request, ans Answer, when time.Time) error {
+	return p.record(&req, ans, "", when)
+}
+
+// record is Record; dir, when set, widens the answer to a file tool's call
+// to every path under that directory, which must hold the call's path.
+func (p *Policy) record(req *Request, ans Answer, dir string, when time.Time) error {
 	if !ans.Valid() {
 		return fmt.Errorf("%w: %q", ErrInvalidAnswer, ans)
 	}
@@ -390,11 +405,83 @@ func (p *Policy) Record(req Request, ans Answer, when time.Time) error {
 	if p.store == nil {
 		return ErrNoStore
 	}
+	s, ok := callScope(req, nil)
+	if !ok {
+		return nil
+	}
+	if dir != "" {
+		d, err := underDirectory(s, dir)
+		if err != nil {
+			return err
+		}
+		s = Scope{Directory: d}
+	}
 	hash := req.DefinitionHash
 	if hash == "" {
 		hash = DefinitionHash(req.Tool)
 	}
-	return p.store.Remember(req.AppID, req.Tool.Name, req.Tool.ServerName, hash, ans.Allows(), when)
+	return p.store.Remember(Approval{AppID: req.AppID, Tool: req.Tool.Name, Server: req.Tool.ServerName, Scope: s,
+		DefinitionHash: hash, Allow: ans.Allows(), Time: when})
+}
+
+// ErrNotUnder is returned when the directory picked for an "always" answer
+// does not hold the call's path, or the call is not a file tool's.
+var ErrNotUnder = errors.New("the directory does not hold the call's path")
+
+// underDirectory checks that dir, a directory the person picked, holds the
+// path of the call whose scope is s, and returns it in clean form.
+func underDirectory(s Scope, dir string) (string, error) {
+	if s.Path == "" {
+		return "", fmt.Errorf("%w: only a file tool's answer can cover a directory", ErrNotUnder)
+	}
+	if dir == "" {
+		return "", fmt.Errorf("%w: no directory given", ErrNotUnder)
+	}
+	d, ok := cleanScopePath(strings.TrimSuffix(dir, "/"))
+	if !ok || !(d == "." || s.Path == d || strings.HasPrefix(s.Path, d+"/")) {
+		return "", fmt.Errorf("%w: %q does not hold %q", ErrNotUnder, dir, s.Path)
+	}
+	return d, nil
+}
+
+// callScope is what an "always" answer to the call remembers; ok is false
+// when there is nothing to remember and the answer counts once. cmd is the
+// parsed execute_command, or nil to parse it here.
+//
+//   - execute_command: the argv of the program when it is exactly one plain
+//     simple command and the call sets no env, as a command rule matches
+//     it; any other program (pipes, lists, redirections, expansions, ...)
+//     counts once.
+//   - the file tools: the path argument, cleaned; a call without one (a
+//     search_files of the whole workspace: give "." to have it remembered)
+//     or with a path the tools would refuse counts once. So a decision on
+//     a tool's arguments {} (which tools to offer an agent) meets only
+//     broad answers.
+//   - every other tool: the whole tool.
+func callScope(req *Request, cmd *command) (Scope, bool) {
+	d := req.Tool
+	switch {
+	case isExecuteCommand(d):
+		if cmd == nil {
+			cmd = parseArgs(req.Args)
+		}
+		if cmd.err != nil || cmd.plain == nil || len(cmd.env) > 0 {
+			return Scope{}, false
+		}
+		return Scope{Command: cmd.plain}, true
+	case scoped(d.Name, d.ServerName):
+		var a struct {
+			Path *string `json:"path"`
+		}
+		if json.Unmarshal(req.Args, &a) != nil || a.Path == nil {
+			return Scope{}, false
+		}
+		if p, ok := cleanScopePath(*a.Path); ok {
+			return Scope{Path: p}, true
+		}
+		return Scope{}, false
+	}
+	return Scope{}, true
 }
 
 // Check answers the CoreFramework.CheckPermission RPC with the same rules

@@ -341,18 +341,20 @@ func TestDecideRemembered(t *testing.T) {
 		Commands: []CommandRule{{"rm **", Deny}},
 	}
 	p := New(rules, store)
-	remember := func(tool string, ans Answer) {
+	remember := func(tool string, args json.RawMessage, ans Answer) {
 		t.Helper()
-		if err := p.Record(Request{AppID: "x", Tool: def(t, tool)}, ans, when); err != nil {
+		if err := p.Record(Request{AppID: "x", Tool: def(t, tool), Args: args}, ans, when); err != nil {
 			t.Fatal(err)
 		}
 	}
-	remember("write_file", AllowAlways)
-	remember("github/create_issue", RejectAlways)
-	remember("github/delete_repo", AllowAlways)
-	remember("edit_file", AllowAlways)
-	remember("read_file", RejectAlways)
-	remember("execute_command", AllowAlways)
+	notes := pathArgs("notes.md")
+	remember("write_file", notes, AllowAlways)
+	remember("github/create_issue", nil, RejectAlways)
+	remember("github/delete_repo", nil, AllowAlways)
+	remember("edit_file", notes, AllowAlways)
+	remember("read_file", notes, RejectAlways)
+	remember("execute_command", cmdArgs("ls"), AllowAlways)
+	remember("execute_command", cmdArgs("ls | wc -l"), AllowAlways) // counts once
 
 	changed := def(t, "write_file")
 	changed.Description = "Write a file, and also mail it somewhere."
@@ -360,6 +362,7 @@ func TestDecideRemembered(t *testing.T) {
 	tests := []struct {
 		name       string
 		app        string
+		agent      bool
 		tool       tools.Definition
 		args       json.RawMessage
 		hash       string
@@ -367,23 +370,35 @@ func TestDecideRemembered(t *testing.T) {
 		remembered bool
 		reason     string
 	}{
-		{name: "allow always turns ask into allow", app: "x", tool: def(t, "write_file"), want: Allow, remembered: true, reason: `remembered: allow_always for app "x" on 2026-03-04`},
+		{name: "allow always turns ask into allow", app: "x", tool: def(t, "write_file"), args: notes, want: Allow, remembered: true, reason: `remembered: allow_always to write_file:notes.md for app "x" on 2026-03-04`},
+		{name: "only the path shown", app: "x", tool: def(t, "write_file"), args: pathArgs("src/main.go"), want: Ask},
+		{name: "the path as written, cleaned", app: "x", tool: def(t, "write_file"), args: pathArgs("./notes.md"), want: Allow, remembered: true},
 		{name: "reject always turns ask into deny", app: "x", tool: def(t, "github/create_issue"), want: Deny, remembered: true, reason: "remembered: reject_always"},
-		{name: "other app", app: "y", tool: def(t, "write_file"), want: Ask},
-		{name: "changed definition", app: "x", tool: changed, want: Ask, reason: "default for medium"},
-		{name: "explicit hash that differs", app: "x", tool: def(t, "write_file"), hash: "feed", want: Ask},
-		{name: "explicit hash that matches", app: "x", tool: changed, hash: DefinitionHash(def(t, "write_file")), want: Allow, remembered: true},
+		{name: "other app", app: "y", tool: def(t, "write_file"), args: notes, want: Ask},
+		{name: "the person does not share an app's answer", tool: def(t, "execute_command"), args: cmdArgs("ls"), want: Allow, reason: "admin token"},
+		{name: "an agent for the person does not share an app's answer", agent: true, tool: def(t, "execute_command"), args: cmdArgs("ls"), want: Ask},
+		{name: "an agent for the app shares its answer", app: "x", agent: true, tool: def(t, "execute_command"), args: cmdArgs("ls"), want: Allow, remembered: true},
+		{name: "changed definition", app: "x", tool: changed, args: notes, want: Ask, reason: "default for medium"},
+		{name: "explicit hash that differs", app: "x", tool: def(t, "write_file"), args: notes, hash: "feed", want: Ask},
+		{name: "explicit hash that matches", app: "x", tool: changed, args: notes, hash: DefinitionHash(def(t, "write_file")), want: Allow, remembered: true},
 		{name: "never over config tools deny", app: "x", tool: def(t, "github/delete_repo"), want: Deny, reason: "config tools.policy"},
-		{name: "never over app deny", app: "x", tool: def(t, "edit_file"), want: Deny, reason: `app "x" denies`},
-		{name: "reject does not touch a config allow", app: "x", tool: def(t, "read_file"), want: Allow, reason: "config tools.policy"},
-		{name: "execute allowed always", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls"), want: Allow, remembered: true},
+		{name: "never over app deny", app: "x", tool: def(t, "edit_file"), args: notes, want: Deny, reason: `app "x" denies`},
+		{name: "reject does not touch a config allow", app: "x", tool: def(t, "read_file"), args: notes, want: Allow, reason: "config tools.policy"},
+		{name: "execute allowed always", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls"), want: Allow, remembered: true, reason: "execute_command:ls"},
+		{name: "the same argv", app: "x", tool: def(t, "execute_command"), args: json.RawMessage(`{"argv":["ls"]}`), want: Allow, remembered: true},
+		{name: "the same words quoted", app: "x", tool: def(t, "execute_command"), args: cmdArgs("'ls'"), want: Allow, remembered: true},
+		{name: "another command asks", app: "x", tool: def(t, "execute_command"), args: cmdArgs("touch src"), want: Ask},
+		{name: "more words ask", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls -la"), want: Ask},
+		{name: "the command in a list asks", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls && touch x"), want: Ask},
+		{name: "a command remembered as a list counted once", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls | wc -l"), want: Ask},
+		{name: "with env asks", app: "x", tool: def(t, "execute_command"), args: json.RawMessage(`{"command":"ls","env":{"LD_PRELOAD":"x.so"}}`), want: Ask},
 		{name: "never over command deny", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls; rm x"), want: Deny, reason: "command rule"},
-		{name: "parse error still asks", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls 'oops"), want: Ask, reason: "cannot parse"},
-		{name: "maybe deny still asks", app: "x", tool: def(t, "execute_command"), args: cmdArgs("$X -rf /"), want: Ask, reason: "may match"},
+		{name: "parse error still asks", app: "x", tool: def(t, "execute_command"), args: cmdArgs("ls 'oops"), want: Ask},
+		{name: "maybe deny still asks", app: "x", tool: def(t, "execute_command"), args: cmdArgs("$X -rf /"), want: Ask},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := p.Decide(Request{AppID: tc.app, Tool: tc.tool, Args: tc.args, DefinitionHash: tc.hash})
+			got := p.Decide(Request{AppID: tc.app, Agent: tc.agent, Tool: tc.tool, Args: tc.args, DefinitionHash: tc.hash})
 			if got.Decision != tc.want || got.Remembered != tc.remembered || !strings.Contains(got.Reason, tc.reason) {
 				t.Errorf("Decide = %+v, want %s remembered=%v reason containing %q", got, tc.want, tc.remembered, tc.reason)
 			}
@@ -411,7 +426,7 @@ func TestRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := New(Rules{}, store)
-	req := Request{AppID: "a", Tool: def(t, "write_file")}
+	req := Request{AppID: "a", Tool: def(t, "write_file"), Args: pathArgs("a.txt")}
 	for _, ans := range []Answer{AllowOnce, RejectOnce} {
 		if err := p.Record(req, ans, time.Now()); err != nil {
 			t.Fatal(err)
@@ -432,9 +447,9 @@ func TestRecord(t *testing.T) {
 	if err := p.Record(req, RejectAlways, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	allow, found := store.Lookup("a", "write_file", "", DefinitionHash(def(t, "write_file")))
-	if !found || allow {
-		t.Errorf("Lookup = %v, %v; want a stored reject", allow, found)
+	ap, found := store.Lookup("a", "write_file", "", DefinitionHash(def(t, "write_file")), Scope{Path: "a.txt"}, true)
+	if !found || ap.Allow {
+		t.Errorf("Lookup = %+v, %v; want a stored reject", ap, found)
 	}
 }
 

@@ -142,7 +142,9 @@ func TestProtectedRemembered(t *testing.T) {
 		t.Fatal(err)
 	}
 	wf := def(t, "write_file")
-	if err := store.Remember("a", wf.Name, "", DefinitionHash(wf), true, time.Now()); err != nil {
+	// An answer for the whole workspace covers the hook's path too.
+	everywhere := Approval{AppID: "a", Tool: wf.Name, Scope: Scope{Directory: "."}, DefinitionHash: DefinitionHash(wf), Allow: true, Time: time.Now()}
+	if err := store.Remember(everywhere); err != nil {
 		t.Fatal(err)
 	}
 	p := New(Rules{}, store)
@@ -152,7 +154,8 @@ func TestProtectedRemembered(t *testing.T) {
 	if v := p.Decide(Request{AppID: "a", Tool: wf, Args: pathArgs(".git/hooks/pre-commit")}); v.Decision != Ask || v.Remembered {
 		t.Fatalf("a hook after allow_always: %+v", v)
 	}
-	if err := store.Remember("a", wf.Name, "", DefinitionHash(wf), false, time.Now()); err != nil {
+	everywhere.Allow = false
+	if err := store.Remember(everywhere); err != nil {
 		t.Fatal(err)
 	}
 	if v := p.Decide(Request{AppID: "a", Tool: wf, Args: pathArgs(".git/hooks/pre-commit")}); v.Decision != Deny || !v.Remembered {

@@ -14,6 +14,7 @@ import {
   promptMessage,
   rememberedDescription,
   rememberedLabel,
+  rememberedTooltip,
 } from './approvalsModel';
 import type { Daemon, Daemons } from './daemon';
 import { type Question, questionTitle, type Questions } from './elicitationModel';
@@ -288,8 +289,8 @@ export class RememberedView implements vscode.TreeDataProvider<RememberedNode>, 
     const a = n.approval;
     const item = new vscode.TreeItem(rememberedLabel(a), vscode.TreeItemCollapsibleState.None);
     item.description = rememberedDescription(a);
-    item.tooltip = `${a.decision} since ${a.time}${a.definitionHash ? `\ndefinition ${a.definitionHash}` : ''}`;
-    item.iconPath = new vscode.ThemeIcon(a.decision === 'allow' ? 'pass' : 'circle-slash');
+    item.tooltip = rememberedTooltip(a);
+    item.iconPath = new vscode.ThemeIcon(a.broad ? 'warning' : a.decision === 'allow' ? 'pass' : 'circle-slash');
     item.contextValue = 'remembered';
     return item;
   }

@@ -75,11 +75,28 @@ export class PendingApprovals extends WaitingQueue<PermissionParams, PermissionA
   }
 }
 
-/** rememberedLabel and rememberedDescription show one remembered answer. */
+/** rememberedLabel, rememberedDescription and rememberedTooltip show one
+ * remembered answer: what it covers, for whom, and whether it is broad. */
 export function rememberedLabel(a: Approval): string {
   return a.serverName ? `${a.serverName}/${a.toolName}` : a.toolName;
 }
 
 export function rememberedDescription(a: Approval): string {
-  return [a.decision === 'allow' ? 'always allow' : 'always reject', a.appId ? `app:${a.appId}` : 'any app'].join(' · ');
+  return [
+    a.decision === 'allow' ? 'always allow' : 'always reject',
+    a.appId ? `app:${a.appId}` : 'you and your agents',
+    ...(a.broad ? ['BROAD: every call of the tool'] : []),
+  ].join(' · ');
+}
+
+export function rememberedTooltip(a: Approval): string {
+  const who = a.appId ? `app "${a.appId}" and its agent sessions` : 'you and every agent session acting for you';
+  const lines = [`${a.decision === 'allow' ? 'Always allow' : 'Always reject'}: ${a.covers ?? rememberedLabel(a)}`, `For ${who}, since ${a.time}`];
+  if (a.broad) {
+    lines.push('Broad: remembered before answers had scopes, it covers every command or path of the tool. Revoke it to be asked again.');
+  }
+  if (a.definitionHash) {
+    lines.push(`Definition ${a.definitionHash}`);
+  }
+  return lines.join('\n');
 }

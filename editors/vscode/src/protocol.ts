@@ -511,14 +511,28 @@ export interface McpLogoutResult {
 
 // ---- remembered answers ---------------------------------------------------------------
 
-/** A remembered "always" answer (gRPC ListApprovals). */
+/** A remembered "always" answer (gRPC ListApprovals), with what it covers. */
 export interface Approval {
+  /** "" for the person: the answer covers the person and every agent session acting for them. */
   appId: string;
+  /** The answer's name: the tool's, with its scope ("execute_command:ls", "read_file:src/**",
+   * "execute_command:**" for a broad answer); nexus/approvals/revoke takes it back. */
   toolName: string;
   serverName: string;
   decision: 'allow' | 'reject';
   definitionHash: string;
   time: string;
+  /** The tool's own name (absent from an older nexusd, whose toolName is the tool). */
+  tool?: string;
+  /** What the answer covers: one command, one path, a directory and everything under it, the
+   * whole tool (MCP tools), or broad: every call of the tool, from before answers had scopes. */
+  scope?: 'command' | 'path' | 'directory' | 'tool' | 'broad';
+  broad?: boolean;
+  command?: string[];
+  path?: string;
+  directory?: string;
+  /** covers says in words which calls the answer covers. */
+  covers?: string;
 }
 export type ApprovalsListParams = Record<string, never>;
 export interface ApprovalsListResult {
@@ -526,11 +540,14 @@ export interface ApprovalsListResult {
 }
 export interface ApprovalsRevokeParams {
   appId: string;
+  /** A tool's name (every answer about it) or an answer's toolName (that one). */
   toolName: string;
   serverName: string;
 }
 export interface ApprovalsRevokeResult {
   revoked: boolean;
+  /** How many answers were forgotten. */
+  count?: number;
 }
 
 // ---- agent --------------------------------------------------------------------------
@@ -665,6 +682,14 @@ export interface AgentUpdateParams {
 
 /** The answers to nexus/requestPermission (policy.Answer). */
 export type PermissionAnswer = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
+/** The object form of a nexus/requestPermission answer. directory, with allow_always or
+ * reject_always to a file tool's call, widens what is remembered to that directory (relative to
+ * the workspace, "." for all of it) and everything under it; it must hold the call's path, or
+ * the call is denied. */
+export interface PermissionAnswerObject {
+  answer: PermissionAnswer;
+  directory?: string;
+}
 export const PermissionAnswers: readonly PermissionAnswer[] = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
 
 /** permissionParams: the params of nexus/requestPermission. */

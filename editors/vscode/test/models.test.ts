@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { CancellationToken } from 'vscode-jsonrpc/node.js';
 import { ActivityModel, Coalescer, describe, groupOf, icon, shownStatus } from '../src/activityModel';
-import { answerOf, PendingApprovals, promptMessage } from '../src/approvalsModel';
+import { answerOf, PendingApprovals, promptMessage, rememberedDescription, rememberedLabel, rememberedTooltip } from '../src/approvalsModel';
 import { classifyStderr, overallState, RestartBudget, servedFolders, statusText } from '../src/lifecycle';
 import { mcpLogLine } from '../src/logs';
 import { launchText } from '../src/mcpModel';
@@ -289,4 +289,45 @@ test('mcp: what a trust prompt says an entry runs, the enterprise grant\'s ID to
     oauth: { grant: 'enterprise', clientId: 'nexus', idp: { issuer: 'https://idp.example', clientId: 'i', idTokenCommand: ['acme-sso', 'print id token'] } },
   };
   assert.equal(launchText(enterprise), "https://mcp.wiki.example/mcp (its ID token from: acme-sso 'print id token')");
+});
+
+test('remembered answers: each names what it covers; an answer from before scopes is marked broad', { timeout }, async () => {
+  const ws = makeWorkspace(askWrites);
+  // An approvals file of version 1: its answers had no scope.
+  fs.writeFileSync(
+    path.join(ws, '.nexus', 'approvals.json'),
+    JSON.stringify({
+      version: 1,
+      approvals: [{ appId: 'alpha', tool: 'execute_command', definitionHash: 'h', allow: true, time: '2026-01-01T00:00:00Z' }],
+    }),
+  );
+  const d = new Daemon(ws);
+  d.conn.onRequest(Requests.requestPermission, () => 'allow_always');
+  try {
+    await d.initialize();
+    const r = await call(d.conn, Methods.toolsExecute, { toolName: 'write_file', arguments: { path: 'notes/a.txt', content: 'yes' } });
+    assert.equal(r.success, true, JSON.stringify(r));
+    const { approvals } = await call(d.conn, Methods.approvalsList, {});
+    assert.equal(approvals.length, 2, JSON.stringify(approvals));
+    const [person, broad] = approvals;
+    assert.equal(person.toolName, 'write_file:notes/a.txt');
+    assert.equal(person.scope, 'path');
+    assert.equal(rememberedLabel(person), 'write_file:notes/a.txt');
+    assert.equal(rememberedDescription(person), 'always allow · you and your agents');
+    assert.match(rememberedTooltip(person), /^Always allow: write_file "notes\/a.txt"\nFor you and every agent session acting for you/);
+    assert.equal(broad.broad, true);
+    assert.equal(rememberedLabel(broad), 'execute_command:**');
+    assert.equal(rememberedDescription(broad), 'always allow · app:alpha · BROAD: every call of the tool');
+    assert.match(rememberedTooltip(broad), /Broad: remembered before answers had scopes/);
+    // Revoking by the answer's name forgets that one answer.
+    const rev = await call(d.conn, Methods.approvalsRevoke, { appId: broad.appId, toolName: broad.toolName, serverName: broad.serverName });
+    assert.equal(rev.revoked, true);
+    const after = await call(d.conn, Methods.approvalsList, {});
+    assert.deepEqual(
+      after.approvals.map((a) => a.toolName),
+      ['write_file:notes/a.txt'],
+    );
+  } finally {
+    await d.close();
+  }
 });
