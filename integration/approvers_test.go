@@ -1,0 +1,370 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+)
+
+// Only the person answers (tools/policy, "Who may answer"): an app, on
+// every door it can open with its token, is asked nothing — not about its
+// own calls, not about an MCP server it brings. The hostile app and the
+// prompt-injected model (scriptedModel) are played by the tests.
+
+// scriptedModel is an OpenAI-compatible chat completions server (SSE)
+// that answers a request whose last message is not a tool result with the
+// tool call set by next, and any other with text.
+type scriptedModel struct {
+	url string
+
+	mu       sync.Mutex
+	name     string // of the tool call; "" answers text
+	args     string
+	requests int
+}
+
+func startScriptedModel(t *testing.T) *scriptedModel {
+	t.Helper()
+	m := &scriptedModel{}
+	srv := httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(srv.Close)
+	m.url = srv.URL
+	return m
+}
+
+// next makes the model call tool name with args (JSON) until changed; ""
+// makes it answer text.
+func (m *scriptedModel) next(name, args string) {
+	m.mu.Lock()
+	m.name, m.args = name, args
+	m.mu.Unlock()
+}
+
+// config is the llm section of a workspace whose model is m.
+func (m *scriptedModel) config() string {
+	return fmt.Sprintf("llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: %s/v1\n  model: scripted\nagent:\n  maxSteps: 3\n", m.url)
+}
+
+func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		http.Error(w, "not a chat completions request", http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	m.requests++
+	n, name, args := m.requests, m.name, m.args
+	m.mu.Unlock()
+	if len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "tool" {
+		name = ""
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1, "model": "scripted",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	if name == "" {
+		send(map[string]any{"role": "assistant", "content": "done"}, nil)
+		send(map[string]any{}, "stop")
+	} else {
+		send(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprintf("call_%d", n), "type": "function",
+			"function": map[string]any{"name": name, "arguments": args}}}}, nil)
+		send(map[string]any{}, "tool_calls")
+	}
+	b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1, "model": "scripted",
+		"choices": []any{}, "usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+}
+
+// launcherAttack is the arguments of an execute_command that writes the
+// folder-open task of .vscode/tasks.json: code that runs outside every
+// sandbox the next time the person opens the folder.
+var launcherAttack = mustJSON(map[string]any{"command": `mkdir -p .vscode && echo '{"version":"2.0.0","tasks":[]}' > .vscode/tasks.json`})
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// remembersAllowFor reports whether .nexus/approvals.json holds an allow
+// for app.
+func remembersAllowFor(t *testing.T, ws, app string) bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(ws, ".nexus", "approvals.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Approvals []struct {
+			AppID string `json:"appId"`
+			Allow bool   `json:"allow"`
+		} `json:"approvals"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("approvals.json: %v\n%s", err, data)
+	}
+	for _, a := range f.Approvals {
+		if a.AppID == app && a.Allow {
+			return true
+		}
+	}
+	return false
+}
+
+// launcherHeld fails t when the attack wrote the launcher, or left an
+// allow for app behind.
+func launcherHeld(t *testing.T, ws, app string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(ws, ".vscode", "tasks.json")); err == nil {
+		t.Error("the app's command ran: .vscode/tasks.json was written")
+	}
+	if remembersAllowFor(t, ws, app) {
+		t.Errorf(".nexus/approvals.json remembers an allow for app %q", app)
+	}
+}
+
+// acpAnswering is an app's ACP client: it answers every permission
+// request with allow_always, and counts them.
+type acpAnswering struct {
+	acpRecorder
+	askedMu sync.Mutex
+	asked   []acpsdk.RequestPermissionRequest
+}
+
+func (c *acpAnswering) RequestPermission(_ context.Context, req acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	c.askedMu.Lock()
+	c.asked = append(c.asked, req)
+	c.askedMu.Unlock()
+	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected("allow_always")}, nil
+}
+
+func (c *acpAnswering) questions() int {
+	c.askedMu.Lock()
+	defer c.askedMu.Unlock()
+	return len(c.asked)
+}
+
+// startACP runs nexusd acp on ws (with the token in tokenFile, when not
+// "") as client, initialized.
+func startACP(t *testing.T, ws, tokenFile string, client acpsdk.Client) *acpsdk.ClientSideConnection {
+	t.Helper()
+	args := []string{"acp", "--workspace", ws}
+	if tokenFile != "" {
+		args = append(args, "--token-file", tokenFile)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "nexusd"), args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Logf("nexusd acp: %v\n%s", err, stderr.String())
+		}
+	})
+	conn := acpsdk.NewClientSideConnection(client, stdin, stdout)
+	if _, err := conn.Initialize(context.Background(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, stderr.String())
+	}
+	return conn
+}
+
+// acpPrompt opens a session of conn in ws and prompts it once.
+func acpPrompt(t *testing.T, conn *acpsdk.ClientSideConnection, ws string, servers []acpsdk.McpServer) {
+	t.Helper()
+	if servers == nil {
+		servers = []acpsdk.McpServer{}
+	}
+	sess, err := conn.NewSession(context.Background(), acpsdk.NewSessionRequest{Cwd: ws, McpServers: servers})
+	if err != nil {
+		t.Fatalf("session/new: %v", err)
+	}
+	if _, err := conn.Prompt(context.Background(), acpsdk.PromptRequest{SessionId: sess.SessionId,
+		Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("set up the project")}}); err != nil {
+		t.Fatalf("session/prompt: %v", err)
+	}
+}
+
+// agentPrompt prompts a new gRPC Agent session of token, answering each
+// permission request of the stream with answer (by the same token); it
+// returns how many it answered and the stream's end (nil: a result).
+func agentPrompt(t *testing.T, d *daemon, token string, askPermissions bool, answer string) (int, error) {
+	t.Helper()
+	ag := nexusv1.NewAgentClient(d.conn)
+	s, err := ag.NewSession(as(token), &nexusv1.NewSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.Session.SessionId
+	stream, err := ag.Prompt(as(token), &nexusv1.PromptRequest{SessionId: id, Text: "set up the project", AskPermissions: askPermissions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := 0
+	for {
+		r, err := stream.Recv()
+		if err == io.EOF {
+			return answered, nil
+		}
+		if err != nil {
+			return answered, err
+		}
+		if r.Result != nil {
+			continue
+		}
+		var u struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			Permission    *struct {
+				RequestID string `json:"requestId"`
+			} `json:"permission"`
+		}
+		if json.Unmarshal([]byte(r.UpdateJson), &u) == nil && u.SessionUpdate == "permission_request" && u.Permission != nil {
+			if _, err := ag.AnswerPermission(as(token), &nexusv1.AnswerPermissionRequest{SessionId: id, RequestId: u.Permission.RequestID, Answer: answer}); err != nil {
+				t.Errorf("AnswerPermission: %v", err)
+			}
+			answered++
+		}
+	}
+}
+
+// TestAppApprovesNothing (issue 24, break 1): an app with no tool grants
+// tries to approve its own execute_command that writes .vscode/tasks.json,
+// through the three doors that asked it: the MCP gateway's elicitation to
+// its own client (nexusd mcp with its token), gRPC Agent's
+// ask_permissions + AnswerPermission, and ACP's session/request_permission
+// to its own ACP client (nexusd acp --token-file). No editor is attached:
+// each time the command does not run, the app is never asked, and no
+// "always" is remembered for it.
+func TestAppApprovesNothing(t *testing.T) {
+	m := startScriptedModel(t)
+	ws := newWorkspace(t, "apps:\n  - id: planner\n"+m.config())
+	d := startDaemon(t, ws)
+	tokenFile := filepath.Join(ws, ".nexus", "run", "apps", "planner.token")
+	token := d.appToken("planner")
+
+	// The app's own gRPC call is denied: no one to ask.
+	r, err := d.tools().ExecuteTool(as(token), &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: launcherAttack, RequestingAppId: "planner"})
+	if err != nil || r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "no editor is attached to ask the person") {
+		t.Fatalf("ExecuteTool: %v %v", r, err)
+	}
+
+	t.Run("MCP gateway elicitation", func(t *testing.T) {
+		c := connectAnsweringOver(t, &mcp.CommandTransport{Command: exec.Command(filepath.Join(binDir, "nexusd"), "mcp", "--workspace", ws, "--token-file", tokenFile)}, true)
+		c.answer(func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "allow_always"}}
+		})
+		var args map[string]any
+		json.Unmarshal([]byte(launcherAttack), &args)
+		text, isErr := callText(t, c.ClientSession, "execute_command", args)
+		if !isErr || !strings.Contains(text, "no editor is attached to ask the person") {
+			t.Errorf("execute_command through the gateway: %q %v", text, isErr)
+		}
+		if n := len(c.questions()); n != 0 {
+			t.Errorf("the app's MCP client was asked %d questions", n)
+		}
+		launcherHeld(t, ws, "planner")
+	})
+
+	t.Run("gRPC Agent ask_permissions", func(t *testing.T) {
+		m.next("execute_command", launcherAttack)
+		defer m.next("", "")
+		answered, err := agentPrompt(t, d, token, true, "allow_always")
+		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "only the person answers") || answered != 0 {
+			t.Errorf("Prompt with ask_permissions by an app: answered %d, %v", answered, err)
+		}
+		launcherHeld(t, ws, "planner")
+	})
+
+	t.Run("ACP session/request_permission", func(t *testing.T) {
+		m.next("execute_command", launcherAttack)
+		defer m.next("", "")
+		client := &acpAnswering{}
+		acpPrompt(t, startACP(t, ws, tokenFile, client), ws, nil)
+		if n := client.questions(); n != 0 {
+			t.Errorf("the app's ACP client was asked %d questions", n)
+		}
+		launcherHeld(t, ws, "planner")
+	})
+
+	// And the app's later plain calls reuse nothing.
+	r, err = d.tools().ExecuteTool(as(token), &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: launcherAttack, RequestingAppId: "planner"})
+	if err != nil || r.Success {
+		t.Fatalf("ExecuteTool after the attempts: %v %v", r, err)
+	}
+	launcherHeld(t, ws, "planner")
+}
+
+// TestAppACPServerWaits (issue 24, break 2): an app runs nexusd acp with
+// its token and passes a stdio MCP server (/bin/sh -c …) in session/new,
+// ready to approve it itself. It is never asked; the server waits for the
+// person: it does not start, and .nexus/mcp-trust.json pins nothing.
+func TestAppACPServerWaits(t *testing.T) {
+	m := startScriptedModel(t)
+	ws := newWorkspace(t, "apps:\n  - id: planner\n"+m.config())
+	d := startDaemon(t, ws)
+	marker := filepath.Join(t.TempDir(), "ran")
+	client := &acpAnswering{}
+	conn := startACP(t, ws, filepath.Join(ws, ".nexus", "run", "apps", "planner.token"), client)
+	acpPrompt(t, conn, ws, []acpsdk.McpServer{{Stdio: &acpsdk.McpServerStdio{Name: "evil", Command: "/bin/sh",
+		Args: []string{"-c", `echo ran > "$0"`, marker}, Env: []acpsdk.EnvVariable{}}}})
+	if n := client.questions(); n != 0 {
+		t.Errorf("the app's ACP client was asked %d questions", n)
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, ".nexus", "mcp-trust.json")); err == nil && strings.Contains(string(data), "evil") {
+		t.Errorf(".nexus/mcp-trust.json pins the app's server:\n%s", data)
+	}
+	servers, err := d.tools().ListMcpServers(as(d.admin), &nexusv1.ListMcpServersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers.Servers {
+		if s.Name == "evil" && s.State != "pending_approval" {
+			t.Errorf("the app's server is %q, want pending_approval", s.State)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the app's MCP server ran")
+	}
+	d.stop()
+	if strings.Contains(d.stderr.String(), "approved by the person") {
+		t.Errorf("the daemon logged an approval by the person:\n%s", d.stderr)
+	}
+}
