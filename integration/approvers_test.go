@@ -17,6 +17,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -151,10 +152,11 @@ func launcherHeld(t *testing.T, ws, app string) {
 	}
 }
 
-// acpAnswering is an app's ACP client: it answers every permission
-// request with allow_always, and counts them.
+// acpAnswering is an ACP client that answers every permission request
+// with answer (default allow_always), and counts them.
 type acpAnswering struct {
 	acpRecorder
+	answer  string
 	askedMu sync.Mutex
 	asked   []acpsdk.RequestPermissionRequest
 }
@@ -163,7 +165,11 @@ func (c *acpAnswering) RequestPermission(_ context.Context, req acpsdk.RequestPe
 	c.askedMu.Lock()
 	c.asked = append(c.asked, req)
 	c.askedMu.Unlock()
-	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected("allow_always")}, nil
+	answer := c.answer
+	if answer == "" {
+		answer = "allow_always"
+	}
+	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(acpsdk.PermissionOptionId(answer))}, nil
 }
 
 func (c *acpAnswering) questions() int {
@@ -226,9 +232,9 @@ func acpPrompt(t *testing.T, conn *acpsdk.ClientSideConnection, ws string, serve
 // agentPrompt prompts a new gRPC Agent session of token, answering each
 // permission request of the stream with answer (by the same token); it
 // returns how many it answered and the stream's end (nil: a result).
-func agentPrompt(t *testing.T, d *daemon, token string, askPermissions bool, answer string) (int, error) {
+func agentPrompt(t *testing.T, conn *grpc.ClientConn, token string, askPermissions bool, answer string) (int, error) {
 	t.Helper()
-	ag := nexusv1.NewAgentClient(d.conn)
+	ag := nexusv1.NewAgentClient(conn)
 	s, err := ag.NewSession(as(token), &nexusv1.NewSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +288,7 @@ func TestAppApprovesNothing(t *testing.T) {
 
 	// The app's own gRPC call is denied: no one to ask.
 	r, err := d.tools().ExecuteTool(as(token), &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: launcherAttack, RequestingAppId: "planner"})
-	if err != nil || r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "no editor is attached to ask the person") {
+	if err != nil || r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "no editor is attached") {
 		t.Fatalf("ExecuteTool: %v %v", r, err)
 	}
 
@@ -306,7 +312,7 @@ func TestAppApprovesNothing(t *testing.T) {
 	t.Run("gRPC Agent ask_permissions", func(t *testing.T) {
 		m.next("execute_command", launcherAttack)
 		defer m.next("", "")
-		answered, err := agentPrompt(t, d, token, true, "allow_always")
+		answered, err := agentPrompt(t, d.conn, token, true, "allow_always")
 		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "only the person answers") || answered != 0 {
 			t.Errorf("Prompt with ask_permissions by an app: answered %d, %v", answered, err)
 		}
@@ -340,11 +346,13 @@ func TestAppACPServerWaits(t *testing.T) {
 	m := startScriptedModel(t)
 	ws := newWorkspace(t, "apps:\n  - id: planner\n"+m.config())
 	d := startDaemon(t, ws)
-	marker := filepath.Join(t.TempDir(), "ran")
+	// What it runs marks that it ran, then serves MCP (nexusd mcp on a
+	// workspace of its own), so that a prompt that started it goes on.
+	marker, own := filepath.Join(t.TempDir(), "ran"), t.TempDir()
 	client := &acpAnswering{}
 	conn := startACP(t, ws, filepath.Join(ws, ".nexus", "run", "apps", "planner.token"), client)
 	acpPrompt(t, conn, ws, []acpsdk.McpServer{{Stdio: &acpsdk.McpServerStdio{Name: "evil", Command: "/bin/sh",
-		Args: []string{"-c", `echo ran > "$0"`, marker}, Env: []acpsdk.EnvVariable{}}}})
+		Args: []string{"-c", `echo ran > "$0"; exec "$1" mcp --workspace "$2"`, marker, filepath.Join(binDir, "nexusd"), own}, Env: []acpsdk.EnvVariable{}}}})
 	if n := client.questions(); n != 0 {
 		t.Errorf("the app's ACP client was asked %d questions", n)
 	}
@@ -366,5 +374,158 @@ func TestAppACPServerWaits(t *testing.T) {
 	d.stop()
 	if strings.Contains(d.stderr.String(), "approved by the person") {
 		t.Errorf("the daemon logged an approval by the person:\n%s", d.stderr)
+	}
+}
+
+// TestWhoMayAnswer is the rule of tools/policy's "Who may answer" through
+// the real nexusd, with the person's editor attached: on each door, a
+// party's write of .vscode/tasks.json (a protected path: always asked,
+// whoever calls) is answered by the editor, or by the door's own client
+// ("itself": the gateway client's elicitation, gRPC Agent's
+// AnswerPermission, the ACP client's session/request_permission). The
+// door's own client answers only when it is the person's; an app's is
+// never asked, and its question goes to the editor. Where the client
+// answers, the editor rejects: a write happens only on the answer of the
+// one the cell names.
+func TestWhoMayAnswer(t *testing.T) {
+	m := startScriptedModel(t)
+	write := mustJSON(map[string]any{"path": ".vscode/tasks.json", "content": "{}"})
+	m.next("write_file", write)
+	ws := newWorkspace(t, "apps:\n  - id: bare\n  - id: granted\n    grants:\n      tools:\n        allow: [write_file]\n"+
+		"mcp:\n  http: {address: \"127.0.0.1:0\"}\n"+m.config())
+	e := startEditor(t, ws)
+	res := e.initialize(os.Getpid())
+	conn, _ := grpcAdmin(t, res)
+	var info struct {
+		MCPURL string `json:"mcpUrl"`
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "daemon.json")); err != nil || json.Unmarshal(data, &info) != nil || info.MCPURL == "" {
+		t.Fatalf("daemon.json: %v %+v", err, info)
+	}
+	tokenFile := func(party string) string {
+		if party == "the person" || party == "an agent for the person" {
+			return res.Nexus.AdminTokenFile
+		}
+		if party == "app with grants" {
+			return filepath.Join(ws, ".nexus", "run", "apps", "granted.token")
+		}
+		return filepath.Join(ws, ".nexus", "run", "apps", "bare.token")
+	}
+	token := func(party string) string {
+		data, err := os.ReadFile(tokenFile(party))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	editorAsked := func() int {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		n := 0
+		for _, r := range e.requests {
+			if r.method == "nexus/requestPermission" {
+				n++
+			}
+		}
+		return n
+	}
+	var writeArgs map[string]any
+	json.Unmarshal([]byte(write), &writeArgs)
+
+	// Each door runs the write as party; itself says whether the door's
+	// own client offers to answer (allow_once). It returns how often the
+	// client was asked.
+	mcpDoor := func(transport func(party string) mcp.Transport) func(t *testing.T, party string, itself bool) int {
+		return func(t *testing.T, party string, itself bool) int {
+			c := connectAnsweringOver(t, transport(party), itself)
+			if itself {
+				c.answer(func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "allow_once"}}
+				})
+			}
+			callText(t, c.ClientSession, "write_file", writeArgs)
+			return len(c.questions())
+		}
+	}
+	doors := map[string]func(t *testing.T, party string, itself bool) int{
+		"gRPC ExecuteTool": func(t *testing.T, party string, _ bool) int {
+			app := map[string]string{"app with grants": "granted", "app without grants": "bare"}[party]
+			if _, err := nexusv1.NewToolManagerClient(conn).ExecuteTool(as(token(party)), &nexusv1.ExecuteToolRequest{
+				ToolName: "write_file", ArgumentsJson: write, RequestingAppId: app}); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		},
+		"gRPC Agent": func(t *testing.T, party string, itself bool) int {
+			n, err := agentPrompt(t, conn, token(party), itself, "allow_once")
+			if err != nil && status.Code(err) != codes.PermissionDenied {
+				t.Fatal(err)
+			}
+			return n
+		},
+		"editor": func(t *testing.T, _ string, _ bool) int {
+			var r map[string]any
+			e.mustCall("nexus/tools/execute", map[string]any{"toolName": "write_file", "argumentsJson": write}, &r)
+			return 0
+		},
+		"ACP": func(t *testing.T, party string, itself bool) int {
+			tf := ""
+			if party == "an agent for an app" {
+				tf = tokenFile(party)
+			}
+			client := &acpAnswering{answer: "allow_once"}
+			acpPrompt(t, startACP(t, ws, tf, client), ws, nil)
+			return client.questions()
+		},
+		"MCP stdio": mcpDoor(func(party string) mcp.Transport {
+			return &mcp.CommandTransport{Command: exec.Command(filepath.Join(binDir, "nexusd"), "mcp", "--workspace", ws, "--token-file", tokenFile(party))}
+		}),
+		"MCP HTTP": mcpDoor(func(party string) mcp.Transport { return httpMCP(info.MCPURL, token(party)) }),
+	}
+
+	const answered, refused = "answered", "refused"
+	for _, c := range []struct {
+		door, party, answerer, want string
+	}{
+		{"gRPC ExecuteTool", "app without grants", "editor", answered},
+		{"gRPC ExecuteTool", "app with grants", "editor", answered},
+		{"gRPC ExecuteTool", "the person", "editor", answered},
+		{"gRPC Agent", "an agent for the person", "itself", answered},
+		{"gRPC Agent", "an agent for the person", "editor", answered},
+		{"gRPC Agent", "an agent for an app", "itself", refused},
+		{"gRPC Agent", "an agent for an app", "editor", answered},
+		{"editor", "the person", "editor", answered},
+		{"ACP", "an agent for the person", "itself", answered},
+		{"ACP", "an agent for an app", "itself", refused},
+		{"ACP", "an agent for an app", "editor", answered},
+		{"MCP stdio", "app without grants", "itself", refused},
+		{"MCP stdio", "app with grants", "itself", refused},
+		{"MCP stdio", "app without grants", "editor", answered},
+		{"MCP stdio", "an agent for the person", "itself", answered},
+		{"MCP HTTP", "app without grants", "itself", refused},
+		{"MCP HTTP", "app with grants", "itself", refused},
+		{"MCP HTTP", "app with grants", "editor", answered},
+		{"MCP HTTP", "an agent for the person", "itself", answered},
+	} {
+		t.Run(c.door+"/"+c.party+"/"+c.answerer, func(t *testing.T) {
+			target := filepath.Join(ws, ".vscode", "tasks.json")
+			os.Remove(target)
+			itself := c.answerer == "itself"
+			e.mu.Lock()
+			e.permission = map[bool]string{true: "reject_once", false: "allow_once"}[itself]
+			e.mu.Unlock()
+			before := editorAsked()
+			asked := doors[c.door](t, c.party, itself)
+			_, err := os.Stat(target)
+			ran, editor := err == nil, editorAsked()-before
+			switch {
+			case c.want == answered && itself && (!ran || asked == 0 || editor != 0):
+				t.Errorf("want the door's own client to answer: ran %v, it was asked %d times, the editor %d", ran, asked, editor)
+			case c.want == answered && !itself && (!ran || editor == 0):
+				t.Errorf("want the editor to answer: ran %v, the editor was asked %d times", ran, editor)
+			case c.want == refused && (ran || asked != 0):
+				t.Errorf("want the door's own client refused: ran %v, it was asked %d times", ran, asked)
+			}
+		})
 	}
 }
