@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
@@ -275,25 +276,34 @@ func agentPrompt(t *testing.T, conn *grpc.ClientConn, token string, askPermissio
 // tries to approve its own execute_command that writes .vscode/tasks.json,
 // through the three doors that asked it: the MCP gateway's elicitation to
 // its own client (nexusd mcp with its token), gRPC Agent's
-// ask_permissions + AnswerPermission, and ACP's session/request_permission
+// ask_permissions + AnswerPermission (on the unix socket and over
+// TCP/TLS), and ACP's session/request_permission
 // to its own ACP client (nexusd acp --token-file). No editor is attached:
 // each time the command does not run, the app is never asked, and no
 // "always" is remembered for it.
 func TestAppApprovesNothing(t *testing.T) {
 	m := startScriptedModel(t)
-	ws := newWorkspace(t, "apps:\n  - id: planner\n"+m.config())
-	d := startDaemon(t, ws)
-	tokenFile := filepath.Join(ws, ".nexus", "run", "apps", "planner.token")
-	token := d.appToken("planner")
-
-	// The app's own gRPC call is denied: no one to ask.
-	r, err := d.tools().ExecuteTool(as(token), &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: launcherAttack, RequestingAppId: "planner"})
-	if err != nil || r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "no editor is attached") {
-		t.Fatalf("ExecuteTool: %v %v", r, err)
+	// One app per door, none with grants, so that what one door let
+	// through (an "always") does not decide for the next.
+	apps := []string{"viamcp", "viaagent", "viatls", "viaacp"}
+	ws := newWorkspace(t, "apps:\n  - id: "+strings.Join(apps, "\n  - id: ")+"\n"+m.config())
+	d := startDaemon(t, ws, "--grpc-addr", "127.0.0.1:0")
+	tokenFile := func(app string) string { return filepath.Join(ws, ".nexus", "run", "apps", app+".token") }
+	// held fails t when the attack wrote the launcher, or left an allow
+	// for app behind, and then removes the launcher for the next door.
+	held := func(t *testing.T, app string) {
+		t.Helper()
+		launcherHeld(t, ws, app)
+		os.RemoveAll(filepath.Join(ws, ".vscode"))
+		// Its later plain calls reuse nothing.
+		r, err := d.tools().ExecuteTool(as(d.appToken(app)), &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: launcherAttack, RequestingAppId: app})
+		if err != nil || r.Success || r.ErrorCode != "permission_denied" || !strings.Contains(r.Message, "no editor is attached") {
+			t.Errorf("the app's ExecuteTool afterwards: %v %v", r, err)
+		}
 	}
 
 	t.Run("MCP gateway elicitation", func(t *testing.T) {
-		c := connectAnsweringOver(t, &mcp.CommandTransport{Command: exec.Command(filepath.Join(binDir, "nexusd"), "mcp", "--workspace", ws, "--token-file", tokenFile)}, true)
+		c := connectAnsweringOver(t, &mcp.CommandTransport{Command: exec.Command(filepath.Join(binDir, "nexusd"), "mcp", "--workspace", ws, "--token-file", tokenFile("viamcp"))}, true)
 		c.answer(func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "allow_always"}}
 		})
@@ -306,36 +316,37 @@ func TestAppApprovesNothing(t *testing.T) {
 		if n := len(c.questions()); n != 0 {
 			t.Errorf("the app's MCP client was asked %d questions", n)
 		}
-		launcherHeld(t, ws, "planner")
+		held(t, "viamcp")
 	})
 
-	t.Run("gRPC Agent ask_permissions", func(t *testing.T) {
-		m.next("execute_command", launcherAttack)
-		defer m.next("", "")
-		answered, err := agentPrompt(t, d.conn, token, true, "allow_always")
-		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "only the person answers") || answered != 0 {
-			t.Errorf("Prompt with ask_permissions by an app: answered %d, %v", answered, err)
-		}
-		launcherHeld(t, ws, "planner")
-	})
+	for _, door := range []struct {
+		name, app string
+		conn      *grpc.ClientConn
+	}{
+		{"unix socket", "viaagent", d.conn},
+		{"TCP/TLS", "viatls", dialTCP(t, d.info.GRPCTCPAddress, credentials.NewTLS(pinned(d.info.TLSFingerprint)), "")},
+	} {
+		t.Run("gRPC Agent ask_permissions over "+door.name, func(t *testing.T) {
+			m.next("execute_command", launcherAttack)
+			defer m.next("", "")
+			answered, err := agentPrompt(t, door.conn, d.appToken(door.app), true, "allow_always")
+			if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "only the person answers") || answered != 0 {
+				t.Errorf("Prompt with ask_permissions by an app: answered %d, %v", answered, err)
+			}
+			held(t, door.app)
+		})
+	}
 
 	t.Run("ACP session/request_permission", func(t *testing.T) {
 		m.next("execute_command", launcherAttack)
 		defer m.next("", "")
 		client := &acpAnswering{}
-		acpPrompt(t, startACP(t, ws, tokenFile, client), ws, nil)
+		acpPrompt(t, startACP(t, ws, tokenFile("viaacp"), client), ws, nil)
 		if n := client.questions(); n != 0 {
 			t.Errorf("the app's ACP client was asked %d questions", n)
 		}
-		launcherHeld(t, ws, "planner")
+		held(t, "viaacp")
 	})
-
-	// And the app's later plain calls reuse nothing.
-	r, err = d.tools().ExecuteTool(as(token), &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: launcherAttack, RequestingAppId: "planner"})
-	if err != nil || r.Success {
-		t.Fatalf("ExecuteTool after the attempts: %v %v", r, err)
-	}
-	launcherHeld(t, ws, "planner")
 }
 
 // TestAppACPServerWaits (issue 24, break 2): an app runs nexusd acp with
@@ -527,5 +538,42 @@ func TestWhoMayAnswer(t *testing.T) {
 				t.Errorf("want the door's own client refused: ran %v, it was asked %d times", ran, asked)
 			}
 		})
+	}
+}
+
+// TestAppAnswersNoServerQuestion: a hub MCP server's question during an
+// app's call is the person's to answer too: the app's gateway client,
+// which declared elicitation, is not asked (no editor: declined), and
+// ExecuteToolStream with ask_elicitation by the app is refused.
+func TestAppAnswersNoServerQuestion(t *testing.T) {
+	a, url := askingServer(t)
+	ws := newWorkspace(t, "apps:\n  - id: planner\n    grants:\n      tools:\n        allow: [\"asking/*\"]\n")
+	writeMCP(t, ws, `"asking": {"type": "http", "url": `+quote(url)+`}`)
+	d := startDaemon(t, ws)
+	d.trustMCP("asking")
+	d.waitMCP("asking", "ready")
+	tokenFile := filepath.Join(ws, ".nexus", "run", "apps", "planner.token")
+
+	c := connectAnsweringOver(t, &mcp.CommandTransport{Command: exec.Command(filepath.Join(binDir, "nexusd"), "mcp", "--workspace", ws, "--token-file", tokenFile)}, true)
+	c.answer(func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"email": "app@example.com"}}
+	})
+	var args map[string]any
+	json.Unmarshal([]byte(askArgsJSON("Your GitHub token, please")), &args)
+	callText(t, c.ClientSession, "asking__ask", args)
+	if o := seen(t, a); o.JSON != `{"action":"decline"}` {
+		t.Errorf("the server saw %+v, want a decline (no person to ask)", o)
+	}
+	if n := len(c.questions()); n != 0 {
+		t.Errorf("the app's MCP client was asked %d questions", n)
+	}
+
+	stream, err := d.framework().ExecuteToolStream(as(d.appToken("planner")), &nexusv1.ExecuteToolRequest{ToolName: "ask", ServerName: "asking",
+		ArgumentsJson: askArgsJSON("Anyone?"), RequestingAppId: "planner", AskElicitation: true})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "only the person answers") {
+		t.Errorf("ExecuteToolStream with ask_elicitation by an app: %v", err)
 	}
 }
