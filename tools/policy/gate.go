@@ -91,8 +91,8 @@ func (a *Approvers) Route(fn func(call tools.Call) Approver) {
 // ACP client or gRPC prompt) is passed over, so that an app's question
 // goes to the person; when no one is left, the call has no approver.
 func (a *Approvers) forCall(ctx context.Context, call tools.Call) Approver {
-	if fn := ApproverFrom(ctx); fn.Ask != nil && MayAnswer(fn.Who) == nil {
-		return fn
+	if own := ApproverFrom(ctx); own.answers() {
+		return own
 	}
 	if a == nil {
 		return Approver{}
@@ -101,15 +101,18 @@ func (a *Approvers) forCall(ctx context.Context, call tools.Call) Approver {
 	route, set := a.route, a.approver
 	a.mu.Unlock()
 	if route != nil {
-		if fn := route(call); fn.Ask != nil && MayAnswer(fn.Who) == nil {
-			return fn
+		if routed := route(call); routed.answers() {
+			return routed
 		}
 	}
-	if set.Ask != nil && MayAnswer(set.Who) == nil {
+	if set.answers() {
 		return set
 	}
 	return Approver{}
 }
+
+// answers reports whether a can be asked and may answer.
+func (a Approver) answers() bool { return a.Ask != nil && MayAnswer(a.Who) == nil }
 
 // Set attaches an approver (one with no Ask detaches): the editor. One
 // that may not answer ([MayAnswer]) is never asked.
@@ -121,10 +124,11 @@ func (a *Approvers) Set(fn Approver) {
 
 // Gate returns the permission check of the ToolManager: the policy's
 // verdict, bent by the mode of the call's session (see [Mode], [WithMode]);
-// then allow and deny decide at once; ask puts the ICERC record on the call and waits for the
-// approver (the call's own, see WithApprover, else the Approvers'; only
-// the person answers, see MayAnswer), at most timeout. No approver, no answer in time, or an error
-// from the approver: the call is denied, never allowed.
+// then allow and deny decide at once; ask puts the ICERC record on the
+// call and waits for the approver (the call's own, see WithApprover, else
+// the Approvers'; only the person answers, see MayAnswer), at most
+// timeout. No approver, no answer in time, or an error from the approver:
+// the call is denied, never allowed.
 func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.Logger) tools.Gate {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
