@@ -29,6 +29,9 @@ import (
 // serverConfig is the hub entry of a server the client passed.
 func (c *conn) serverConfig(s acpsdk.McpServer, cwd string) (mcp.ServerConfig, error) {
 	source := "the ACP client (" + c.key + ")"
+	if app := c.opts.Party.AppID(); app != "" {
+		source = fmt.Sprintf("the ACP client of app %q (%s)", app, c.key) // the person sees who proposes it
+	}
 	switch {
 	case s.Stdio != nil:
 		cfg := mcp.ServerConfig{Name: s.Stdio.Name, Source: source, Transport: "stdio", Command: s.Stdio.Command,

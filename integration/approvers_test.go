@@ -543,11 +543,15 @@ func TestWhoMayAnswer(t *testing.T) {
 
 // TestAppAnswersNoServerQuestion: a hub MCP server's question during an
 // app's call is the person's to answer too: the app's gateway client,
-// which declared elicitation, is not asked (no editor: declined), and
-// ExecuteToolStream with ask_elicitation by the app is refused.
+// which declared elicitation and sampling, is not asked (no editor: the
+// question is declined, and the sampling request is denied, as the
+// person was not asked to allow it), and ExecuteToolStream with
+// ask_elicitation by the app is refused.
 func TestAppAnswersNoServerQuestion(t *testing.T) {
 	a, url := askingServer(t)
-	ws := newWorkspace(t, "apps:\n  - id: planner\n    grants:\n      tools:\n        allow: [\"asking/*\"]\n")
+	// Its grants name the tools, not asking/mcp_sampling (as "asking/*"
+	// would): the server's sampling request is asked.
+	ws := newWorkspace(t, "apps:\n  - id: planner\n    grants:\n      tools:\n        allow: [\"asking/ask\", \"asking/sample\"]\nmcp:\n  sampling: {client: true}\n")
 	writeMCP(t, ws, `"asking": {"type": "http", "url": `+quote(url)+`}`)
 	d := startDaemon(t, ws)
 	d.trustMCP("asking")
@@ -555,9 +559,16 @@ func TestAppAnswersNoServerQuestion(t *testing.T) {
 	tokenFile := filepath.Join(ws, ".nexus", "run", "apps", "planner.token")
 
 	c := connectAnsweringOver(t, &mcp.CommandTransport{Command: exec.Command(filepath.Join(binDir, "nexusd"), "mcp", "--workspace", ws, "--token-file", tokenFile)}, true)
-	c.answer(func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult {
+	c.answer(func(_ context.Context, p *mcp.ElicitParams) *mcp.ElicitResult {
+		if schema, _ := json.Marshal(p.RequestedSchema); strings.Contains(string(schema), "allow_once") {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "allow_once"}} // a permission form
+		}
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"email": "app@example.com"}}
 	})
+	callText(t, c.ClientSession, "asking__sample", map[string]any{"prompt": "the capital of France?"})
+	if o := seen(t, a); strings.Contains(o.JSON, "from the client") || o.Err == "" {
+		t.Errorf("the server saw %+v, want its sampling request denied (no person to ask)", o)
+	}
 	var args map[string]any
 	json.Unmarshal([]byte(askArgsJSON("Your GitHub token, please")), &args)
 	callText(t, c.ClientSession, "asking__ask", args)
