@@ -45,7 +45,7 @@ import (
 type Hub interface {
 	SetSessionServers(key string, cfgs map[string]mcp.ServerConfig) error
 	Servers() []mcp.Status
-	Trust(name, pin string) (mcp.Status, error)
+	Trust(by access.Party, name, pin string) (mcp.Status, error)
 }
 
 // Options configure [Serve].

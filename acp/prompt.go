@@ -19,7 +19,9 @@ import (
 
 // Prompt runs one turn of the session: its updates stream as
 // session/update notifications, the policy's questions go to the client
-// as session/request_permission, and the answer is the turn's stop reason.
+// as session/request_permission when the client is the person's (an app's
+// client is asked nothing: the editor is, see policy.MayAnswer), and the
+// answer is the turn's stop reason.
 func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
 	s, err := c.get(req.SessionId)
 	if err != nil {
@@ -54,15 +56,18 @@ func (c *conn) Prompt(ctx context.Context, req acpsdk.PromptRequest) (acpsdk.Pro
 		ctx = tools.WithClientTerminal(ctx, clientTerminal{c: c, session: s.id})
 	}
 	m := c.mapper(s)
-	res, err := c.opts.Agent.Prompt(ctx, c.opts.Party, s.id, text, agent.PromptOptions{
+	opts := agent.PromptOptions{
 		OnUpdate: func(u agent.Update) {
 			for _, au := range m.convert(u) {
 				c.update(send, s.id, au)
 			}
 		},
-		Ask:    c.asker(s, m),
 		Images: images,
-	})
+	}
+	if policy.MayAnswer(c.opts.Party) == nil {
+		opts.Ask = c.asker(s, m) // the person's own ACP editor; an app's client answers nothing
+	}
+	res, err := c.opts.Agent.Prompt(ctx, c.opts.Party, s.id, text, opts)
 	if err != nil {
 		return acpsdk.PromptResponse{}, requestError(err)
 	}
@@ -196,9 +201,10 @@ func (c *conn) mention(uri string) string {
 
 // asker answers the policy's questions about the session's calls through
 // the client's permission prompt, with the ICERC record (and the diff of
-// an edit) in the tool call's content.
+// an edit) in the tool call's content. It answers for the connection's
+// party: the policy asks it only when that is the person.
 func (c *conn) asker(s *session, m *mapper) policy.Approver {
-	return func(ctx context.Context, call tools.Call, record tools.ICERC) (policy.Answer, error) {
+	return policy.Approver{Who: c.opts.Party, Ask: func(ctx context.Context, call tools.Call, record tools.ICERC) (policy.Answer, error) {
 		status := acpsdk.ToolCallStatusPending
 		kind := acpsdk.ToolKind(kindOf(call.Kind))
 		title := call.Title
@@ -227,7 +233,7 @@ func (c *conn) asker(s *session, m *mapper) policy.Approver {
 			return policy.RejectOnce, nil // the prompt was cancelled
 		}
 		return policy.Answer(resp.Outcome.Selected.OptionId), nil
-	}
+	}}
 }
 
 // icercText is the ICERC record as the person reads it.

@@ -12,20 +12,26 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // The MCP servers a client passes to session/new (or load, or resume) join
 // the McpHub as its connection's: they wait for the person's approval like
 // any server entry, the approval is asked through the client before the
-// session's next prompt and is remembered (pinned) as nexus mcp trust
-// remembers it, and only the agents of the connection's sessions may call
-// their tools. Several sessions of one connection passing the same server
+// session's next prompt — when the client is the person's own editor; an
+// app's client (nexusd acp with an app token) is never asked, and its
+// servers wait for the person — and is remembered (pinned) as nexus mcp
+// trust remembers it, and only the agents of the connection's sessions may
+// call their tools. Several sessions of one connection passing the same server
 // (the usual case: an editor passes its servers to every session) share
 // it. The servers stop when the connection ends.
 
 // serverConfig is the hub entry of a server the client passed.
 func (c *conn) serverConfig(s acpsdk.McpServer, cwd string) (mcp.ServerConfig, error) {
 	source := "the ACP client (" + c.key + ")"
+	if app := c.opts.Party.AppID(); app != "" {
+		source = fmt.Sprintf("the ACP client of app %q (%s)", app, c.key) // the person sees who proposes it
+	}
 	switch {
 	case s.Stdio != nil:
 		cfg := mcp.ServerConfig{Name: s.Stdio.Name, Source: source, Transport: "stdio", Command: s.Stdio.Command,
@@ -130,9 +136,16 @@ func (c *conn) addServers(s *session, servers []acpsdk.McpServer) error {
 // approved ones are ready (or failed), so that the prompt's agent sees
 // their tools. A refusal leaves the server waiting, and is not asked
 // again on this connection (nexus mcp trust approves it); the prompt goes
-// on without it.
+// on without it. An app's client is asked nothing (policy.MayAnswer): the
+// servers it passed wait for the person, as entries of the project's
+// files do (the editor, nexus mcp trust).
 func (c *conn) approveServers(ctx context.Context, s *session) {
 	if len(s.servers) == 0 || c.opts.Hub == nil {
+		return
+	}
+	if err := policy.MayAnswer(c.opts.Party); err != nil {
+		c.logger.Info("ACP: the MCP servers an app's client passed wait for the person's approval (nexus mcp trust)",
+			"servers", strings.Join(s.servers, ","), "party", c.opts.Party.String())
 		return
 	}
 	want := map[string]bool{}
@@ -218,7 +231,7 @@ func (c *conn) askServer(ctx context.Context, s *session, st mcp.Status) bool {
 		c.logger.Info("ACP: the person did not approve an MCP server; it waits", "server", st.Name)
 		return false
 	}
-	if _, err := c.opts.Hub.Trust(st.Name, st.Pin); err != nil {
+	if _, err := c.opts.Hub.Trust(c.opts.Party, st.Name, st.Pin); err != nil {
 		c.logger.Warn("ACP: an MCP server the person approved was not trusted", "server", st.Name, "error", err.Error())
 		return false
 	}

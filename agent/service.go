@@ -222,7 +222,8 @@ type PromptOptions struct {
 	// block for long.
 	OnUpdate func(Update)
 	// Ask answers the permission requests of the prompt's tool calls (the
-	// terminal that prompted); nil leaves them to the editor.
+	// person's terminal that prompted); none, or one that is not the
+	// person's (policy.MayAnswer), leaves them to the editor.
 	Ask policy.Approver
 	// Elicit answers the questions MCP servers ask the person during the
 	// prompt's tool calls (the terminal that prompted); nil leaves them to
@@ -284,18 +285,18 @@ func (s *Service) SessionProfile(owner access.Party, id string) (llm.Profile, er
 }
 
 // ApproverFor is the approver of a call an agent session makes while a
-// door that can ask (the terminal) prompts it; nil otherwise. The daemon
+// door that can ask (the terminal) prompts it; none otherwise. The daemon
 // routes the policy's questions through it (policy.Approvers.Route).
 func (s *Service) ApproverFor(call tools.Call) policy.Approver {
 	id, ok := strings.CutPrefix(call.Author, "agent:")
 	if !ok || id != call.TaskID {
-		return nil
+		return policy.Approver{}
 	}
 	s.mu.Lock()
 	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss == nil {
-		return nil
+		return policy.Approver{}
 	}
 	return ss.asker()
 }

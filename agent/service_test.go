@@ -230,7 +230,7 @@ func TestDeclinedCallGoesBackToTheModel(t *testing.T) {
 		asked = rec
 		return policy.RejectOnce, nil
 	}
-	res, err := f.svc.Prompt(context.Background(), person, id, "write c", agent.PromptOptions{Ask: ask})
+	res, err := f.svc.Prompt(context.Background(), person, id, "write c", agent.PromptOptions{Ask: policy.Approver{Who: person, Ask: ask}})
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("Prompt = %+v, %v", res, err)
 	}
@@ -274,7 +274,7 @@ func TestICERCFullText(t *testing.T) {
 		asked = rec
 		return policy.AllowOnce, nil
 	}
-	if _, err := f.svc.Prompt(context.Background(), person, id, "write c", agent.PromptOptions{Ask: ask}); err != nil {
+	if _, err := f.svc.Prompt(context.Background(), person, id, "write c", agent.PromptOptions{Ask: policy.Approver{Who: person, Ask: ask}}); err != nil {
 		t.Fatal(err)
 	}
 	if asked.Intent != "create c" || asked.ExpectedOutcome != "a file" {

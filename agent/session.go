@@ -253,7 +253,7 @@ func (ss *Session) begin(ctx context.Context, opts PromptOptions) (context.Conte
 	ss.busy, ss.stop, ss.ask, ss.elicit = true, cancel, opts.Ask, opts.Elicit
 	return ctx, func() {
 		ss.mu.Lock()
-		ss.busy, ss.stop, ss.ask, ss.elicit = false, nil, nil, nil
+		ss.busy, ss.stop, ss.ask, ss.elicit = false, nil, policy.Approver{}, nil
 		err := ss.syncLocked()
 		ss.mu.Unlock()
 		cancel(nil)

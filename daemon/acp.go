@@ -20,7 +20,9 @@ import (
 
 // acpParty is who an ACP client acts for: the editor is the person's (its
 // sessions' agents act for the person, and the policy asks them what it
-// asks any agent), or an app with its token.
+// asks any agent), or an app with its token — whose client answers no
+// question (policy.MayAnswer): its sessions' questions go to the editor,
+// and the MCP servers it passes wait for the person.
 func acpParty(id rpc.Identity) access.Party {
 	if id.App != nil {
 		return access.ForApp(id.App)

@@ -12,13 +12,15 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
-// Asking the client. A client's tools/call brings along what the client
-// can answer, by the capabilities it declared at initialize:
+// Asking the client. The person's own MCP client (the admin token) is one
+// of the person's surfaces: its tools/call brings along what it can
+// answer, by the capabilities it declared at initialize:
 //
 //   - elicitation (form): the policy's "ask" about the call becomes an
 //     elicitation/create with the call's ICERC record and a choice of the
@@ -30,7 +32,11 @@ import (
 //     answered by the client's model (mcp.WithSampler), when
 //     mcp.sampling.client is on; it is still a call of SERVER/mcp_sampling.
 //
-// A client that declared none of these is asked nothing: the editor is.
+// An app's client (an app token) answers no question, whatever it
+// declared (policy.MayAnswer): the person does, in the editor, about the
+// app's own calls too. Its model may still answer a sampling request that
+// the person allowed. A client that declared none of these is asked
+// nothing: the editor is.
 
 // clientCaps are what a session's client can answer.
 type clientCaps struct {
@@ -62,11 +68,14 @@ func (g *Gateway) asking(ctx context.Context, ss *sdk.ServerSession, er *tools.E
 		return ctx
 	}
 	c := capsOf(ss)
+	if policy.MayAnswer(er.Party) != nil {
+		c.form, c.url = false, false
+	}
 	if c.form || c.url {
 		er.Elicit = g.clientElicitor(ss, c)
 	}
 	if c.form {
-		ctx = policy.WithApprover(ctx, clientApprover(ss))
+		ctx = policy.WithApprover(ctx, clientApprover(er.Party, ss))
 	}
 	if c.sampling {
 		ctx = mcp.WithSampler(ctx, func(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
@@ -166,11 +175,11 @@ var permissionSchema = json.RawMessage(`{"type":"object","properties":{"answer":
 	`"oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"allow_always","title":"Always allow"},` +
 	`{"const":"reject_once","title":"Reject once"},{"const":"reject_always","title":"Always reject"}]}},"required":["answer"]}`)
 
-// clientApprover asks the client about a call the policy asks about,
-// through elicitation/create: the ICERC record in the message, the answer
-// a choice. Decline and cancel are reject_once.
-func clientApprover(ss *sdk.ServerSession) policy.Approver {
-	return func(ctx context.Context, call tools.Call, rec policy.ICERC) (policy.Answer, error) {
+// clientApprover asks the client of party about a call the policy asks
+// about, through elicitation/create: the ICERC record in the message, the
+// answer a choice. Decline and cancel are reject_once.
+func clientApprover(party access.Party, ss *sdk.ServerSession) policy.Approver {
+	return policy.Approver{Who: party, Ask: func(ctx context.Context, call tools.Call, rec policy.ICERC) (policy.Answer, error) {
 		res, err := ss.Elicit(ctx, &sdk.ElicitParams{Mode: tools.ElicitForm, Message: permissionMessage(call, rec), RequestedSchema: permissionSchema})
 		if err != nil {
 			return "", fmt.Errorf("asking the MCP client: %w", err)
@@ -180,7 +189,7 @@ func clientApprover(ss *sdk.ServerSession) policy.Approver {
 		}
 		ans, _ := res.Content["answer"].(string)
 		return policy.Answer(ans), nil
-	}
+	}}
 }
 
 // permissionMessage is the ICERC record of a call, for the person.

@@ -52,7 +52,7 @@ func approve(t *testing.T, h *mcp.Hub, name string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := h.Trust(name, ""); err == nil {
+		if _, err := h.Trust(access.Person("cli"), name, ""); err == nil {
 			return
 		}
 		if time.Now().After(deadline) {

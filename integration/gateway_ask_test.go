@@ -56,6 +56,13 @@ func (c *answeringClient) questions() []*mcp.ElicitParams {
 // notifications/elicitation/complete on completed.
 func connectAnswering(t *testing.T, url, token string, answers bool) *answeringClient {
 	t.Helper()
+	return connectAnsweringOver(t, httpMCP(url, token), answers)
+}
+
+// connectAnsweringOver is connectAnswering over any transport (nexusd mcp
+// on stdio, too).
+func connectAnsweringOver(t *testing.T, transport mcp.Transport, answers bool) *answeringClient {
+	t.Helper()
 	c := &answeringClient{completed: make(chan string, 8)}
 	opts := &mcp.ClientOptions{}
 	if answers {
@@ -77,7 +84,7 @@ func connectAnswering(t *testing.T, url, token string, answers bool) *answeringC
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "answering", Version: "1"}, opts)
-	s, err := client.Connect(context.Background(), httpMCP(url, token), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	s, err := client.Connect(context.Background(), transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools"
@@ -137,6 +138,12 @@ func (s *agentService) Prompt(req *nexusv1.PromptRequest, stream nexusv1.Agent_P
 	if req.GetSessionId() == "" {
 		return status.Error(codes.InvalidArgument, "session_id is required")
 	}
+	if err := mayAnswer(c.party, "ask_permissions", req.GetAskPermissions()); err != nil {
+		return err
+	}
+	if err := mayAnswer(c.party, "ask_elicitation", req.GetAskElicitation()); err != nil {
+		return err
+	}
 	var (
 		sendMu  sync.Mutex
 		sendErr error
@@ -167,7 +174,7 @@ func (s *agentService) Prompt(req *nexusv1.PromptRequest, stream nexusv1.Agent_P
 	}
 	opts := agent.PromptOptions{OnUpdate: func(u agent.Update) { _ = sendUpdate(u) }}
 	if req.GetAskPermissions() {
-		opts.Ask = s.asker(req.GetSessionId(), c.party.AppID(), sendUpdate)
+		opts.Ask = s.asker(req.GetSessionId(), c.party, sendUpdate)
 	}
 	if req.GetAskElicitation() {
 		opts.Elicit = s.questions.elicitor(owner(ctx), req.GetSessionId(), func(q *tools.Elicitation, withdrawn bool) error {
@@ -194,12 +201,14 @@ func (s *agentService) Prompt(req *nexusv1.PromptRequest, stream nexusv1.Agent_P
 // permissionOptions are the answers a permission request offers.
 var permissionOptions = []string{string(policy.AllowOnce), string(policy.AllowAlways), string(policy.RejectOnce), string(policy.RejectAlways)}
 
-// asker is the approver of a prompt started with ask_permissions: it puts
-// a permission_request update in the prompt's stream and waits for
-// AnswerPermission. A request that cannot be sent, or whose prompt ends
-// first, is not answered: the policy denies the call.
-func (s *agentService) asker(session, appID string, send func(agent.Update) error) policy.Approver {
-	return func(ctx context.Context, call tools.Call, record policy.ICERC) (policy.Answer, error) {
+// asker is the approver of a prompt started with ask_permissions by
+// party (the person's terminal): it puts a permission_request update in
+// the prompt's stream and waits for AnswerPermission. A request that
+// cannot be sent, or whose prompt ends first, is not answered: the policy
+// denies the call.
+func (s *agentService) asker(session string, party access.Party, send func(agent.Update) error) policy.Approver {
+	appID := party.AppID()
+	return policy.Approver{Who: party, Ask: func(ctx context.Context, call tools.Call, record policy.ICERC) (policy.Answer, error) {
 		id, err := uuid.NewV7()
 		if err != nil {
 			return "", err
@@ -224,7 +233,7 @@ func (s *agentService) asker(session, appID string, send func(agent.Update) erro
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
-	}
+	}}
 }
 
 func (s *agentService) AnswerPermission(ctx context.Context, req *nexusv1.AnswerPermissionRequest) (*nexusv1.AnswerPermissionResponse, error) {

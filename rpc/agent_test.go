@@ -523,7 +523,12 @@ func TestAgentAppIsolation(t *testing.T) {
 	_, _, err = d.prompt(planner, &nexusv1.PromptRequest{SessionId: mine.Session.SessionId, Text: "hi"}).result()
 	wantCode(t, "an app prompts the person's session", err, codes.NotFound, "no such agent session")
 
-	res, updates, err := d.prompt(planner, &nexusv1.PromptRequest{SessionId: theirs.Session.SessionId, Text: "read hello.txt", AskPermissions: true}).result()
+	// An app answers no permission request, not even of its own agent.
+	_, _, err = d.prompt(planner, &nexusv1.PromptRequest{SessionId: theirs.Session.SessionId, Text: "read hello.txt", AskPermissions: true}).result()
+	wantCode(t, "an app asks to answer its agent's permission requests", err, codes.PermissionDenied, "only the person answers")
+	_, _, err = d.prompt(planner, &nexusv1.PromptRequest{SessionId: theirs.Session.SessionId, Text: "read hello.txt", AskElicitation: true}).result()
+	wantCode(t, "an app asks to answer its agent's MCP servers' questions", err, codes.PermissionDenied, "only the person answers")
+	res, updates, err := d.prompt(planner, &nexusv1.PromptRequest{SessionId: theirs.Session.SessionId, Text: "read hello.txt"}).result()
 	if err != nil {
 		t.Fatal(err)
 	}

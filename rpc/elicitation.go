@@ -10,8 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nexuscocreate/nexus/access"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // questions are the questions of MCP servers put to gRPC callers that
@@ -95,6 +97,20 @@ func (qs *questions) answer(appID, session string, req *nexusv1.AnswerElicitatio
 		out.ContentJson = string(b)
 	}
 	return out, nil
+}
+
+// mayAnswer refuses a request that asks, by option (set), to answer the
+// daemon's questions itself, when its caller is not the person: an app's
+// token answers no question (policy.MayAnswer); its calls are asked of
+// the person in the editor.
+func mayAnswer(party access.Party, option string, set bool) error {
+	if !set {
+		return nil
+	}
+	if err := policy.MayAnswer(party); err != nil {
+		return status.Errorf(codes.PermissionDenied, "%s: %v; leave it unset, and the person is asked in the editor", option, err)
+	}
+	return nil
 }
 
 // owner names the token of a request: "" for the admin, else its app.

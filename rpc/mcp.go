@@ -84,6 +84,10 @@ func (s *toolService) TrustMcpServer(ctx context.Context, req *nexusv1.TrustMcpS
 	if !identityFrom(ctx).Admin {
 		return nil, status.Error(codes.PermissionDenied, "only the admin token (the person) may approve MCP servers")
 	}
+	c, err := s.apps.caller(ctx, "")
+	if err != nil {
+		return nil, err
+	}
 	h, err := s.hub()
 	if err != nil {
 		return nil, err
@@ -91,7 +95,7 @@ func (s *toolService) TrustMcpServer(ctx context.Context, req *nexusv1.TrustMcpS
 	if req.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "name is required: the MCP server to approve")
 	}
-	st, err := h.Trust(req.GetName(), req.GetPin())
+	st, err := h.Trust(c.party, req.GetName(), req.GetPin())
 	if err != nil {
 		return nil, mcpError(err)
 	}

@@ -133,6 +133,9 @@ func (s *toolService) executeStream(ctx context.Context, req *nexusv1.ExecuteToo
 	if err != nil {
 		return err
 	}
+	if err := mayAnswer(er.Party, "ask_elicitation", req.GetAskElicitation()); err != nil {
+		return err
+	}
 	var (
 		sendMu  sync.Mutex
 		sendErr error

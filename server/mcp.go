@@ -65,7 +65,7 @@ func (s *Server) mcpTrust(_ context.Context, p *mcpTrustParams) (*mcpTrustResult
 	if s.opts.MCP == nil {
 		return nil, coded(CodeUnavailable, "unavailable", "this daemon runs no MCP servers")
 	}
-	st, err := s.opts.MCP.Trust(p.Name, p.Pin)
+	st, err := s.opts.MCP.Trust(editor, p.Name, p.Pin)
 	if err != nil {
 		if errors.Is(err, mcp.ErrUnknownServer) {
 			return nil, notFound("%v: servers are configured in .nexus/mcp.json, .vscode/mcp.json or .mcp.json", err)
@@ -95,7 +95,7 @@ type mcpTrustRequest struct {
 // that wait, from initialized until the editor goes.
 func (s *Server) attachTrustAsker() {
 	if s.opts.MCP != nil {
-		s.opts.MCP.SetTrustAsker(s.askEditorTrust)
+		s.opts.MCP.SetTrustAsker(editor, s.askEditorTrust)
 	}
 }
 

@@ -24,7 +24,7 @@ func TestMcpLogin(t *testing.T) {
 	hub := mcp.New(mcp.Options{Workspace: p.dir, Tools: p.tools, Bus: p.bus})
 	t.Cleanup(hub.Close)
 	hub.Apply(map[string]mcp.ServerConfig{"remote": {Name: "remote", Source: ".nexus/mcp.json", Transport: "http", URL: rs.URL, Enabled: true}})
-	if _, err := hub.Trust("remote", ""); err != nil {
+	if _, err := hub.Trust(editor, "remote", ""); err != nil {
 		t.Fatal(err)
 	}
 	opts := p.options()

@@ -80,7 +80,7 @@ func TestMcpResources(t *testing.T) {
 	hub := mcp.New(mcp.Options{Workspace: p.dir, Tools: p.tools, Bus: p.bus})
 	t.Cleanup(hub.Close)
 	hub.Apply(map[string]mcp.ServerConfig{"web": {Name: "web", Source: "test", Transport: "http", URL: g.URL, Enabled: true}})
-	if _, err := hub.Trust("web", ""); err != nil {
+	if _, err := hub.Trust(editor, "web", ""); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "web ready", func() bool { return statusOf(hub, "web").State == mcp.StateReady })

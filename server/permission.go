@@ -28,7 +28,7 @@ var answers = []policy.Answer{policy.AllowOnce, policy.AllowAlways, policy.Rejec
 // decisions, from initialized until the editor goes.
 func (s *Server) attachApprover() {
 	if s.opts.Approvers != nil {
-		s.opts.Approvers.Set(s.askEditor)
+		s.opts.Approvers.Set(policy.Approver{Who: editor, Ask: s.askEditor})
 	}
 }
 

@@ -171,10 +171,10 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	go func() { s.out.run(ctx); close(outDone) }()
 	defer func() { stop(); <-outDone }()
 	if s.opts.Approvers != nil {
-		defer s.opts.Approvers.Set(nil)
+		defer s.opts.Approvers.Set(policy.Approver{})
 	}
 	if s.opts.MCP != nil {
-		defer s.opts.MCP.SetTrustAsker(nil)
+		defer s.opts.MCP.SetTrustAsker(editor, nil)
 	}
 	if s.opts.Tools != nil {
 		defer s.opts.Tools.SetElicitor(nil)

@@ -33,6 +33,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -156,9 +157,11 @@ type Hub struct {
 	sessions map[string]map[string]ServerConfig
 	closed   bool
 	loaded   string // the snapshot of the configuration files of the last Reload
-	// asker is asked to approve servers that wait (SetTrustAsker); asked
-	// holds the pin it was asked about, by server name.
+	// asker is asked to approve servers that wait (SetTrustAsker), and
+	// answers for askerWho; asked holds the pin it was asked about, by
+	// server name.
 	asker      TrustAsker
+	askerWho   access.Party
 	asked      map[string]string
 	askCtx     context.Context
 	stopAsking context.CancelFunc

@@ -598,7 +598,7 @@ func TestWatchAppliesEdits(t *testing.T) {
 	trust := func(name string) {
 		t.Helper()
 		th.waitState(t, name, StatePendingApproval)
-		if _, err := th.Trust(name, ""); err != nil {
+		if _, err := th.Trust(thePerson, name, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

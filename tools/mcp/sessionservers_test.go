@@ -36,7 +36,7 @@ func TestSessionServers(t *testing.T) {
 	trust := func(name string) Status {
 		t.Helper()
 		th.waitState(t, name, StatePendingApproval)
-		if _, err := th.Trust(name, ""); err != nil {
+		if _, err := th.Trust(thePerson, name, ""); err != nil {
 			t.Fatal(err)
 		}
 		return th.waitState(t, name, StateReady)
@@ -148,7 +148,7 @@ func TestSessionServersOfTwoSessions(t *testing.T) {
 	}
 	for _, n := range []string{"sa", "sb"} {
 		th.waitState(t, n, StatePendingApproval)
-		if _, err := th.Trust(n, ""); err != nil {
+		if _, err := th.Trust(thePerson, n, ""); err != nil {
 			t.Fatal(err)
 		}
 		th.waitState(t, n, StateReady)

@@ -14,8 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
-
+	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
@@ -190,18 +191,23 @@ func (t *TrustStore) Approve(name, pin string, when time.Time) error {
 // way, its entry changed or went, the asker was replaced).
 type TrustAsker func(ctx context.Context, st Status) (bool, error)
 
-// SetTrustAsker attaches fn (nil detaches) as the asker of the person: it
-// is asked at once about every server waiting for approval, and then about
-// each server that comes to wait. Each entry (name and pin) is asked about
-// once per asker: a refusal, or no answer, leaves the server waiting until
-// it is approved another way ([Hub.Trust]).
-func (h *Hub) SetTrustAsker(fn TrustAsker) {
+// SetTrustAsker attaches fn (nil detaches) as the asker of the person, on
+// the surface who (the editor): it is asked at once about every server
+// waiting for approval, and then about each server that comes to wait.
+// Each entry (name and pin) is asked about once per asker: a refusal, or
+// no answer, leaves the server waiting until it is approved another way
+// ([Hub.Trust]). An asker that is not the person (policy.MayAnswer) is
+// never attached.
+func (h *Hub) SetTrustAsker(who access.Party, fn TrustAsker) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopAsking != nil {
 		h.stopAsking()
 	}
-	h.asker, h.asked = fn, map[string]string{}
+	if policy.MayAnswer(who) != nil {
+		fn = nil
+	}
+	h.asker, h.askerWho, h.asked = fn, who, map[string]string{}
 	h.askCtx, h.stopAsking = context.WithCancel(context.Background())
 	if fn == nil || h.closed {
 		return
@@ -219,7 +225,7 @@ func (h *Hub) askLocked(s *server) {
 		return
 	}
 	h.asked[st.Name] = s.pin
-	ask := h.asker
+	ask, who := h.asker, h.askerWho
 	ctx, cancel := context.WithCancel(h.askCtx)
 	go func() {
 		select {
@@ -239,7 +245,7 @@ func (h *Hub) askLocked(s *server) {
 		case !ok:
 			h.logger.Info("the person did not approve the MCP server; it waits", "server", st.Name)
 		default:
-			if _, err := h.Trust(st.Name, s.pin); err != nil {
+			if _, err := h.Trust(who, st.Name, s.pin); err != nil {
 				h.logger.Warn("the MCP server the person approved in the editor was not trusted", "server", st.Name, "error", err.Error())
 			}
 		}
@@ -247,12 +253,18 @@ func (h *Hub) askLocked(s *server) {
 }
 
 // Trust approves the entry of a server and starts it (a lazy one waits for
-// its first call). pin, when not "", must be the entry's current pin (the
-// values the person was shown), or Trust fails with [ErrPinMismatch];
-// "" approves the entry as it is now. The approval is written to the trust
-// file before the server starts, and holds across restarts until the
-// entry's launch values change. A server already trusted is left alone.
-func (h *Hub) Trust(name, pin string) (Status, error) {
+// its first call), on the say-so of by: only the person approves
+// (policy.MayAnswer), an app or its agent gets [policy.ErrNotThePerson]
+// and nothing changes. pin, when not "", must be the entry's current pin
+// (the values the person was shown), or Trust fails with
+// [ErrPinMismatch]; "" approves the entry as it is now. The approval is
+// written to the trust file before the server starts, and holds across
+// restarts until the entry's launch values change. A server already
+// trusted is left alone.
+func (h *Hub) Trust(by access.Party, name, pin string) (Status, error) {
+	if err := policy.MayAnswer(by); err != nil {
+		return Status{}, fmt.Errorf("MCP server %q not trusted: %w", name, err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.servers[name]
@@ -272,7 +284,7 @@ func (h *Hub) Trust(name, pin string) (Status, error) {
 		if err := h.trust.Approve(name, s.pin, time.Now()); err != nil {
 			return Status{}, err
 		}
-		h.logger.Info("MCP server approved by the person", "server", name, "source", s.cfg.Source, "pin", shortPin(s.pin))
+		h.logger.Info("MCP server approved by the person", "server", name, "source", s.cfg.Source, "pin", shortPin(s.pin), "by", by.String())
 	}
 	s.approve()
 	return s.statusNow(), nil

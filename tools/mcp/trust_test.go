@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
+
+// thePerson approves servers in these tests, as nexus mcp trust does.
+var thePerson = access.Person("cli")
 
 // marked returns an entry that runs changing.mjs through sh, which first
 // writes marker: if the marker exists, the entry ran.
@@ -119,16 +124,29 @@ func TestPendingUntilTrusted(t *testing.T) {
 	other := cfg
 	other.Args = append([]string{}, cfg.Args...)
 	other.Args[0] = `exec node "$1"`
-	if _, err := th.Trust("marked", other.Launch().Pin()); !errors.Is(err, ErrPinMismatch) {
+	if _, err := th.Trust(thePerson, "marked", other.Launch().Pin()); !errors.Is(err, ErrPinMismatch) {
 		t.Fatalf("trust with another pin: %v", err)
 	}
 	noMarker(t, marker)
-	if _, err := th.Trust("nope", ""); !errors.Is(err, ErrUnknownServer) {
+	if _, err := th.Trust(thePerson, "nope", ""); !errors.Is(err, ErrUnknownServer) {
 		t.Fatalf("trust of an unknown server: %v", err)
 	}
 
+	// Only the person approves: an app, or an agent acting for one, on
+	// whatever door, is refused, and nothing is pinned.
+	planner := access.ForApp(&access.App{ID: "planner"})
+	for _, by := range []access.Party{planner, planner.Agent("s1"), {}} {
+		if _, err := th.Trust(by, "marked", st.Pin); !errors.Is(err, policy.ErrNotThePerson) {
+			t.Fatalf("trust by %v: %v", by, err)
+		}
+	}
+	if data, _ := os.ReadFile(TrustFile(th.ws)); strings.Contains(string(data), "marked") {
+		t.Fatalf("an app's approval was pinned: %s", data)
+	}
+	noMarker(t, marker)
+
 	// Approved with the pin shown: it starts.
-	if _, err := th.Trust("marked", st.Pin); err != nil {
+	if _, err := th.Trust(thePerson, "marked", st.Pin); err != nil {
 		t.Fatal(err)
 	}
 	st = th.waitState(t, "marked", StateReady)
@@ -140,7 +158,7 @@ func TestPendingUntilTrusted(t *testing.T) {
 		t.Fatalf("the trusted server did not run: %v", err)
 	}
 	// Trusting it again changes nothing.
-	if _, err := th.Trust("marked", ""); err != nil || th.statusOf("marked").PID != st.PID {
+	if _, err := th.Trust(thePerson, "marked", ""); err != nil || th.statusOf("marked").PID != st.PID {
 		t.Fatalf("trust again: %v, %+v", err, th.statusOf("marked"))
 	}
 }
@@ -190,7 +208,7 @@ func TestTrustSurvivesRestart(t *testing.T) {
 	th := newTestHub(t, Options{Workspace: ws})
 	th.Apply(map[string]ServerConfig{"changing": cfg})
 	th.waitState(t, "changing", StatePendingApproval)
-	if _, err := th.Trust("changing", ""); err != nil {
+	if _, err := th.Trust(thePerson, "changing", ""); err != nil {
 		t.Fatal(err)
 	}
 	th.waitState(t, "changing", StateReady)
@@ -220,7 +238,7 @@ func TestTrustSurvivesRestart(t *testing.T) {
 	if !strings.Contains(st.Error, "trust file cannot be read") {
 		t.Errorf("pending status with a damaged trust file: %q", st.Error)
 	}
-	if _, err := th3.Trust("changing", ""); !errors.Is(err, ErrCorruptTrust) {
+	if _, err := th3.Trust(thePerson, "changing", ""); !errors.Is(err, ErrCorruptTrust) {
 		t.Fatalf("trust with a damaged trust file: %v", err)
 	}
 	if data, _ := os.ReadFile(TrustFile(ws)); string(data) != "{not json" {
@@ -277,7 +295,7 @@ func TestLazyPending(t *testing.T) {
 	th.waitState(t, "lazy", StatePendingApproval)
 	wantError(t, th.call(t, "lazy", "greet", `{"name":"x"}`), tools.CodePermissionDenied, "approval")
 	noMarker(t, marker)
-	st, err := th.Trust("lazy", "")
+	st, err := th.Trust(thePerson, "lazy", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,13 +318,13 @@ func TestDisabledAndInvalidEntries(t *testing.T) {
 	if st := th.statusOf("off"); st.State != StateDisabled || st.Trusted {
 		t.Fatalf("disabled, not trusted: %+v", st)
 	}
-	if st, err := th.Trust("off", ""); err != nil || st.State != StateDisabled || !st.Trusted {
+	if st, err := th.Trust(thePerson, "off", ""); err != nil || st.State != StateDisabled || !st.Trusted {
 		t.Fatalf("trust a disabled entry: %+v %v", st, err)
 	}
 	if st := th.statusOf("bad"); st.State != StateFailed {
 		t.Fatalf("invalid: %+v", st)
 	}
-	if _, err := th.Trust("bad", ""); err == nil || !strings.Contains(err.Error(), "invalid") {
+	if _, err := th.Trust(thePerson, "bad", ""); err == nil || !strings.Contains(err.Error(), "invalid") {
 		t.Fatalf("trust an invalid entry: %v", err)
 	}
 }
@@ -328,7 +346,7 @@ func TestTrustAsker(t *testing.T) {
 	var mu sync.Mutex
 	answers := map[string]bool{"early": false, "late": true}
 	asked := make(chan question, 10)
-	th.SetTrustAsker(func(ctx context.Context, st Status) (bool, error) {
+	th.SetTrustAsker(thePerson, func(ctx context.Context, st Status) (bool, error) {
 		asked <- question{st, ctx}
 		mu.Lock()
 		yes, ok := answers[st.Name]
@@ -366,7 +384,7 @@ func TestTrustAsker(t *testing.T) {
 	if q.st.Name != "third" {
 		t.Fatalf("asked about %q, want third", q.st.Name)
 	}
-	if _, err := th.Trust("third", ""); err != nil {
+	if _, err := th.Trust(thePerson, "third", ""); err != nil {
 		t.Fatal(err)
 	}
 	<-q.ctx.Done()

@@ -196,6 +196,51 @@
 // more than read. No mode turns a deny into anything else; see [Mode] for
 // the table.
 //
+// # Who may answer
+//
+// Every question of the daemon — a permission ([Policy.Gate]), an MCP
+// server's trust (mcp.Hub.Trust), a sampling request (a call of
+// [SamplingTool]), and a hub MCP server's elicitation during a call — is
+// answered by the person, on their own surfaces, and by no one else:
+// [MayAnswer] is the rule, and an [Approver] carries whom it answers for
+// ([Approver.Who]), so that [Approvers] passes over any approver that is
+// not the person, wherever it came from (the call's context, Route, Set).
+// An app's question goes to the person (the editor attached with
+// [Approvers.Set]), or is denied saying "no editor is attached to ask the
+// person"; an "always" that an app tried to give is never recorded.
+//
+//	surface (door)                              answers for       answers?
+//	the editor (nexusd --stdio)                 the person        yes
+//	a terminal with the admin token (nexus      the person        yes
+//	  chat: gRPC Agent ask_permissions +
+//	  AnswerPermission; nexus tools run)
+//	the person's ACP editor (nexusd acp,        the person        yes
+//	  no token): session/request_permission
+//	the person's MCP client (nexusd mcp or      the person        yes
+//	  /mcp with the admin token; its calls
+//	  are agent:mcp acting for the person):
+//	  elicitation/create
+//	an app's MCP client (app token):            the app           no: the editor is asked
+//	  elicitation/create
+//	an app's gRPC Agent prompt                  the app           no: ask_permissions and
+//	  (ask_permissions, ask_elicitation)                            ask_elicitation are refused
+//	an app's ExecuteToolStream                  the app           no: refused
+//	  (ask_elicitation)
+//	an app's ACP client (nexusd acp             the app           no: the editor is asked; the
+//	  --token-file): request_permission                             MCP servers it passes wait
+//	                                                                for the person
+//	an MCP server, an agent for an app          not the person    no
+//
+// And by asking party (the one whose call it is), on every door:
+//
+//	asking party                asked of
+//	the person (admin token)    the person's surface that made the call, else the editor
+//	an agent for the person     the terminal or ACP editor or MCP client that prompted it, else the editor
+//	an app, with or without     the editor; never the app, whatever it declared
+//	  grants
+//	an agent for an app         the editor; never the app's client
+//	an MCP server (sampling)    whoever answers for the call it came in
+//
 // # Checking without running
 //
 // [Policy.Check] answers the CoreFramework.CheckPermission RPC with the same

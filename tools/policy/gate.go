@@ -9,13 +9,44 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
-// Approver asks the person about a call and returns their answer. The
-// editor is the approver (nexus/requestPermission); until one is attached,
-// calls the policy asks about are denied.
-type Approver func(ctx context.Context, call tools.Call, record ICERC) (Answer, error)
+// An Approver is someone the policy can put a question to: whom it
+// answers for, and how to ask. Only the person's own surfaces answer the
+// policy's questions (see [MayAnswer]); [Approvers] passes over any other.
+type Approver struct {
+	// Who is whom the approver answers for: the person through one of
+	// their surfaces (the editor, the terminal with the admin token, the
+	// person's own ACP editor or MCP client, whose agents act for the
+	// person), or an app through a door it opened with its token.
+	Who access.Party
+	// Ask puts the question and returns the answer; nil asks no one.
+	Ask AskFunc
+}
+
+// AskFunc asks about a call and returns the answer.
+type AskFunc func(ctx context.Context, call tools.Call, record ICERC) (Answer, error)
+
+// ErrNotThePerson is the error of an answer that someone other than the
+// person tried to give.
+var ErrNotThePerson = errors.New("only the person answers")
+
+// MayAnswer is the rule of who answers a question of the daemon — a
+// permission, an MCP server's trust, a sampling request: the person, on
+// their own surfaces, and no one else. An app, or an agent acting for an
+// app, never answers, not even about its own calls; a party that names
+// no one neither. The error says who was refused and why.
+func MayAnswer(who access.Party) error {
+	switch {
+	case who.IsPerson():
+		return nil
+	case !who.Valid():
+		return fmt.Errorf("%w: the answer came from no one known", ErrNotThePerson)
+	}
+	return fmt.Errorf("%w, and %s is not the person: an app's token opens no door that approves", ErrNotThePerson, who)
+}
 
 // Approvers holds the approver of the moment: one may attach and detach
 // while the daemon runs.
@@ -28,26 +59,26 @@ type Approvers struct {
 // approverKey is the context key of a call's own approver.
 type approverKey struct{}
 
-// WithApprover returns ctx carrying fn as the approver of the calls made
-// with it: an MCP gateway client that can answer through elicitation asks
-// for its own calls. It comes before Route and Set, because the party that
-// made the call is the one to ask; a nil fn leaves ctx as it is.
-func WithApprover(ctx context.Context, fn Approver) context.Context {
-	if fn == nil {
+// WithApprover returns ctx carrying a as the approver of the calls made
+// with it: the person's own MCP client that can answer through elicitation
+// asks for its own calls. It comes before Route and Set, when it may
+// answer ([MayAnswer]); an approver with no Ask leaves ctx as it is.
+func WithApprover(ctx context.Context, a Approver) context.Context {
+	if a.Ask == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, approverKey{}, fn)
+	return context.WithValue(ctx, approverKey{}, a)
 }
 
-// ApproverFrom returns the approver WithApprover put in ctx, or nil.
+// ApproverFrom returns the approver WithApprover put in ctx, or none.
 func ApproverFrom(ctx context.Context) Approver {
-	fn, _ := ctx.Value(approverKey{}).(Approver)
-	return fn
+	a, _ := ctx.Value(approverKey{}).(Approver)
+	return a
 }
 
 // Route sets a function that picks another approver for some calls (an
 // agent session's calls go to the terminal that prompted it); when it
-// returns nil, the approver of Set answers.
+// returns none, the approver of Set answers.
 func (a *Approvers) Route(fn func(call tools.Call) Approver) {
 	a.mu.Lock()
 	a.route = fn
@@ -55,47 +86,49 @@ func (a *Approvers) Route(fn func(call tools.Call) Approver) {
 }
 
 // forCall is the approver of a call: the one its context carries
-// (WithApprover), else Route's, else Set's.
+// (WithApprover), else Route's, else Set's — the first of them that may
+// answer ([MayAnswer]). One that may not (an app's MCP client, an app's
+// ACP client or gRPC prompt) is passed over, so that an app's question
+// goes to the person; when no one is left, the call has no approver.
 func (a *Approvers) forCall(ctx context.Context, call tools.Call) Approver {
-	if fn := ApproverFrom(ctx); fn != nil {
-		return fn
+	if own := ApproverFrom(ctx); own.answers() {
+		return own
 	}
 	if a == nil {
-		return nil
+		return Approver{}
 	}
 	a.mu.Lock()
-	route := a.route
+	route, set := a.route, a.approver
 	a.mu.Unlock()
 	if route != nil {
-		if fn := route(call); fn != nil {
-			return fn
+		if routed := route(call); routed.answers() {
+			return routed
 		}
 	}
-	return a.get()
+	if set.answers() {
+		return set
+	}
+	return Approver{}
 }
 
-// Set attaches an approver (nil detaches).
+// answers reports whether a can be asked and may answer.
+func (a Approver) answers() bool { return a.Ask != nil && MayAnswer(a.Who) == nil }
+
+// Set attaches an approver (one with no Ask detaches): the editor. One
+// that may not answer ([MayAnswer]) is never asked.
 func (a *Approvers) Set(fn Approver) {
 	a.mu.Lock()
 	a.approver = fn
 	a.mu.Unlock()
 }
 
-func (a *Approvers) get() Approver {
-	if a == nil {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.approver
-}
-
 // Gate returns the permission check of the ToolManager: the policy's
 // verdict, bent by the mode of the call's session (see [Mode], [WithMode]);
-// then allow and deny decide at once; ask puts the ICERC record on the call and waits for the
-// approver (the call's own, see WithApprover, else the Approvers'), at
-// most timeout. No approver, no answer in time, or an error
-// from the approver: the call is denied, never allowed.
+// then allow and deny decide at once; ask puts the ICERC record on the
+// call and waits for the approver (the call's own, see WithApprover, else
+// the Approvers'; only the person answers, see MayAnswer), at most
+// timeout. No approver, no answer in time, or an error from the approver:
+// the call is denied, never allowed.
 func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.Logger) tools.Gate {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -132,8 +165,8 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	}
 	setICERC(record)
 	approver := approvers.forCall(ctx, gr.Call)
-	if approver == nil {
-		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to approve it", v.Reason)
+	if approver.Ask == nil {
+		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to ask the person", v.Reason)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -141,7 +174,7 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	actx, picked := withChoice(actx, scope)
 	call := gr.Call
 	call.ICERC = &record
-	ans, err := approver(actx, call, record)
+	ans, err := approver.Ask(actx, call, record)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

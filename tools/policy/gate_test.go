@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -39,6 +40,9 @@ func gateManager(t *testing.T, approvers *Approvers, timeout time.Duration) *too
 	return m
 }
 
+// editor is fn as the editor's approver: the person's.
+func editor(fn AskFunc) Approver { return Approver{Who: access.Person("editor"), Ask: fn} }
+
 func run(m *tools.Manager) tools.Call {
 	return m.Execute(context.Background(), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
 		Arguments: json.RawMessage(`{"path":"a.md"}`), Intent: "save the plan"})
@@ -53,13 +57,13 @@ func TestGateAsksTheApprover(t *testing.T) {
 	}
 	var asked atomic.Int32
 	answer := RejectOnce
-	approvers.Set(func(_ context.Context, call tools.Call, rec ICERC) (Answer, error) {
+	approvers.Set(editor(func(_ context.Context, call tools.Call, rec ICERC) (Answer, error) {
 		asked.Add(1)
 		if rec.Intent != "save the plan" || call.ICERC == nil || call.ToolName != "write_file" {
 			t.Errorf("approver saw %+v / %+v", call, rec)
 		}
 		return answer, nil
-	})
+	}))
 	if c := run(m); c.Error == nil || !strings.Contains(c.Error.Message, "rejected") {
 		t.Errorf("reject_once: %+v", c.Error)
 	}
@@ -78,33 +82,34 @@ func TestGateAsksTheApprover(t *testing.T) {
 func TestGateDeniesOnTimeoutOrError(t *testing.T) {
 	var approvers Approvers
 	m := gateManager(t, &approvers, 20*time.Millisecond)
-	approvers.Set(func(ctx context.Context, _ tools.Call, _ ICERC) (Answer, error) {
+	approvers.Set(editor(func(ctx context.Context, _ tools.Call, _ ICERC) (Answer, error) {
 		<-ctx.Done() // the editor never answers
 		return "", ctx.Err()
-	})
+	}))
 	if c := run(m); c.Error == nil || !strings.Contains(c.Error.Message, "no answer") {
 		t.Errorf("timeout: %+v", c.Error)
 	}
-	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) { return "", errors.New("editor went away") })
+	approvers.Set(editor(func(context.Context, tools.Call, ICERC) (Answer, error) { return "", errors.New("editor went away") }))
 	if c := run(m); c.Error == nil || !strings.Contains(c.Error.Message, "editor went away") {
 		t.Errorf("error: %+v", c.Error)
 	}
-	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) { return "sure", nil })
+	approvers.Set(editor(func(context.Context, tools.Call, ICERC) (Answer, error) { return "sure", nil }))
 	if c := run(m); c.Error == nil || c.Error.Code != tools.CodePermissionDenied {
 		t.Errorf("bad answer: %+v", c.Error)
 	}
 }
 
-// TestGateAsksTheCallsOwnApprover: an approver in the call's context
-// (WithApprover) answers before the attached one, and its "always" is
-// remembered like the editor's.
+// TestGateAsksTheCallsOwnApprover: an approver of the person in the
+// call's context (WithApprover: the person's own MCP client) answers
+// before the attached one, and its "always" is remembered like the
+// editor's.
 func TestGateAsksTheCallsOwnApprover(t *testing.T) {
 	var approvers Approvers
 	m := gateManager(t, &approvers, time.Minute)
-	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) {
+	approvers.Set(editor(func(context.Context, tools.Call, ICERC) (Answer, error) {
 		t.Error("the attached approver was asked about a call that brings its own")
 		return RejectOnce, nil
-	})
+	}))
 	var asked atomic.Int32
 	answer := RejectOnce
 	own := func(_ context.Context, call tools.Call, rec ICERC) (Answer, error) {
@@ -115,7 +120,7 @@ func TestGateAsksTheCallsOwnApprover(t *testing.T) {
 		return answer, nil
 	}
 	runOwn := func() tools.Call {
-		return m.Execute(WithApprover(context.Background(), own), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
+		return m.Execute(WithApprover(context.Background(), Approver{Who: access.Person("mcp").Agent("mcp"), Ask: own}), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
 			Arguments: json.RawMessage(`{"path":"a.md"}`), Intent: "save the plan"})
 	}
 	if c := runOwn(); c.Error == nil || !strings.Contains(c.Error.Message, "rejected") {
@@ -126,8 +131,62 @@ func TestGateAsksTheCallsOwnApprover(t *testing.T) {
 		t.Errorf("allow_always: %+v", c.Error)
 	}
 	n := asked.Load()
-	approvers.Set(nil)
+	approvers.Set(Approver{})
 	if c := run(m); c.Status != tools.StatusCompleted || asked.Load() != n {
 		t.Errorf("the call's allow_always was not remembered: %+v", c.Error)
+	}
+}
+
+// TestGateOnlyThePersonAnswers: an approver that answers for an app — in
+// the call's context, from Route, or attached — is never asked, not even
+// about the app's own call; the question goes to the person (the editor),
+// and without one it is denied saying the person was not reachable. An
+// "always" the app tried to give is never remembered.
+func TestGateOnlyThePersonAnswers(t *testing.T) {
+	planner := access.ForApp(&access.App{ID: "planner"})
+	for name, who := range map[string]access.Party{
+		"the app":              planner,
+		"an agent for the app": planner.Agent("s1"),
+		"an MCP server for it": access.MCPServer("evil", "planner"),
+		"no one (zero party)":  {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := MayAnswer(who); !errors.Is(err, ErrNotThePerson) {
+				t.Errorf("MayAnswer(%v) = %v", who, err)
+			}
+			var approvers Approvers
+			m := gateManager(t, &approvers, time.Minute)
+			var theirs atomic.Int32
+			app := Approver{Who: who, Ask: func(context.Context, tools.Call, ICERC) (Answer, error) {
+				theirs.Add(1)
+				return AllowAlways, nil
+			}}
+			runWith := func(ctx context.Context) tools.Call {
+				return m.Execute(ctx, tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
+					Arguments: json.RawMessage(`{"path":"a.md"}`), Intent: "save the plan"})
+			}
+			approvers.Route(func(tools.Call) Approver { return app })
+			approvers.Set(app)
+			c := runWith(WithApprover(context.Background(), app))
+			if c.Error == nil || c.Error.Code != tools.CodePermissionDenied || !strings.Contains(c.Error.Message, "no editor is attached to ask the person") {
+				t.Errorf("no person to ask: %+v", c.Error)
+			}
+			var person atomic.Int32
+			approvers.Set(editor(func(context.Context, tools.Call, ICERC) (Answer, error) {
+				person.Add(1)
+				return RejectOnce, nil
+			}))
+			if c := runWith(WithApprover(context.Background(), app)); c.Error == nil || !strings.Contains(c.Error.Message, "rejected") || person.Load() != 1 {
+				t.Errorf("the person was not asked (%d), or did not decide: %+v", person.Load(), c.Error)
+			}
+			if theirs.Load() != 0 {
+				t.Errorf("%v was asked %d times", who, theirs.Load())
+			}
+		})
+	}
+	for _, who := range []access.Party{access.Person("editor"), access.Person("cli"), access.Person("acp").Agent("s"), access.Person("mcp").Agent("mcp")} {
+		if err := MayAnswer(who); err != nil {
+			t.Errorf("MayAnswer(%v) = %v, want the person's surface to answer", who, err)
+		}
 	}
 }

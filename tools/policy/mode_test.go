@@ -101,10 +101,10 @@ func TestModeAskRemembers(t *testing.T) {
 	var approvers Approvers
 	m := gateManager(t, &approvers, time.Minute)
 	var asked atomic.Int32
-	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) {
+	approvers.Set(editor(func(context.Context, tools.Call, ICERC) (Answer, error) {
 		asked.Add(1)
 		return AllowAlways, nil
-	})
+	}))
 	ask := WithMode(context.Background(), ModeAsk)
 	call := func(ctx context.Context) tools.Call {
 		return m.Execute(ctx, tools.ExecuteRequest{ToolName: "write_file", AppID: "planner", Arguments: json.RawMessage(`{"path":"a.md"}`)})

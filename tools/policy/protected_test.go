@@ -192,10 +192,10 @@ func TestProtectedGate(t *testing.T) {
 		t.Fatalf("the record shown: %+v", c.ICERC)
 	}
 	var asked atomic.Int32
-	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) {
+	approvers.Set(editor(func(context.Context, tools.Call, ICERC) (Answer, error) {
 		asked.Add(1)
 		return AllowAlways, nil
-	})
+	}))
 	for i := 1; i <= 2; i++ {
 		if c := write(".vscode/tasks.json"); c.Status != tools.StatusCompleted || asked.Load() != int32(i) {
 			t.Fatalf("write %d: asked %d times, %+v", i, asked.Load(), c.Error)
