@@ -46,12 +46,12 @@ func TestAlwaysRemembersWhatWasShown(t *testing.T) {
 		asked []ICERC
 		ans   = AllowAlways
 	)
-	approvers.Set(func(_ context.Context, _ tools.Call, rec ICERC) (Answer, error) {
+	approvers.Set(editor(func(_ context.Context, _ tools.Call, rec ICERC) (Answer, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = append(asked, rec)
 		return ans, nil
-	})
+	}))
 	type call struct {
 		app, author string
 		tool        string
@@ -163,7 +163,7 @@ func TestAlwaysUnderDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir, asked := "", 0
-	approvers.Set(func(ctx context.Context, _ tools.Call, _ ICERC) (Answer, error) {
+	approvers.Set(editor(func(ctx context.Context, _ tools.Call, _ ICERC) (Answer, error) {
 		asked++
 		if dir != "" {
 			if err := AlwaysUnder(ctx, dir); err != nil {
@@ -171,7 +171,7 @@ func TestAlwaysUnderDirectory(t *testing.T) {
 			}
 		}
 		return AllowAlways, nil
-	})
+	}))
 	write := func(p string) tools.Call {
 		return m.Execute(context.Background(), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
 			Arguments: json.RawMessage(`{"path":"` + p + `"}`)})
