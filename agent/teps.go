@@ -375,8 +375,9 @@ func (ss *Session) notOffered(o *offer, c llm.ToolCall, emit func(Update)) ToolR
 	}
 	res := ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Content: msg,
 		ToolCallID: id.String(), Title: shownName(c.Name) + " (not offered)", Kind: acpKind(tools.KindOther)}
-	u := Update{SessionUpdate: "tool_call", ToolCallID: res.ToolCallID, Title: res.Title, ToolName: shownName(c.Name),
-		Kind: res.Kind, Status: acpStatus(tools.StatusError),
+	// No ToolName: the call is of no tool (a door that shows a write's
+	// diff must not show one for it).
+	u := Update{SessionUpdate: "tool_call", ToolCallID: res.ToolCallID, Title: res.Title, Kind: res.Kind, Status: acpStatus(tools.StatusError),
 		Content: []ToolCallContent{{Type: "content", Content: textBlock(tools.CodeUnknownTool + ": " + msg)}}}
 	if len(c.Arguments) <= tools.KeptSize {
 		u.RawInput = c.Arguments

@@ -202,6 +202,9 @@ func TestAgentHugeAnswer(t *testing.T) {
 			if err == nil || !strings.Contains(err.Message, tc.setting) {
 				t.Errorf("the prompt answered %v, want an error naming %s", err, tc.setting)
 			}
+			if err != nil {
+				t.Logf("the prompt's error: %s", err.Message)
+			}
 			if <-wroteAll {
 				t.Errorf("the model server wrote all %d bytes: the daemon read the answer to its end", total)
 			}
