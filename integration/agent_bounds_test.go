@@ -64,14 +64,24 @@ func chatDelta(delta, finish string) string {
 	return fmt.Sprintf("data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"model\":\"scripted\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, f)
 }
 
-func scriptedConfig(base string, extra string) string {
-	return fmt.Sprintf(`llm:
+// scriptedSession starts the model's server, and nexusd --stdio on a new
+// workspace whose model it is, offering tools (agent.tools); it returns
+// the editor, the workspace and a new agent session.
+func scriptedSession(t *testing.T, model *chatModel, tools string) (*editor, string, string) {
+	t.Helper()
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	ws := newWorkspace(t, fmt.Sprintf(`llm:
   provider: openai-compatible
   baseURL: %s/v1
   model: scripted
 agent:
   maxSteps: 3
-%s`, base, extra)
+  tools: [%s]
+`, srv.URL, tools))
+	e := startEditor(t, ws)
+	e.initialize(os.Getpid())
+	return e, ws, newSession(t, e)
 }
 
 // TestAgentCallsOnlyOfferedTools: offered read_file and list_directory
@@ -89,12 +99,7 @@ func TestAgentCallsOnlyOfferedTools(t *testing.T) {
 		_, err := io.WriteString(w, strings.Join(deltas, "")+chatDelta(`{}`, "tool_calls"))
 		return err
 	}}}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	ws := newWorkspace(t, scriptedConfig(srv.URL, "  tools: [read_file, list_directory]\n"))
-	e := startEditor(t, ws)
-	e.initialize(os.Getpid())
-	id := newSession(t, e)
+	e, ws, id := scriptedSession(t, model, "read_file, list_directory")
 	var res promptResult
 	e.mustCall("nexus/agent/prompt", map[string]any{"sessionId": id, "prompt": "Write pwned.txt."}, &res)
 	if res.StopReason != "end_turn" {
@@ -190,12 +195,7 @@ func TestAgentHugeAnswer(t *testing.T) {
 				wroteAll <- err == nil
 				return err
 			}}}
-			srv := httptest.NewServer(model)
-			defer srv.Close()
-			ws := newWorkspace(t, scriptedConfig(srv.URL, "  tools: [read_file]\n"))
-			e := startEditor(t, ws)
-			e.initialize(os.Getpid())
-			id := newSession(t, e)
+			e, ws, id := scriptedSession(t, model, "read_file")
 			before := rssKiB(t, e.cmd.Process.Pid, "VmRSS")
 
 			err := e.call("nexus/agent/prompt", map[string]any{"sessionId": id, "prompt": "Say everything."}, nil)
