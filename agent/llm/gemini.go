@@ -55,6 +55,7 @@ type geminiProvider struct {
 
 	mu         sync.Mutex
 	signatures map[string]string // by geminiCallKey
+	sigBytes   int               // of the signatures' keys and values
 }
 
 func newGemini(p Profile, key string, opts Options) (Provider, error) {
@@ -430,20 +431,27 @@ func (g *geminiProvider) attempt(ctx context.Context, body []byte, lim Limits, e
 }
 
 // keepSignature keeps a call's thought signature for when the call is sent
-// back; the oldest half goes when there are many.
+// back. A key holds the call's arguments: when the signatures are many, or
+// large together, half of them go.
 func (g *geminiProvider) keepSignature(key, sig string) {
+	const most, mostBytes = 4096, 16 << 20
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.signatures) >= 4096 {
-		n := 0
-		for k := range g.signatures {
-			delete(g.signatures, k)
-			if n++; n >= 2048 {
+	if old, ok := g.signatures[key]; ok {
+		g.sigBytes -= len(key) + len(old)
+	}
+	size := len(key) + len(sig)
+	if len(g.signatures) >= most || g.sigBytes+size > mostBytes {
+		for k, v := range g.signatures {
+			if len(g.signatures) <= most/2 && g.sigBytes+size <= mostBytes/2 {
 				break
 			}
+			delete(g.signatures, k)
+			g.sigBytes -= len(k) + len(v)
 		}
 	}
 	g.signatures[key] = sig
+	g.sigBytes += size
 }
 
 // geminiStop maps a finishReason to ours.
