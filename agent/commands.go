@@ -171,7 +171,7 @@ func (ss *Session) compact(ctx context.Context, say func(string, ...any)) error 
 	}
 	msgs = append(msgs, Message{Role: RoleUser, Text: "Summarise our conversation so far for your own later use: the goal, what was done " +
 		"(files read and changed, commands run, results), decisions, and what is left to do. Be complete but brief. Do not call tools."})
-	resp, err := prov.Stream(ctx, &llm.Request{System: system, Messages: msgs}, func(llm.Event) {})
+	resp, err := prov.Stream(ctx, &llm.Request{System: system, Messages: msgs, Limits: ss.answerLimits()}, func(llm.Event) {})
 	if resp != nil {
 		ss.account(resp.Usage)
 	}

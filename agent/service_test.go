@@ -626,3 +626,90 @@ func TestCostKey(t *testing.T) {
 		t.Errorf("/cost = %q, want it to name llm.prices", out)
 	}
 }
+
+// TestCallsOfToolsNotOffered: agent.tools offers read_file and
+// list_directory; calls of any other name (write_file, which the person
+// would allow; it in another case; with a server's prefix; a name of no
+// tool) never reach the ToolManager. Each goes back to the model as
+// unknown, naming the tools it has, and the doors see it failed.
+func TestCallsOfToolsNotOffered(t *testing.T) {
+	f := newFixture(t, func(c *workspace.Config) { c.Agent.Tools = []string{"read_file", "list_directory"} })
+	id := f.session(t)
+	names := []string{"write_file", "Write_File", "READ_FILE", "fs__read_file", "fs/write_file", "no_such_tool"}
+	var cs []llm.ToolCall
+	for i, n := range names {
+		cs = append(cs, llm.ToolCall{ID: fmt.Sprint("c", i), Name: n, Arguments: json.RawMessage(`{"path":"c.txt","content":"x"}`)})
+	}
+	f.model.turns = append(f.model.turns, calls(cs...), text("ok"))
+	asked := 0
+	ask := func(context.Context, tools.Call, policy.ICERC) (policy.Answer, error) {
+		asked++
+		return policy.AllowOnce, nil
+	}
+	var rec recorder
+	res, err := f.svc.Prompt(context.Background(), person, id, "write c", agent.PromptOptions{Ask: ask, OnUpdate: rec.add})
+	if err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("Prompt = %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "c.txt")); !os.IsNotExist(err) {
+		t.Errorf("c.txt was written by a tool that was not offered")
+	}
+	if asked != 0 {
+		t.Errorf("the person was asked %d times about tools that were not offered", asked)
+	}
+	if got := f.m.Calls(tools.CallFilter{}); len(got) != 0 {
+		t.Errorf("the ToolManager saw calls: %+v", got)
+	}
+	var results []*llm.ToolResult
+	for _, m := range f.model.reqs[1].Messages {
+		if m.Result != nil {
+			results = append(results, m.Result)
+		}
+	}
+	if len(results) != len(names) {
+		t.Fatalf("%d results went back, want %d", len(results), len(names))
+	}
+	for i, r := range results {
+		if !r.IsError || !strings.Contains(r.Content, "not offered") || !strings.Contains(r.Content, "list_directory, read_file.") ||
+			!strings.Contains(r.Content, names[i]) {
+			t.Errorf("result of %s = %+v", names[i], r)
+		}
+	}
+	starts := rec.kinds("tool_call")
+	if len(starts) != len(names) {
+		t.Fatalf("tool_call updates = %+v", starts)
+	}
+	for i, u := range starts {
+		if u.Status != "failed" || !strings.Contains(u.Title, "not offered") || !strings.Contains(u.Title, names[i]) || u.ToolName != "" {
+			t.Errorf("update of %s = %+v", names[i], u)
+		}
+	}
+}
+
+// TestAnswerTooLarge: the request carries agent.maxAnswerSize and
+// agent.maxToolCallSize; an answer over them ends the prompt with the
+// adapter's error, nothing of it is kept, and the next prompt works.
+func TestAnswerTooLarge(t *testing.T) {
+	f := newFixture(t, func(c *workspace.Config) { c.Agent.MaxAnswerSize, c.Agent.MaxToolCallSize = 2048, 4096 })
+	id := f.session(t)
+	f.model.turns = append(f.model.turns, func(_ context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Response, error) {
+		emit(llm.Event{Kind: llm.EventText, Text: strings.Repeat("x", req.Limits.Answer)})
+		return nil, &llm.Error{Kind: llm.KindAnswerTooLarge, Provider: "test", Message: "over agent.maxAnswerSize"}
+	}, text("short"))
+	_, err := f.svc.Prompt(context.Background(), person, id, "say a lot", agent.PromptOptions{})
+	if !errors.Is(err, llm.ErrAnswerTooLarge) || !strings.Contains(err.Error(), "agent.maxAnswerSize") {
+		t.Fatalf("Prompt = %v, want the answer_too_large error", err)
+	}
+	if l := f.model.reqs[0].Limits; l.Answer != 2048 || l.ToolCall != 4096 {
+		t.Errorf("the request's limits = %+v", l)
+	}
+	res, err := f.svc.Prompt(context.Background(), person, id, "say less", agent.PromptOptions{})
+	if err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("the next prompt = %+v, %v", res, err)
+	}
+	for _, m := range f.model.reqs[1].Messages {
+		if m.Role == llm.RoleAssistant {
+			t.Errorf("the failed answer is in the history: %.40q", m.Text)
+		}
+	}
+}

@@ -10,8 +10,11 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/google/uuid"
 
 	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/tools"
@@ -316,16 +319,16 @@ func (ss *Session) runTools(ctx context.Context, o *offer, calls []llm.ToolCall,
 
 // runTool runs one call of the model as a Nexus tool call and returns
 // what goes back to the model, and whether the call was malformed or
-// named no tool.
+// named no tool. Only a tool offered in this step runs (see notOffered).
 func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit func(Update)) (ToolResult, bool) {
-	res := ToolResult{CallID: c.ID, Name: c.Name}
 	d, known := o.byKey[c.Name]
-	req := tools.ExecuteRequest{ToolName: c.Name, Party: ss.party, TaskID: ss.id, RequestID: c.ID, Arguments: c.Arguments,
-		Elicit: ss.elicitor()}
-	if known {
-		req.ToolName, req.ServerName = d.Name, d.ServerName
-		req.Arguments, req.Intent, req.ExpectedOutcome = splitICERC(d, c.Arguments)
+	if !known {
+		return ss.notOffered(o, c, emit), true
 	}
+	res := ToolResult{CallID: c.ID, Name: c.Name}
+	req := tools.ExecuteRequest{ToolName: d.Name, ServerName: d.ServerName, Party: ss.party, TaskID: ss.id, RequestID: c.ID,
+		Elicit: ss.elicitor()}
+	req.Arguments, req.Intent, req.ExpectedOutcome = splitICERC(d, c.Arguments)
 	first := true
 	req.OnUpdate = func(call tools.Call) {
 		emit(toolCallUpdate(first, call))
@@ -344,9 +347,9 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 		res.IsError = true
 		res.Content = "Declined: " + call.Error.Message + ". The call did not run. Do not repeat it as is: say what you wanted to do and why, or find another way."
 		return res, false
-	case call.Error.Code == tools.CodeUnknownTool:
+	case call.Error.Code == tools.CodeUnknownTool: // offered, and gone since
 		res.IsError = true
-		res.Content = fmt.Sprintf("There is no tool %q. The tools you may call are: %s.", c.Name, strings.Join(o.names(), ", "))
+		res.Content = o.unknown(c.Name)
 		return res, true
 	case call.Error.Code == tools.CodeInvalidArguments:
 		res.IsError = true
@@ -358,10 +361,59 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 	return res, false
 }
 
-func (o *offer) names() []string {
+// notOffered answers a call of a tool that was not offered in this step:
+// a name of no tool, or of one that agent.tools or the caller's grants
+// leave out, or an offered name in another case or without its server's
+// prefix. The call never reaches the ToolManager, so nothing runs and no
+// one is asked; the model is told which tools it has, and the doors see a
+// failed call of that name.
+func (ss *Session) notOffered(o *offer, c llm.ToolCall, emit func(Update)) ToolResult {
+	msg := o.unknown(c.Name)
+	id, err := uuid.NewV7()
+	if err != nil {
+		id = uuid.New()
+	}
+	res := ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Content: msg,
+		ToolCallID: id.String(), Title: shownName(c.Name) + " (not offered)", Kind: acpKind(tools.KindOther)}
+	// No ToolName: the call is of no tool (a door that shows a write's
+	// diff must not show one for it).
+	u := Update{SessionUpdate: "tool_call", ToolCallID: res.ToolCallID, Title: res.Title, Kind: res.Kind, Status: acpStatus(tools.StatusError),
+		Content: []ToolCallContent{{Type: "content", Content: textBlock(tools.CodeUnknownTool + ": " + msg)}}}
+	if len(c.Arguments) <= tools.KeptSize {
+		u.RawInput = c.Arguments
+	}
+	emit(u)
+	return res
+}
+
+// unknown is what the model is told of a call of a tool it was not
+// offered.
+func (o *offer) unknown(name string) string {
+	if len(o.list) == 0 {
+		return fmt.Sprintf("The tool %s was not offered to you: you were given no tools. The call did not run.", shownName(name))
+	}
 	names := make([]string, 0, len(o.list))
 	for _, t := range o.list {
 		names = append(names, t.Name)
 	}
-	return names
+	return fmt.Sprintf("The tool %s was not offered to you; the call did not run. The tools you may call are: %s.",
+		shownName(name), strings.Join(names, ", "))
+}
+
+// shownName is a tool name of the model as it is shown: as is when it is
+// a name providers take, else quoted with Go's escapes and cut, since the
+// model chose it.
+func shownName(name string) string {
+	if validToolName.MatchString(name) {
+		return name
+	}
+	const most = 128
+	if len(name) > most {
+		n := most
+		for n > 0 && !startsRune(name[n]) {
+			n--
+		}
+		return strconv.Quote(name[:n]) + "…"
+	}
+	return strconv.Quote(name)
 }

@@ -262,6 +262,16 @@ type AgentConfig struct {
 	// MaxToolResult bounds a tool result as it enters the history; a
 	// longer one keeps its head and tail. Default 32KB.
 	MaxToolResult Size `yaml:"maxToolResult"`
+	// MaxAnswerSize bounds the text and thoughts of one model answer,
+	// together. A longer answer ends that request with an error; nothing
+	// past the limit is read or kept, and the session goes on. Default
+	// 1MiB; at most 1GiB.
+	MaxAnswerSize Size `yaml:"maxAnswerSize"`
+	// MaxToolCallSize bounds each tool call of one model answer (its
+	// arguments, name and id); the calls of one answer together may have
+	// four times as much. Over it, as for MaxAnswerSize. Default 1MiB; at
+	// most 1GiB.
+	MaxToolCallSize Size `yaml:"maxToolCallSize"`
 }
 
 // ProfileNames are the names of the configured profiles, sorted.
@@ -357,7 +367,7 @@ func DefaultConfig() *Config {
 			MaxRestarts:    5,
 			Separator:      "__",
 		},
-		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib},
+		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib, MaxAnswerSize: mib, MaxToolCallSize: mib},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
@@ -905,6 +915,8 @@ func (d *decoder) check(c *Config) {
 	d.llm(&c.LLM)
 	d.sampling(&c.MCP.Sampling, &c.LLM)
 	d.atLeast("agent.maxSteps", c.Agent.MaxSteps, 1)
+	d.sizeUpTo("agent.maxAnswerSize", c.Agent.MaxAnswerSize, gib)
+	d.sizeUpTo("agent.maxToolCallSize", c.Agent.MaxToolCallSize, gib)
 
 	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
 	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "remove_oldest", "token_budget", "none")
@@ -1124,6 +1136,17 @@ func (d *decoder) oneOf(path, value string, allowed ...string) bool {
 	}
 	d.fail(path, d.nodes[path], "%q is not one of: %s", value, strings.Join(allowed, ", "))
 	return false
+}
+
+// sizeUpTo fails a size that is not more than 0 and at most most.
+func (d *decoder) sizeUpTo(path string, value, most Size) {
+	switch {
+	case d.bad[path]:
+	case value <= 0:
+		d.fail(path, d.nodes[path], "must be more than 0")
+	case value > most:
+		d.fail(path, d.nodes[path], "%v is more than %v", value, most)
+	}
 }
 
 func (d *decoder) atLeast(path string, value, least int) {

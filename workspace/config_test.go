@@ -54,7 +54,7 @@ func TestDefaultConfig(t *testing.T) {
 			MaxRestarts:    5,
 			Separator:      "__",
 		},
-		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 << 10},
+		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 << 10, MaxAnswerSize: 1 << 20, MaxToolCallSize: 1 << 20},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
@@ -263,7 +263,7 @@ func TestParseConfigAllSections(t *testing.T) {
 				"extra": map[string]any{"nested": true},
 			},
 		}}},
-		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib},
+		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib, MaxAnswerSize: mib, MaxToolCallSize: mib},
 		Messages: MessagesConfig{MaxLength: 20, Pruning: "none", KeepSystem: false},
 		Context:  ContextConfig{File: "docs/CONTEXT.md"},
 		Log:      LogConfig{Level: "warn", File: "/tmp/nexus.log"},
@@ -453,6 +453,12 @@ func TestParseConfigErrors(t *testing.T) {
 			`c.yaml:4:11: runtime.prefix: must not be empty (the start of every Redis key, such as "nexus:")`},
 		{"cache with bbolt", yamlText("runtime:", "  cache: true"),
 			`c.yaml:2:10: runtime.cache: applies to backend redis only (bbolt reads are local already)`},
+		{"no answer at all", yamlText("agent:", "  maxAnswerSize: 0"),
+			`c.yaml:2:18: agent.maxAnswerSize: must be more than 0`},
+		{"a tool call over 1GiB", yamlText("llm:", "  provider: openai", "  model: m", "agent:", "  maxSteps: 3", "  maxToolCallSize: 2GiB"),
+			`c.yaml:6:20: agent.maxToolCallSize: 2GiB is more than 1GiB`},
+		{"answer size not a size", yamlText("agent:", "  maxAnswerSize: lots"),
+			`c.yaml:2:18: agent.maxAnswerSize: "lots" is not a size (examples: 1048576, 10MiB)`},
 		{"zero cache size", yamlText("runtime:", "  backend: redis", "  url: redis://localhost", "  cache: true", "  cacheSize: 0"),
 			`c.yaml:5:14: runtime.cacheSize: must be more than 0`},
 		{"max length", yamlText("messages:", "  maxLength: 0"),
@@ -688,3 +694,15 @@ func TestMaxArgumentsSize(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The answer limits take sizes, and a file that sets one keeps the
+// other's default.
+func TestAgentAnswerLimits(t *testing.T) {
+	cfg, err := ParseConfig("c.yaml", yamlText("agent:", "  maxAnswerSize: 256KiB"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.MaxAnswerSize != 256*kib || cfg.Agent.MaxToolCallSize != mib {
+		t.Errorf("maxAnswerSize %v, maxToolCallSize %v; want 256KiB and 1MiB", cfg.Agent.MaxAnswerSize, cfg.Agent.MaxToolCallSize)
+	}
+}

@@ -75,7 +75,7 @@ func (a *anthropicProvider) Stream(ctx context.Context, req *Request, emit func(
 	params := anthropicParams(a.profile, req)
 	ro := extraBodyOptions(a.profile.ExtraBody)
 	return Retrying(ctx, &a.opts, emit, func(emit func(Event)) (*Response, error) {
-		return a.attempt(ctx, params, ro, emit)
+		return a.attempt(ctx, params, ro, req.Limits, emit)
 	})
 }
 
@@ -247,13 +247,42 @@ type anthropicBlock struct {
 	name  string
 	start string // the input of content_block_start, where there was one
 	input bytes.Buffer
+	size  int // counted against the budget
 	done  bool
 }
 
-func (a *anthropicProvider) attempt(ctx context.Context, params anthropic.MessageNewParams, ro []option.RequestOption, emit func(Event)) (*Response, error) {
+// attempt sends the request once and reads its stream, until it ends or
+// the answer is over its limits.
+func (a *anthropicProvider) attempt(ctx context.Context, params anthropic.MessageNewParams, ro []option.RequestOption, lim Limits, emit func(Event)) (*Response, error) {
+	provider := a.profile.Provider
+	ro = append(ro[:len(ro):len(ro)], option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(r)
+		if resp != nil && resp.Body != nil {
+			resp.Body = limitEvents(resp.Body, provider, lim)
+		}
+		return resp, err
+	}))
 	stream := a.client.Messages.NewStreaming(ctx, params, ro...)
 	defer stream.Close()
+	budget := newBudget(provider, lim)
+	var text, thought strings.Builder
 	resp := &Response{Model: a.profile.Model}
+	// say keeps and emits a piece of text or thought, within the budget.
+	say := func(kind EventKind, s string) error {
+		if s == "" {
+			return nil
+		}
+		if err := budget.say(len(s)); err != nil {
+			return err
+		}
+		if kind == EventThought {
+			thought.WriteString(s)
+		} else {
+			text.WriteString(s)
+		}
+		emit(Event{Kind: kind, Text: s})
+		return nil
+	}
 	blocks := map[int64]*anthropicBlock{}
 	var order []int64 // the blocks' indexes in the order they started
 	var stopReason string
@@ -286,6 +315,7 @@ func (a *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 		}
 		gotEvent = true
 		ev := stream.Current()
+		var err error // of a piece over the budget
 		switch ev.Type {
 		case "message_start":
 			if ev.Message.Model != "" {
@@ -300,34 +330,36 @@ func (a *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 			if cb.JSON.Input.Valid() {
 				b.start = cb.JSON.Input.Raw()
 			}
-			if _, ok := blocks[ev.Index]; !ok {
+			if old, ok := blocks[ev.Index]; ok {
+				b.size = old.size // replaced
+			} else {
+				if err := budget.newCall(0); err != nil {
+					return resp, err
+				}
 				order = append(order, ev.Index)
 			}
+			if err := budget.resize(&b.size, len(b.id)+len(b.name)+len(b.start)); err != nil {
+				return resp, err
+			}
 			blocks[ev.Index] = b
-			switch {
-			case cb.Type == "text" && cb.Text != "":
-				resp.Text += cb.Text
-				emit(Event{Kind: EventText, Text: cb.Text})
-			case cb.Type == "thinking" && cb.Thinking != "":
-				resp.Thought += cb.Thinking
-				emit(Event{Kind: EventThought, Text: cb.Thinking})
+			switch cb.Type {
+			case "text":
+				err = say(EventText, cb.Text)
+			case "thinking":
+				err = say(EventThought, cb.Thinking)
 			}
 		case "content_block_delta":
 			d := ev.Delta
 			switch d.Type {
 			case "text_delta":
-				if d.Text != "" {
-					resp.Text += d.Text
-					emit(Event{Kind: EventText, Text: d.Text})
-				}
+				err = say(EventText, d.Text)
 			case "thinking_delta":
-				if d.Thinking != "" {
-					resp.Thought += d.Thinking
-					emit(Event{Kind: EventThought, Text: d.Thinking})
-				}
+				err = say(EventThought, d.Thinking)
 			case "input_json_delta":
 				if b := blocks[ev.Index]; b != nil {
-					b.input.WriteString(d.PartialJSON)
+					if err = budget.grow(&b.size, len(d.PartialJSON)); err == nil {
+						b.input.WriteString(d.PartialJSON)
+					}
 				}
 			}
 		case "content_block_stop":
@@ -353,6 +385,9 @@ func (a *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 		case "message_stop":
 			stopped = true
 		}
+		if err != nil {
+			return resp, err
+		}
 	}
 	if err := stream.Err(); err != nil {
 		return resp, a.streamError(ctx, err, gotEvent)
@@ -373,6 +408,7 @@ func (a *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 	if !usageSent && (resp.Usage.InputTokens > 0 || resp.Usage.OutputTokens > 0) {
 		sendUsage()
 	}
+	resp.Text, resp.Thought = text.String(), thought.String()
 	resp.Stop = anthropicStop(stopReason, len(resp.ToolCalls) > 0)
 	return resp, nil
 }

@@ -22,6 +22,7 @@ const (
 	KindStream          Kind = "stream"           // the stream broke or could not be read
 	KindCanceled        Kind = "canceled"         // the context was cancelled
 	KindConfig          Kind = "config"           // the profile cannot be used
+	KindAnswerTooLarge  Kind = "answer_too_large" // the answer passed its Limits; the rest was not read
 )
 
 // Error is an adapter's error.
@@ -79,4 +80,5 @@ var (
 	ErrStream          error = kindError(KindStream)
 	ErrCanceled        error = kindError(KindCanceled)
 	ErrConfig          error = kindError(KindConfig)
+	ErrAnswerTooLarge  error = kindError(KindAnswerTooLarge)
 )

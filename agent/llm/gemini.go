@@ -55,6 +55,7 @@ type geminiProvider struct {
 
 	mu         sync.Mutex
 	signatures map[string]string // by geminiCallKey
+	sigBytes   int               // of the signatures' keys and values
 }
 
 func newGemini(p Profile, key string, opts Options) (Provider, error) {
@@ -250,7 +251,7 @@ func (g *geminiProvider) Stream(ctx context.Context, req *Request, emit func(Eve
 		return nil, &Error{Kind: KindBadRequest, Provider: g.profile.Provider, Message: "the request cannot be encoded: " + err.Error(), Err: err}
 	}
 	return Retrying(ctx, &g.opts, emit, func(emit func(Event)) (*Response, error) {
-		return g.attempt(ctx, body, emit)
+		return g.attempt(ctx, body, req.Limits, emit)
 	})
 }
 
@@ -284,7 +285,9 @@ type (
 	}
 )
 
-func (g *geminiProvider) attempt(ctx context.Context, body []byte, emit func(Event)) (*Response, error) {
+// attempt sends the request once and reads its stream, until it ends or
+// the answer is over its limits.
+func (g *geminiProvider) attempt(ctx context.Context, body []byte, lim Limits, emit func(Event)) (*Response, error) {
 	provider := g.profile.Provider
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url, bytes.NewReader(body))
 	if err != nil {
@@ -308,11 +311,13 @@ func (g *geminiProvider) attempt(ctx context.Context, body []byte, emit func(Eve
 		return nil, geminiClassify(provider, hresp.StatusCode, hresp.Header, b)
 	}
 
+	budget := newBudget(provider, lim)
+	var text, thought strings.Builder
 	resp := &Response{Model: g.profile.Model}
 	var finish string
 	var usage *geminiUsage
 	calls := 0
-	sc := bufio.NewScanner(hresp.Body)
+	sc := bufio.NewScanner(limitEvents(hresp.Body, provider, lim))
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var data bytes.Buffer
 	handle := func(data []byte) error {
@@ -339,6 +344,10 @@ func (g *geminiProvider) attempt(ctx context.Context, body []byte, emit func(Eve
 			for _, p := range c.Content.Parts {
 				switch {
 				case p.FunctionCall != nil:
+					fc := p.FunctionCall
+					if err := budget.newCall(len(fc.ID) + len(fc.Name) + len(fc.Args) + len(p.ThoughtSignature)); err != nil {
+						return err
+					}
 					calls++
 					id := p.FunctionCall.ID
 					if id == "" {
@@ -354,12 +363,16 @@ func (g *geminiProvider) attempt(ctx context.Context, body []byte, emit func(Eve
 					}
 					resp.ToolCalls = append(resp.ToolCalls, call)
 					emit(Event{Kind: EventToolCall, ToolCall: &call})
-				case p.Text != "" && p.Thought:
-					resp.Thought += p.Text
-					emit(Event{Kind: EventThought, Text: p.Text})
 				case p.Text != "":
-					resp.Text += p.Text
-					emit(Event{Kind: EventText, Text: p.Text})
+					if err := budget.say(len(p.Text)); err != nil {
+						return err
+					}
+					kind, b := EventText, &text
+					if p.Thought {
+						kind, b = EventThought, &thought
+					}
+					b.WriteString(p.Text)
+					emit(Event{Kind: kind, Text: p.Text})
 				}
 			}
 			if c.FinishReason != "" {
@@ -412,25 +425,33 @@ func (g *geminiProvider) attempt(ctx context.Context, body []byte, emit func(Eve
 		ev := resp.Usage
 		emit(Event{Kind: EventUsage, Usage: &ev})
 	}
+	resp.Text, resp.Thought = text.String(), thought.String()
 	resp.Stop = geminiStop(finish, len(resp.ToolCalls) > 0)
 	return resp, nil
 }
 
 // keepSignature keeps a call's thought signature for when the call is sent
-// back; the oldest half goes when there are many.
+// back. A key holds the call's arguments: when the signatures are many, or
+// large together, half of them go.
 func (g *geminiProvider) keepSignature(key, sig string) {
+	const most, mostBytes = 4096, 16 << 20
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.signatures) >= 4096 {
-		n := 0
-		for k := range g.signatures {
-			delete(g.signatures, k)
-			if n++; n >= 2048 {
+	if old, ok := g.signatures[key]; ok {
+		g.sigBytes -= len(key) + len(old)
+	}
+	size := len(key) + len(sig)
+	if len(g.signatures) >= most || g.sigBytes+size > mostBytes {
+		for k, v := range g.signatures {
+			if len(g.signatures) <= most/2 && g.sigBytes+size <= mostBytes/2 {
 				break
 			}
+			delete(g.signatures, k)
+			g.sigBytes -= len(k) + len(v)
 		}
 	}
 	g.signatures[key] = sig
+	g.sigBytes += size
 }
 
 // geminiStop maps a finishReason to ours.

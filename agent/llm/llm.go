@@ -102,6 +102,8 @@ type Request struct {
 	// Stop are sequences that end the answer where they appear (not sent
 	// by the Responses API, which has none).
 	Stop []string
+	// Limits bound the answer; zero fields are the defaults.
+	Limits Limits
 }
 
 // StopReason is why a model stopped.

@@ -166,3 +166,15 @@ func toolResultText(r *ToolResult) string {
 func requestError(provider string, err error) *Error {
 	return &Error{Kind: KindBadRequest, Provider: provider, Message: err.Error(), Err: err}
 }
+
+// limitedBody is the SDK option that reads the answer's body through
+// limitEvents.
+func limitedBody(provider string, lim Limits) option.RequestOption {
+	return option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(r)
+		if resp != nil && resp.Body != nil {
+			resp.Body = limitEvents(resp.Body, provider, lim)
+		}
+		return resp, err
+	})
+}

@@ -40,7 +40,7 @@ func (c *openAIChat) Stream(ctx context.Context, req *Request, emit func(Event))
 		return nil, requestError(c.profile.Provider, err)
 	}
 	return Retrying(ctx, &c.opts, emit, func(emit func(Event)) (*Response, error) {
-		return c.attempt(ctx, params, emit)
+		return c.attempt(ctx, params, req.Limits, emit)
 	})
 }
 
@@ -131,13 +131,14 @@ func (c *openAIChat) params(req *Request) (openai.ChatCompletionNewParams, error
 	return params, nil
 }
 
-// attempt sends the request once and reads its stream.
-func (c *openAIChat) attempt(ctx context.Context, params openai.ChatCompletionNewParams, emit func(Event)) (*Response, error) {
+// attempt sends the request once and reads its stream, until it ends or
+// the answer is over its limits.
+func (c *openAIChat) attempt(ctx context.Context, params openai.ChatCompletionNewParams, lim Limits, emit func(Event)) (*Response, error) {
 	provider := c.profile.Provider
 	var httpResp *http.Response
-	stream := c.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	stream := c.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp), limitedBody(provider, lim))
 	defer stream.Close()
-	turn := chatTurn{provider: provider, emit: emit}
+	turn := chatTurn{provider: provider, emit: emit, budget: newBudget(provider, lim)}
 	for stream.Next() {
 		if err := turn.add(stream.Current()); err != nil {
 			return nil, err
@@ -155,6 +156,7 @@ func (c *openAIChat) attempt(ctx context.Context, params openai.ChatCompletionNe
 type chatTurn struct {
 	provider string
 	emit     func(Event)
+	budget   *budget
 	resp     Response
 	text     strings.Builder
 	thought  strings.Builder
@@ -168,6 +170,7 @@ type chatTurn struct {
 type chatCall struct {
 	id, name string
 	args     strings.Builder
+	size     int // counted against the budget
 }
 
 func (t *chatTurn) add(chunk openai.ChatCompletionChunk) error {
@@ -191,20 +194,31 @@ func (t *chatTurn) add(chunk openai.ChatCompletionChunk) error {
 		}
 		d := ch.Delta
 		if s := reasoningDelta(d.JSON.ExtraFields); s != "" {
+			if err := t.budget.say(len(s)); err != nil {
+				return err
+			}
 			t.thought.WriteString(s)
 			t.emit(Event{Kind: EventThought, Text: s})
 		}
 		if d.Content != "" {
+			if err := t.budget.say(len(d.Content)); err != nil {
+				return err
+			}
 			t.text.WriteString(d.Content)
 			t.emit(Event{Kind: EventText, Text: d.Content})
 		}
 		if d.Refusal != "" {
+			if err := t.budget.say(len(d.Refusal)); err != nil {
+				return err
+			}
 			t.refused = true
 			t.text.WriteString(d.Refusal)
 			t.emit(Event{Kind: EventText, Text: d.Refusal})
 		}
 		for _, tc := range d.ToolCalls {
-			t.toolCallDelta(tc)
+			if err := t.toolCallDelta(tc); err != nil {
+				return err
+			}
 		}
 		if ch.FinishReason != "" {
 			t.reason = ch.FinishReason
@@ -217,15 +231,28 @@ func (t *chatTurn) add(chunk openai.ChatCompletionChunk) error {
 // toolCallDelta adds a piece of a tool call. Its index says which call it
 // is on; a new id on an index that has one is a new call (servers that give
 // every call index 0).
-func (t *chatTurn) toolCallDelta(d openai.ChatCompletionChunkChoiceDeltaToolCall) {
+func (t *chatTurn) toolCallDelta(d openai.ChatCompletionChunkChoiceDeltaToolCall) error {
 	if t.byIndex == nil {
 		t.byIndex = map[int64]*chatCall{}
 	}
 	c := t.byIndex[d.Index]
 	if c == nil || (d.ID != "" && c.id != "" && d.ID != c.id) {
+		if err := t.budget.newCall(0); err != nil {
+			return err
+		}
 		c = &chatCall{}
 		t.calls = append(t.calls, c)
 		t.byIndex[d.Index] = c
+	}
+	n := len(d.Function.Arguments)
+	if c.id == "" {
+		n += len(d.ID)
+	}
+	if c.name == "" {
+		n += len(d.Function.Name)
+	}
+	if err := t.budget.grow(&c.size, n); err != nil {
+		return err
 	}
 	if c.id == "" {
 		c.id = d.ID
@@ -234,6 +261,7 @@ func (t *chatTurn) toolCallDelta(d openai.ChatCompletionChunkChoiceDeltaToolCall
 		c.name = d.Function.Name
 	}
 	c.args.WriteString(d.Function.Arguments)
+	return nil
 }
 
 // emitCalls sends the turn's tool calls, whole, once: at the finish reason,

@@ -39,7 +39,7 @@ func (r *openAIResponses) Stream(ctx context.Context, req *Request, emit func(Ev
 		return nil, requestError(r.profile.Provider, err)
 	}
 	return Retrying(ctx, &r.opts, emit, func(emit func(Event)) (*Response, error) {
-		return r.attempt(ctx, params, emit)
+		return r.attempt(ctx, params, req.Limits, emit)
 	})
 }
 
@@ -124,13 +124,14 @@ func (r *openAIResponses) params(req *Request) (responses.ResponseNewParams, err
 	return params, nil
 }
 
-// attempt sends the request once and reads its stream.
-func (r *openAIResponses) attempt(ctx context.Context, params responses.ResponseNewParams, emit func(Event)) (*Response, error) {
+// attempt sends the request once and reads its stream, until it ends or
+// the answer is over its limits.
+func (r *openAIResponses) attempt(ctx context.Context, params responses.ResponseNewParams, lim Limits, emit func(Event)) (*Response, error) {
 	provider := r.profile.Provider
 	var httpResp *http.Response
-	stream := r.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	stream := r.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp), limitedBody(provider, lim))
 	defer stream.Close()
-	turn := responsesTurn{provider: provider, emit: emit}
+	turn := responsesTurn{provider: provider, emit: emit, budget: newBudget(provider, lim)}
 	for stream.Next() {
 		done, err := turn.add(stream.Current())
 		if err != nil {
@@ -150,6 +151,7 @@ func (r *openAIResponses) attempt(ctx context.Context, params responses.Response
 type responsesTurn struct {
 	provider string
 	emit     func(Event)
+	budget   *budget
 	resp     Response
 	text     strings.Builder
 	thought  strings.Builder
@@ -161,6 +163,7 @@ type responsesTurn struct {
 type responsesCall struct {
 	callID, name string
 	args         strings.Builder
+	size         int // counted against the budget
 	emitted      bool
 }
 
@@ -168,40 +171,55 @@ type responsesCall struct {
 // response.incomplete).
 func (t *responsesTurn) add(ev responses.ResponseStreamEventUnion) (done bool, err error) {
 	switch ev.Type {
-	case "response.output_text.delta":
-		t.text.WriteString(ev.Delta)
-		t.emit(Event{Kind: EventText, Text: ev.Delta})
-	case "response.refusal.delta":
-		t.refused = true
+	case "response.output_text.delta", "response.refusal.delta":
+		if err := t.budget.say(len(ev.Delta)); err != nil {
+			return false, err
+		}
+		t.refused = t.refused || ev.Type == "response.refusal.delta"
 		t.text.WriteString(ev.Delta)
 		t.emit(Event{Kind: EventText, Text: ev.Delta})
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		if err := t.budget.say(len(ev.Delta)); err != nil {
+			return false, err
+		}
 		t.thought.WriteString(ev.Delta)
 		t.emit(Event{Kind: EventThought, Text: ev.Delta})
 	case "response.reasoning_summary_part.added":
 		if ev.SummaryIndex > 0 && t.thought.Len() > 0 {
+			if err := t.budget.say(2); err != nil {
+				return false, err
+			}
 			t.thought.WriteString("\n\n")
 			t.emit(Event{Kind: EventThought, Text: "\n\n"})
 		}
 	case "response.output_item.added":
 		if ev.Item.Type == "function_call" {
-			t.call(ev.Item.ID, ev.Item.CallID, ev.Item.Name)
+			if _, err := t.call(ev.Item.ID, ev.Item.CallID, ev.Item.Name); err != nil {
+				return false, err
+			}
 		}
 	case "response.function_call_arguments.delta":
 		if c := t.calls[ev.ItemID]; c != nil {
+			if err := t.budget.grow(&c.size, len(ev.Delta)); err != nil {
+				return false, err
+			}
 			c.args.WriteString(ev.Delta)
 		}
 	case "response.output_item.done":
 		if ev.Item.Type == "function_call" {
-			c := t.call(ev.Item.ID, ev.Item.CallID, ev.Item.Name)
-			if ev.Item.Arguments.OfString != "" { // the whole arguments
-				c.args.Reset()
-				c.args.WriteString(ev.Item.Arguments.OfString)
+			c, err := t.call(ev.Item.ID, ev.Item.CallID, ev.Item.Name)
+			if err != nil {
+				return false, err
+			}
+			if err := t.setArgs(c, ev.Item.Arguments.OfString); err != nil {
+				return false, err
 			}
 			t.emitCall(c)
 		}
 	case "response.completed", "response.incomplete":
-		t.finish(ev.Response)
+		if err := t.finish(ev.Response); err != nil {
+			return false, err
+		}
 		return true, nil
 	case "response.failed":
 		e := ev.Response.Error
@@ -223,15 +241,28 @@ func (t *responsesTurn) add(ev responses.ResponseStreamEventUnion) (done bool, e
 }
 
 // call is the call of an item, made the first time it is named.
-func (t *responsesTurn) call(itemID, callID, name string) *responsesCall {
+func (t *responsesTurn) call(itemID, callID, name string) (*responsesCall, error) {
 	if t.calls == nil {
 		t.calls = map[string]*responsesCall{}
 	}
 	c := t.calls[itemID]
 	if c == nil {
+		if err := t.budget.newCall(len(itemID)); err != nil {
+			return nil, err
+		}
 		c = &responsesCall{}
 		t.calls[itemID] = c
 		t.order = append(t.order, c)
+	}
+	n := 0
+	if c.callID == "" {
+		n += len(cmp.Or(callID, itemID))
+	}
+	if c.name == "" {
+		n += len(name)
+	}
+	if err := t.budget.grow(&c.size, n); err != nil {
+		return nil, err
 	}
 	if c.callID == "" {
 		c.callID = cmp.Or(callID, itemID)
@@ -239,7 +270,21 @@ func (t *responsesTurn) call(itemID, callID, name string) *responsesCall {
 	if c.name == "" {
 		c.name = name
 	}
-	return c
+	return c, nil
+}
+
+// setArgs replaces a call's arguments with the whole ones a server sent
+// after (or instead of) their pieces; "" leaves them.
+func (t *responsesTurn) setArgs(c *responsesCall, args string) error {
+	if args == "" {
+		return nil
+	}
+	if err := t.budget.resize(&c.size, c.size-c.args.Len()+len(args)); err != nil {
+		return err
+	}
+	c.args.Reset()
+	c.args.WriteString(args)
+	return nil
 }
 
 func (t *responsesTurn) emitCall(c *responsesCall) {
@@ -254,14 +299,18 @@ func (t *responsesTurn) emitCall(c *responsesCall) {
 
 // finish completes the turn from the final response: calls the stream did
 // not close (from its output), usage, model and stop reason.
-func (t *responsesTurn) finish(r responses.Response) {
+func (t *responsesTurn) finish(r responses.Response) error {
 	for _, item := range r.Output {
 		switch item.Type {
 		case "function_call":
-			c := t.call(item.ID, item.CallID, item.Name)
-			if !c.emitted && item.Arguments.OfString != "" {
-				c.args.Reset()
-				c.args.WriteString(item.Arguments.OfString)
+			c, err := t.call(item.ID, item.CallID, item.Name)
+			if err != nil {
+				return err
+			}
+			if !c.emitted {
+				if err := t.setArgs(c, item.Arguments.OfString); err != nil {
+					return err
+				}
 			}
 		case "message":
 			for _, part := range item.Content {
@@ -295,4 +344,5 @@ func (t *responsesTurn) finish(r responses.Response) {
 	default:
 		t.resp.Stop = StopEndTurn
 	}
+	return nil
 }
