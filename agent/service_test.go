@@ -647,7 +647,7 @@ func TestCallsOfToolsNotOffered(t *testing.T) {
 		return policy.AllowOnce, nil
 	}
 	var rec recorder
-	res, err := f.svc.Prompt(context.Background(), person, id, "write c", agent.PromptOptions{Ask: ask, OnUpdate: rec.add})
+	res, err := f.svc.Prompt(context.Background(), person, id, "write c", agent.PromptOptions{Ask: policy.Approver{Who: person, Ask: ask}, OnUpdate: rec.add})
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("Prompt = %+v, %v", res, err)
 	}
