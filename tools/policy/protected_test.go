@@ -217,3 +217,73 @@ func TestCheckProtectedResource(t *testing.T) {
 		t.Errorf("write_file of notes.md: %+v", v)
 	}
 }
+
+// TestProtectedGitHooks: the hooks directory that the repository's git
+// config names (core.hooksPath), and .husky, are asked about like .git,
+// and the list follows the config as it changes.
+func TestProtectedGitHooks(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
+	t.Setenv("GIT_CONFIG_SYSTEM", filepath.Join(home, "system-gitconfig"))
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setHooksPath := func(hp string) {
+		t.Helper()
+		cfg := "[core]\n\tbare = false\n"
+		if hp != "" {
+			cfg += "\thooksPath = " + hp + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(ws, ".git", "config"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := New(Rules{Tools: map[string]Decision{"*": Allow}, Workspace: ws}, nil)
+	decide := func(path string) Verdict {
+		return p.Decide(Request{AppID: "a", Tool: def(t, "write_file"), Args: pathArgs(path)})
+	}
+	setHooksPath(".githooks")
+	for _, tc := range []struct {
+		path string
+		want Decision
+	}{
+		{".githooks/pre-commit", Ask},
+		{"./.githooks//post-merge", Ask},
+		{".GitHooks/pre-push", Ask},
+		{".githooks", Ask},
+		{".husky/pre-commit", Ask},
+		{".husky/_/h", Ask},
+		{"githooks/pre-commit", Allow},
+		{"src/.githooks/pre-commit", Allow},
+	} {
+		if v := decide(tc.path); v.Decision != tc.want {
+			t.Errorf("hooksPath .githooks: %s: %s (%s), want %s", tc.path, v.Decision, v.Reason, tc.want)
+		}
+	}
+
+	setHooksPath("scripts/hooks/")
+	if v := decide(".githooks/pre-commit"); v.Decision != Allow {
+		t.Errorf("after the config changed, the old hooks directory: %+v", v)
+	}
+	if v := decide("scripts/hooks/pre-commit"); v.Decision != Ask || v.Protected != "scripts/hooks/pre-commit" {
+		t.Errorf("after the config changed, the new hooks directory: %+v", v)
+	}
+	// A directory that holds the hooks directory: a move there puts one in place.
+	if v := p.Decide(Request{Tool: tools.Definition{Name: "move_file", Kind: tools.KindMove}, Args: json.RawMessage(`{"path":"x","destinationPath":"scripts"}`)}); v.Decision != Ask {
+		t.Errorf("a move onto the directory holding the hooks: %+v", v)
+	}
+	// Through a symlink in the workspace.
+	if err := os.Symlink("scripts/hooks", filepath.Join(ws, "h")); err != nil {
+		t.Fatal(err)
+	}
+	if v := decide("h/pre-commit"); v.Decision != Ask || !strings.Contains(v.Protected, "through a symlink") {
+		t.Errorf("through a symlink: %+v", v)
+	}
+
+	// Without the workspace, git's config is not read.
+	if v := New(Rules{Tools: map[string]Decision{"*": Allow}}, nil).Decide(Request{Tool: def(t, "write_file"), Args: pathArgs("scripts/hooks/pre-commit")}); v.Decision != Allow {
+		t.Errorf("without a workspace: %+v", v)
+	}
+}
