@@ -76,9 +76,15 @@
 //	.mcp.json                 MCP servers Claude Code and the McpHub start
 //	.nexus/mcp.json           MCP servers the McpHub starts
 //
+// So does a core tool's call with the argument "executable": true
+// (write_file making a program, which the person or a tool may later run
+// outside every sandbox); without it, the core tools write files without
+// an executable bit.
+//
 // The decision table, for a core tool whose kind is edit, delete or move
 // (write_file, edit_file) and whose "path" argument (or any argument named
-// "...Path") is one of these paths, or a directory holding one (".vscode"):
+// "...Path") is one of these paths, or a directory holding one (".vscode"),
+// or that has "executable": true:
 //
 //	levels 0–5 decide   remembered answer    decision
 //	deny                (any)                deny

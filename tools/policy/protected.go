@@ -12,12 +12,13 @@ import (
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
-// protectedWrite returns the protected path a call writes, if any: for a
-// core tool whose kind is edit, delete or move, each string argument named
-// "path" or ending in "Path" that is a launcher (see isProtected), cleaned
-// ("./", "//", trailing "/" and "." segments go), compared case-folded,
-// and, when the policy knows the workspace, also as it resolves through
-// the symlinks in it.
+// protectedWrite returns what makes a call's write protected, if anything:
+// for a core tool whose kind is edit, delete or move, each string argument
+// named "path" or ending in "Path" that is a launcher (see isProtected),
+// cleaned ("./", "//", trailing "/" and "." segments go), compared
+// case-folded, and, when the policy knows the workspace, also as it
+// resolves through the symlinks in it; or, for a core tool, the boolean
+// argument "executable" set to true (write_file making a file that runs).
 func (p *Policy) protectedWrite(req *Request) (string, bool) {
 	d := req.Tool
 	if d.ServerName != "" || (d.Kind != tools.KindEdit && d.Kind != tools.KindDelete && d.Kind != tools.KindMove) {
@@ -27,7 +28,17 @@ func (p *Policy) protectedWrite(req *Request) (string, bool) {
 	if json.Unmarshal(req.Args, &args) != nil {
 		return "", false
 	}
-	return p.launcherWrite(args)
+	target, ok := p.launcherWrite(args)
+	var exec bool // a program the person, or a tool, may run outside every sandbox
+	if json.Unmarshal(args["executable"], &exec) != nil || !exec {
+		return target, ok
+	}
+	if !ok {
+		if json.Unmarshal(args["path"], &target) != nil || target == "" {
+			target = "the file"
+		}
+	}
+	return target + " (made executable)", true
 }
 
 // launcherWrite returns the launcher that a path argument of a call names.

@@ -287,3 +287,71 @@ func TestProtectedGitHooks(t *testing.T) {
 		t.Errorf("without a workspace: %+v", v)
 	}
 }
+
+// TestProtectedExecutable: a core tool's write with "executable": true is
+// asked whatever the rules allow, a deny still denies, and false or absent
+// changes nothing.
+func TestProtectedExecutable(t *testing.T) {
+	allowAll := Rules{Tools: map[string]Decision{"*": Allow}}
+	args := func(path string, exec any) json.RawMessage {
+		m := map[string]any{"path": path, "content": "#!/bin/sh\n"}
+		if exec != nil {
+			m["executable"] = exec
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	for _, tc := range []struct {
+		name      string
+		rules     Rules
+		tool      tools.Definition
+		args      json.RawMessage
+		want      Decision
+		protected string
+	}{
+		{"executable", allowAll, def(t, "write_file"), args("run.sh", true), Ask, "run.sh (made executable)"},
+		{"executable and a hook", allowAll, def(t, "write_file"), args(".git/hooks/pre-commit", true), Ask, ".git/hooks/pre-commit (made executable)"},
+		{"not executable", allowAll, def(t, "write_file"), args("run.sh", false), Allow, ""},
+		{"no executable argument", allowAll, def(t, "write_file"), args("run.sh", nil), Allow, ""},
+		{"not a boolean", allowAll, def(t, "write_file"), args("run.sh", "yes"), Allow, ""},
+		{"denied", Rules{Tools: map[string]Decision{"write_file": Deny}}, def(t, "write_file"), args("run.sh", true), Deny, ""},
+		{"an MCP tool's argument means nothing", allowAll, def(t, "github/create_issue"), args("run.sh", true), Allow, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := New(tc.rules, nil).Decide(Request{AppID: "a", Tool: tc.tool, Args: tc.args})
+			if v.Decision != tc.want || v.Protected != tc.protected {
+				t.Fatalf("Decide = %s, protected %q (%s); want %s, protected %q", v.Decision, v.Protected, v.Reason, tc.want, tc.protected)
+			}
+		})
+	}
+
+	// Through the gate: asked every time, an "always" answer not remembered.
+	var approvers Approvers
+	store, err := OpenApprovals(filepath.Join(t.TempDir(), "approvals.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Rules{Apps: map[string]AppRules{"planner": {Allow: []string{"write_file"}}}}, store)
+	m, err := tools.NewManager(tools.Options{Gate: p.Gate(&approvers, time.Minute, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := m.Register(writeTool); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) {
+		asked.Add(1)
+		return AllowAlways, nil
+	})
+	for i := 1; i <= 2; i++ {
+		c := m.Execute(context.Background(), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner", Arguments: args("run.sh", true)})
+		if c.Status != tools.StatusCompleted || asked.Load() != int32(i) {
+			t.Fatalf("write %d: asked %d times, %+v", i, asked.Load(), c.Error)
+		}
+	}
+	if len(store.List()) != 0 {
+		t.Fatalf("an always answer to an executable write was remembered: %+v", store.List())
+	}
+}
