@@ -89,12 +89,12 @@ func readGitFile(path string) (string, bool) {
 // for the repository of ws (core.hooksPath) that lie in ws, and the
 // repository's own directories when a .git file points into ws (but not
 // ws/.git itself), as clean slash-separated paths relative to ws (a hooks
-// directory "" is ws itself). Every
-// core.hooksPath counts, whichever config file sets it (the repository's,
-// its worktree's, the user's, the system's, and the files they include,
-// whatever an includeIf's condition): one of them is the one git uses.
-// A relative one is relative to the root of the work tree (and to
-// core.worktree, when that is set); "~/" is the user's home.
+// directory "" is ws itself). Every core.hooksPath counts, whichever
+// config file sets it (the repository's, its worktree's, the user's, the
+// system's, and the files they include, whatever an includeIf's
+// condition): one of them is the one git uses. A relative one is relative
+// to the root of the work tree (and to core.worktree, when that is set);
+// "~/" is the user's home.
 func gitHookDirs(ws string) (hooks, repos []string) {
 	repo, ok := findGitRepo(ws)
 	if !ok {

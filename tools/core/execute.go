@@ -238,7 +238,7 @@ func (t *Tools) view(cfg ExecConfig, party access.Party) (*command.View, error) 
 			}
 		}
 	}
-	ro, err := t.launcherPaths(cfg.Mode == command.WorkspaceWrite)
+	ro, err := t.launcherPaths(cfg.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -251,12 +251,13 @@ func (t *Tools) view(cfg ExecConfig, party access.Party) (*command.View, error) 
 // directory, and for a file the directory that holds it at the top (so
 // that a missing tasks.json cannot be created in an existing .vscode), or
 // the file itself at the top; none in .nexus (hidden whole), none below
-// another. A missing path cannot be made read-only, so when makeHooks is
-// set (the command may write the workspace) a missing hooks directory
-// that git's config names is made first, empty (git finds no hook in it,
-// as in none): else the command could make it and fill it. When it cannot
-// be made, the command does not run.
-func (t *Tools) launcherPaths(makeHooks bool) ([]string, error) {
+// another. A missing path cannot be made read-only, so in mode
+// workspace-write (the command may write the workspace) a missing hooks
+// directory that git's config names is made first, empty (git runs no
+// hook from an empty directory, as from a missing one): else the command
+// could make it and fill it. When it cannot be made, the command does not
+// run.
+func (t *Tools) launcherPaths(mode command.Mode) ([]string, error) {
 	var out []string
 	for _, l := range workspace.Launchers(t.rootReal) {
 		rel, dir := strings.CutSuffix(l.Path, "/")
@@ -267,16 +268,19 @@ func (t *Tools) launcherPaths(makeHooks bool) ([]string, error) {
 		if strings.EqualFold(top, privateDir) {
 			continue
 		}
-		if l.HooksDir && makeHooks {
-			if _, err := t.root.Lstat(rel); err != nil {
+		abs := filepath.Join(t.rootReal, filepath.FromSlash(rel))
+		// Through a symlink it may lie outside, where the command cannot
+		// write (and the root cannot make it).
+		if _, inside := workspace.ResolveInside(t.rootReal, rel); inside && l.HooksDir && mode == command.WorkspaceWrite {
+			if _, err := os.Lstat(abs); err != nil {
 				if err := t.root.MkdirAll(rel, 0o755); err != nil {
 					return nil, tools.Errorf(tools.CodeSandboxUnavailable,
 						"the hooks directory %s that git's core.hooksPath names is missing, and making it (so that the command sees it read-only) failed: %v", rel, err)
 				}
 			}
 		}
-		if p := filepath.Join(t.rootReal, filepath.FromSlash(rel)); !slices.Contains(out, p) {
-			out = append(out, p)
+		if !slices.Contains(out, abs) {
+			out = append(out, abs)
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(out), func(p string) bool {

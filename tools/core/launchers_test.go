@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/command"
 )
 
 // TestLauncherPathsFollowGitConfig: what a command sees read-only follows
@@ -22,15 +23,15 @@ func TestLauncherPathsFollowGitConfig(t *testing.T) {
 	e.file(".git/config", "[core]\n\thooksPath = .githooks\n")
 	e.file(".vscode/launch.json", "{}")
 
-	paths := func(makeHooks bool) []string {
+	paths := func(mode command.Mode) []string {
 		t.Helper()
-		ro, err := e.core.launcherPaths(makeHooks)
+		ro, err := e.core.launcherPaths(mode)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ro
 	}
-	ro := paths(false)
+	ro := paths(command.ReadOnly)
 	for _, rel := range []string{".git", ".githooks", ".husky", ".vscode", ".idea", ".envrc", ".mcp.json"} {
 		if !slices.Contains(ro, filepath.Join(root, rel)) {
 			t.Errorf("%s is not read-only for commands: %q", rel, ro)
@@ -42,21 +43,28 @@ func TestLauncherPathsFollowGitConfig(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(e.ws, ".githooks")); err == nil {
 		t.Error("the hooks directory was made for a command that may not write")
 	}
-	paths(true)
+	paths(command.WorkspaceWrite)
 	if fi, err := os.Lstat(filepath.Join(e.ws, ".githooks")); err != nil || !fi.IsDir() {
 		t.Errorf("the missing hooks directory was not made: %v", err)
 	}
 
 	// The config changes: so does the list, at the next command.
 	e.file(".git/config", "[core]\n\thooksPath = ci/git-hooks\n")
-	ro = paths(true)
+	ro = paths(command.WorkspaceWrite)
 	if !slices.Contains(ro, filepath.Join(root, "ci", "git-hooks")) || slices.Contains(ro, filepath.Join(root, ".githooks")) {
 		t.Errorf("after the config changed: %q", ro)
+	}
+	// Through a symlink to outside the workspace: nothing to make.
+	e.symlink(e.outside, "ext")
+	e.file(".git/config", "[core]\n\thooksPath = ext/hooks\n")
+	paths(command.WorkspaceWrite)
+	if _, err := os.Lstat(filepath.Join(e.outside, "hooks")); err == nil {
+		t.Error("a hooks directory was made outside the workspace")
 	}
 	// A hooks directory that cannot be made: the command does not run.
 	e.file("blocked", "a file where a directory should be")
 	e.file(".git/config", "[core]\n\thooksPath = blocked/hooks\n")
-	if _, err := e.core.launcherPaths(true); err == nil {
+	if _, err := e.core.launcherPaths(command.WorkspaceWrite); err == nil {
 		t.Error("a hooks directory that cannot be made was let through")
 	} else {
 		wantCode(t, err, tools.CodeSandboxUnavailable, "blocked/hooks", "core.hooksPath")
