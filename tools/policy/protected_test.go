@@ -160,8 +160,9 @@ func TestProtectedRemembered(t *testing.T) {
 	}
 }
 
-// TestProtectedGate: through the gate, a protected write is asked about
-// every time, an "always" answer is not remembered, and with no approver
+// TestProtectedGate: through the gate, a protected write (and one that
+// makes a file executable) is asked about every time, an "always" answer
+// is not remembered, and with no approver
 // the call is denied with a message saying approval was needed.
 func TestProtectedGate(t *testing.T) {
 	var approvers Approvers
@@ -198,11 +199,19 @@ func TestProtectedGate(t *testing.T) {
 			t.Fatalf("write %d: asked %d times, %+v", i, asked.Load(), c.Error)
 		}
 	}
+	// So is a write that makes a file executable.
+	for i := 3; i <= 4; i++ {
+		c := m.Execute(context.Background(), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
+			Arguments: json.RawMessage(`{"path":"run.sh","content":"#!/bin/sh\n","executable":true}`)})
+		if c.Status != tools.StatusCompleted || asked.Load() != int32(i) {
+			t.Fatalf("executable write %d: asked %d times, %+v", i, asked.Load(), c.Error)
+		}
+	}
 	if len(store.List()) != 0 {
 		t.Fatalf("an always answer to a protected write was remembered: %+v", store.List())
 	}
 	// The allow rule still allows ordinary writes without asking.
-	if c := write("notes.md"); c.Status != tools.StatusCompleted || asked.Load() != 2 {
+	if c := write("notes.md"); c.Status != tools.StatusCompleted || asked.Load() != 4 {
 		t.Fatalf("an ordinary write: asked %d times, %+v", asked.Load(), c.Error)
 	}
 }
@@ -323,35 +332,5 @@ func TestProtectedExecutable(t *testing.T) {
 				t.Fatalf("Decide = %s, protected %q (%s); want %s, protected %q", v.Decision, v.Protected, v.Reason, tc.want, tc.protected)
 			}
 		})
-	}
-
-	// Through the gate: asked every time, an "always" answer not remembered.
-	var approvers Approvers
-	store, err := OpenApprovals(filepath.Join(t.TempDir(), "approvals.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := New(Rules{Apps: map[string]AppRules{"planner": {Allow: []string{"write_file"}}}}, store)
-	m, err := tools.NewManager(tools.Options{Gate: p.Gate(&approvers, time.Minute, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := m.Register(writeTool); err != nil {
-		t.Fatal(err)
-	}
-	var asked atomic.Int32
-	approvers.Set(func(context.Context, tools.Call, ICERC) (Answer, error) {
-		asked.Add(1)
-		return AllowAlways, nil
-	})
-	for i := 1; i <= 2; i++ {
-		c := m.Execute(context.Background(), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner", Arguments: args("run.sh", true)})
-		if c.Status != tools.StatusCompleted || asked.Load() != int32(i) {
-			t.Fatalf("write %d: asked %d times, %+v", i, asked.Load(), c.Error)
-		}
-	}
-	if len(store.List()) != 0 {
-		t.Fatalf("an always answer to an executable write was remembered: %+v", store.List())
 	}
 }
