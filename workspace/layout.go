@@ -118,11 +118,21 @@ type Launcher struct {
 //     (started by the McpHub, VS Code, Claude Code), and VS Code's tasks (a
 //     task may run when the folder opens) and settings.
 //
-// A hooks directory outside the workspace is not listed: no core tool
-// writes there, and commands may write only in the workspace. The list
-// follows git's config as it is now: it is read on every call (a few
-// small files, tens of microseconds), so a change of core.hooksPath counts
-// at the next tool call.
+// The list follows git's config as it is now: it is read on every call (a
+// few small files, tens of microseconds), so a change of core.hooksPath
+// counts at the next tool call. Not covered:
+//
+//   - a hooks directory outside the workspace (~/.githooks, /etc/...): not
+//     listed, as no core tool writes there and a sandboxed command may
+//     write only in the workspace (with tools.sandbox off, the person's
+//     own commands write anywhere);
+//   - a launcher reached through a symlink: the path it leads to is listed
+//     too, but a command may replace the link itself;
+//   - a repository nested in the workspace, or one a command makes (git
+//     init): tool writes in a .git at any depth ask (tools/policy), but
+//     commands see only the workspace's own .git read-only;
+//   - what a hook reads in turn: hook managers' configs
+//     (.pre-commit-config.yaml, lefthook.yml, package.json).
 func Launchers(ws string) []Launcher {
 	fixed := []string{".git/", ".husky/", ".idea/", ".envrc", ".mcp.json", ".nexus/mcp.json", ".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json"}
 	out := make([]Launcher, 0, len(fixed)+2)

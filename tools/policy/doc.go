@@ -66,6 +66,7 @@
 //
 //	path                      why
 //	.git, .git/**             hooks run at the next commit; config names programs
+//	**/.git/**                a nested repository's, when the person commits in it
 //	core.hooksPath/**         the hooks directory git's config names, when in the workspace
 //	.husky, .husky/**         husky's hooks (git runs them through core.hooksPath .husky/_)
 //	.idea, .idea/**           JetBrains run configurations

@@ -102,9 +102,13 @@ func (p *Policy) workspaceRelative(raw string) (string, bool) {
 
 // isProtected reports whether a clean workspace-relative path is one of
 // the launchers, lies in one that is a directory, or is a directory that
-// holds one.
+// holds one; or lies in a .git at any depth: a repository nested in the
+// workspace runs its hooks when the person commits in it.
 func isProtected(launchers []workspace.Launcher, rel string) bool {
 	p := strings.ToLower(rel)
+	if slices.Contains(strings.Split(p, "/"), ".git") {
+		return true
+	}
 	return slices.ContainsFunc(launchers, func(l workspace.Launcher) bool {
 		lp := strings.ToLower(l.Path)
 		if dir, ok := strings.CutSuffix(lp, "/"); ok {

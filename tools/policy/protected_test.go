@@ -50,6 +50,8 @@ func TestProtectedWritesAsk(t *testing.T) {
 		{name: "nexus mcp json", rules: allowAll, tool: def(t, "edit_file"), args: pathArgs(".nexus/mcp.json"), want: Ask, protected: ".nexus/mcp.json"},
 		{name: "absolute inside", rules: Rules{Workspace: "/ws"}, tool: def(t, "write_file"), args: pathArgs("/ws/.mcp.json"), want: Ask, protected: ".mcp.json"},
 		{name: "directory of one", rules: allowAll, tool: moveTool, args: json.RawMessage(`{"path":"stuff","destinationPath":".vscode"}`), want: Ask, protected: ".vscode"},
+		{name: "a nested repository's hook", rules: allowAll, app: "a", tool: def(t, "write_file"), args: pathArgs("vendor/lib/.git/hooks/pre-commit"), want: Ask, protected: "vendor/lib/.git/hooks/pre-commit"},
+		{name: "a nested repository's config", rules: allowAll, tool: def(t, "edit_file"), args: pathArgs("sub/.Git/config"), want: Ask, protected: "sub/.Git/config"},
 		{name: "delete", rules: allowAll, tool: deleteTool, args: pathArgs(".git/hooks/pre-commit"), want: Ask, protected: ".git/hooks/pre-commit"},
 		{name: "app ask stays ask", app: "a", tool: def(t, "write_file"), args: pathArgs(".mcp.json"), want: Ask, protected: ".mcp.json"},
 
@@ -63,6 +65,7 @@ func TestProtectedWritesAsk(t *testing.T) {
 		{name: "gitignore", rules: allowAll, tool: def(t, "write_file"), args: pathArgs(".gitignore"), want: Allow},
 		{name: "git-like name", rules: allowAll, tool: def(t, "write_file"), args: pathArgs(".github/workflows/ci.yml"), want: Allow},
 		{name: "hooks elsewhere", rules: allowAll, tool: def(t, "write_file"), args: pathArgs("src/.git-hooks/x"), want: Allow},
+		{name: "git file elsewhere", rules: allowAll, tool: def(t, "write_file"), args: pathArgs("src/x.git"), want: Allow},
 		{name: "nested mcp json", rules: allowAll, tool: def(t, "write_file"), args: pathArgs("sub/.mcp.json"), want: Allow},
 		{name: "launch json", rules: allowAll, tool: def(t, "write_file"), args: pathArgs(".vscode/launch.json"), want: Allow},
 		{name: "read is not a write", rules: allowAll, tool: def(t, "read_file"), args: pathArgs(".git/hooks/pre-commit"), want: Allow},
