@@ -87,17 +87,75 @@ func (l Layout) CheckDefinitionsRoot(root string) error {
 	return fmt.Errorf("definitions.root %s holds the daemon's own directory %s (its tokens, history and sessions): choose a directory that does not, such as %q", root, l.Nexus, "definitions")
 }
 
-// Launchers are the workspace paths whose content makes something run
-// later, outside every sandbox, without the person choosing to run it:
-// .git (its hooks, and the programs its config names: core.hooksPath,
-// core.fsmonitor, filters), JetBrains' run configurations, direnv's .envrc,
-// MCP server entries (started by the McpHub, VS Code, Claude Code), and VS
-// Code's tasks (a task may run when the folder opens) and settings. A
-// directory ends in "/": everything below it counts. A tool call's write to
-// one always asks the person (tools/policy); commands see them read-only
-// (tools/core). The one list of them.
-func Launchers() []string {
-	return []string{".git/", ".idea/", ".envrc", ".mcp.json", ".nexus/mcp.json", ".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json"}
+// A Launcher is a workspace path whose content makes something run later,
+// outside every sandbox, without the person choosing to run it. A tool
+// call's write to one always asks the person (tools/policy); commands see
+// it read-only (tools/core). See [Launchers].
+type Launcher struct {
+	// Path is clean, slash-separated and relative to the workspace root; a
+	// directory ends in "/", and everything below it counts.
+	Path string
+	// HooksDir marks a directory that git's configuration names as the one
+	// its hooks run from (core.hooksPath): a command that finds it missing
+	// could make it and fill it, so it is made before a command runs.
+	HooksDir bool
+}
+
+// Launchers returns the launchers of the workspace ws (absolute; "" gives
+// the fixed ones alone), the one list of them:
+//
+//   - .git (its hooks, and the programs its config names: core.hooksPath,
+//     core.fsmonitor, filters), and a repository directory that a .git
+//     file points to in the workspace;
+//   - the hooks directory that core.hooksPath names in the workspace, in
+//     any config file git reads for the repository (its own, the
+//     worktree's, the user's, the system's, and what they include), as
+//     written and as its symlinks resolve; when it is the workspace root
+//     itself, the hook files there (pre-commit, ...);
+//   - .husky (husky's hooks, which git runs when core.hooksPath names
+//     .husky/_);
+//   - JetBrains' run configurations, direnv's .envrc, MCP server entries
+//     (started by the McpHub, VS Code, Claude Code), and VS Code's tasks (a
+//     task may run when the folder opens) and settings.
+//
+// The list follows git's config as it is now: it is read on every call (a
+// few small files, tens of microseconds), so a change of core.hooksPath
+// counts at the next tool call. Not covered:
+//
+//   - a hooks directory outside the workspace (~/.githooks, /etc/...): not
+//     listed, as no core tool writes there and a sandboxed command may
+//     write only in the workspace (with tools.sandbox off, the person's
+//     own commands write anywhere);
+//   - a launcher reached through a symlink: the path it leads to is listed
+//     too, but a command may replace the link itself;
+//   - a repository nested in the workspace, or one a command makes (git
+//     init): tool writes in a .git at any depth ask (tools/policy), but
+//     commands see only the workspace's own .git read-only;
+//   - what a hook reads in turn: hook managers' configs
+//     (.pre-commit-config.yaml, lefthook.yml, package.json).
+func Launchers(ws string) []Launcher {
+	fixed := []string{".git/", ".husky/", ".idea/", ".envrc", ".mcp.json", ".nexus/mcp.json", ".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json"}
+	out := make([]Launcher, 0, len(fixed)+2)
+	for _, p := range fixed {
+		out = append(out, Launcher{Path: p})
+	}
+	if ws == "" {
+		return out
+	}
+	hooks, repos := gitHookDirs(ws)
+	for _, rel := range repos {
+		out = append(out, Launcher{Path: rel + "/"})
+	}
+	for _, rel := range hooks {
+		if rel == "" {
+			for _, name := range gitHookNames {
+				out = append(out, Launcher{Path: name})
+			}
+			continue
+		}
+		out = append(out, Launcher{Path: rel + "/", HooksDir: true})
+	}
+	return out
 }
 
 // MakeDirs creates .nexus/ and the private run directories (0700).

@@ -81,8 +81,6 @@ type Tools struct {
 	// workspace root itself).
 	defInside bool
 	defRel    string
-	// launchers are what commands see read-only (launcherPaths).
-	launchers []string
 	// zone is the name of the local time zone for get_current_time.
 	zone string
 	// listLimit is maxListEntries, smaller in tests.
@@ -124,7 +122,6 @@ func (t *Tools) init() error {
 	if t.rootReal, err = fdPath(d); err != nil {
 		return fmt.Errorf("core tools need /proc to check the files they open: %w", err)
 	}
-	t.launchers = launcherPaths(t.rootReal)
 	if t.cfg.DefinitionsDir == "" {
 		return nil
 	}

@@ -173,7 +173,9 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 	}
 	var view *command.View
 	if cfg.Mode != command.Off {
-		view = t.view(cfg, party)
+		if view, err = t.view(cfg, party); err != nil {
+			return nil, err
+		}
 		env["TMPDIR"] = "/tmp" // the command's own
 	}
 	var envList []string
@@ -214,8 +216,8 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 // view is the file system a command of the party sees: the daemon's state,
 // the definitions root and other workspaces' .nexus hidden; of the
 // definitions, what the party may use shown again (read grants read-only);
-// .git and the editor's and MCP files read-only.
-func (t *Tools) view(cfg ExecConfig, party access.Party) *command.View {
+// the launchers read-only (launcherPaths).
+func (t *Tools) view(cfg ExecConfig, party access.Party) (*command.View, error) {
 	v := &command.View{Hide: []string{filepath.Join(t.rootReal, privateDir)}}
 	defs := t.defsReal()
 	if defs != "" && !strings.HasPrefix(defs, v.Hide[0]+"/") {
@@ -236,22 +238,54 @@ func (t *Tools) view(cfg ExecConfig, party access.Party) *command.View {
 			}
 		}
 	}
-	v.ReadOnly = t.launchers
-	return v
+	ro, err := t.launcherPaths(cfg.Mode)
+	if err != nil {
+		return nil, err
+	}
+	v.ReadOnly = ro
+	return v, nil
 }
 
-// launcherPaths are the absolute paths a command sees read-only: the
-// launchers (workspace.Launchers), and the directories that hold them, so
-// that a missing tasks.json cannot be created in an existing .vscode.
-func launcherPaths(root string) []string {
+// launcherPaths are the absolute paths a command sees read-only, from the
+// launchers as git's config names them now (workspace.Launchers): each
+// directory, and for a file the directory that holds it at the top (so
+// that a missing tasks.json cannot be created in an existing .vscode), or
+// the file itself at the top; none in .nexus (hidden whole), none below
+// another. A missing path cannot be made read-only, so in mode
+// workspace-write (the command may write the workspace) a missing hooks
+// directory that git's config names is made first, empty (git runs no
+// hook from an empty directory, as from a missing one): else the command
+// could make it and fill it. When it cannot be made, the command does not
+// run.
+func (t *Tools) launcherPaths(mode command.Mode) ([]string, error) {
 	var out []string
-	for _, l := range workspace.Launchers() {
-		name, _, _ := strings.Cut(strings.TrimSuffix(l, "/"), "/")
-		if p := filepath.Join(root, name); !slices.Contains(out, p) && !strings.EqualFold(name, privateDir) {
-			out = append(out, p)
+	for _, l := range workspace.Launchers(t.rootReal) {
+		rel, dir := strings.CutSuffix(l.Path, "/")
+		if !dir {
+			rel, _, _ = strings.Cut(rel, "/")
+		}
+		top, _, _ := strings.Cut(rel, "/")
+		if strings.EqualFold(top, privateDir) {
+			continue
+		}
+		abs := filepath.Join(t.rootReal, filepath.FromSlash(rel))
+		// Through a symlink it may lie outside, where the command cannot
+		// write (and the root cannot make it).
+		if _, inside := workspace.ResolveInside(t.rootReal, rel); inside && l.HooksDir && mode == command.WorkspaceWrite {
+			if _, err := os.Lstat(abs); err != nil {
+				if err := t.root.MkdirAll(rel, 0o755); err != nil {
+					return nil, tools.Errorf(tools.CodeSandboxUnavailable,
+						"the hooks directory %s that git's core.hooksPath names is missing, and making it (so that the command sees it read-only) failed: %v", rel, err)
+				}
+			}
+		}
+		if !slices.Contains(out, abs) {
+			out = append(out, abs)
 		}
 	}
-	return out
+	return slices.DeleteFunc(slices.Clone(out), func(p string) bool {
+		return slices.ContainsFunc(out, func(d string) bool { return p != d && strings.HasPrefix(p, d+"/") })
+	}), nil
 }
 
 // defsReal is the definitions root as the kernel names it, "" without one.

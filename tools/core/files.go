@@ -209,14 +209,16 @@ func (t *Tools) writeFileTool() tools.Tool {
 			Title: "Write file",
 			Description: "Create or overwrite a file of the workspace with the given content. The path is relative " +
 				"to the workspace root; missing parent directories are created. The write is atomic: readers see " +
-				"the old or the new content, never a mix. Files under the definitions root are committed to the " +
-				"definitions history, and the result carries the new revision. The daemon's .nexus/ directory " +
-				"cannot be written.",
+				"the old or the new content, never a mix. The file is written without an executable bit, even when " +
+				"it had one, unless executable is true, which asks the person first. Files under the definitions " +
+				"root are committed to the definitions history, and the result carries the new revision. The " +
+				"daemon's .nexus/ directory cannot be written.",
 			InputSchema: json.RawMessage(`{
 	"type": "object",
 	"properties": {
 		"path": {"type": "string", "description": "File path relative to the workspace root."},
-		"content": {"type": "string", "description": "The whole new content of the file."}
+		"content": {"type": "string", "description": "The whole new content of the file."},
+		"executable": {"type": "boolean", "description": "Make the file executable (as chmod +x). The person is asked first, whatever the policy allows. Default false: the file is not executable."}
 	},
 	"required": ["path", "content"],
 	"additionalProperties": false
@@ -240,8 +242,9 @@ func (t *Tools) writeFileTool() tools.Tool {
 }
 
 type writeArgs struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content"`
+	Path       string  `json:"path"`
+	Content    *string `json:"content"`
+	Executable bool    `json:"executable"`
 }
 
 type writeResult struct {
@@ -274,6 +277,9 @@ func (t *Tools) writeFile(ctx context.Context, inv *tools.Invocation, raw json.R
 	content := []byte(*a.Content)
 	res := writeResult{Path: p, BytesWritten: len(content)}
 	if t.inDefinitions(canon) {
+		if a.Executable {
+			return nil, invalidf("%q is under the definitions root, whose files are kept in its history without an executable bit: executable cannot be set there", p)
+		}
 		defs, rel, err := t.definition(party, p, canon)
 		if err != nil {
 			return nil, err
@@ -290,9 +296,12 @@ func (t *Tools) writeFile(ctx context.Context, inv *tools.Invocation, raw json.R
 		if res.Created, err = t.writeClient(ctx, cf, p, canon, *a.Content); err != nil {
 			return nil, err
 		}
+		if err := t.setExecutable(p, canon, a.Executable); err != nil {
+			return nil, err
+		}
 		return marshal(res)
 	}
-	if res.Created, err = t.writeAtomic(p, canon, content, false); err != nil {
+	if res.Created, err = t.writeAtomic(p, canon, content, writeOptions{executable: a.Executable}); err != nil {
 		return nil, err
 	}
 	return marshal(res)
@@ -395,6 +404,9 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 		if err := t.editClient(ctx, cf, p, canon, a.OldText, *a.NewText); err != nil {
 			return nil, err
 		}
+		if err := t.setExecutable(p, canon, false); err != nil {
+			return nil, err
+		}
 		return marshal(res)
 	}
 	f, fi, err := t.openRegular(p, canon)
@@ -414,7 +426,7 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 	if err != nil {
 		return nil, err
 	}
-	if _, err := t.writeAtomic(p, canon, next, true); err != nil {
+	if _, err := t.writeAtomic(p, canon, next, writeOptions{mustExist: true}); err != nil {
 		return nil, err
 	}
 	return marshal(res)
@@ -475,28 +487,40 @@ func stateError(op, p string, err error) error {
 	return tools.Errorf(tools.CodeExecutionFailed, "%s %q: %v", op, p, err)
 }
 
+// writeOptions are the options of [Tools.writeAtomic].
+type writeOptions struct {
+	// mustExist: the file must exist; else it and its missing parent
+	// directories are created.
+	mustExist bool
+	// executable: the file gets an executable bit (where it has a read
+	// bit, as chmod +x); else it has none, even when it had.
+	executable bool
+}
+
 // writeAtomic replaces the file at canonical path canon with content: a
 // temporary file in the same directory, synced, renamed over it, and the
-// directory synced. Missing parent directories are created unless mustExist,
-// in which case the file must exist. It reports whether the file was created.
-func (t *Tools) writeAtomic(p, canon string, content []byte, mustExist bool) (bool, error) {
+// directory synced. A new file is 0644 (0755 when executable) less the
+// umask; an existing one keeps its permissions but the executable bits,
+// which are dropped or set (see [execMode]). It reports whether the file
+// was created.
+func (t *Tools) writeAtomic(p, canon string, content []byte, o writeOptions) (bool, error) {
 	if canon == "" {
 		return false, invalidf("path %q is a directory, not a file", p)
 	}
 	dir, base := path.Split(canon)
 	dir = strings.TrimSuffix(dir, "/")
-	parent, err := t.openParent(p, dir, !mustExist)
+	parent, err := t.openParent(p, dir, !o.mustExist)
 	if err != nil {
 		return false, err
 	}
 	defer parent.Close()
 
 	created := false
-	var perm fs.FileMode = 0o644
+	perm := execMode(0o644, o.executable)
 	fi, err := parent.Lstat(base)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if mustExist {
+		if o.mustExist {
 			return false, invalidf("no such file: %q", p)
 		}
 		created = true
@@ -509,7 +533,7 @@ func (t *Tools) writeAtomic(p, canon string, content []byte, mustExist bool) (bo
 		if err := singleLink(p, fi); err != nil {
 			return false, err
 		}
-		perm = fi.Mode().Perm()
+		perm = execMode(fi.Mode().Perm(), o.executable)
 	}
 
 	var rnd [8]byte
@@ -551,6 +575,42 @@ func (t *Tools) writeAtomic(p, canon string, content []byte, mustExist bool) (bo
 		}
 	}
 	return created, nil
+}
+
+// execMode is perm without its executable bits, or, when executable,
+// with an executable bit wherever it has a read bit (0644 becomes 0755,
+// 0600 becomes 0700), as chmod +x does under a usual umask.
+func execMode(perm fs.FileMode, executable bool) fs.FileMode {
+	perm &^= 0o111
+	if executable {
+		perm |= (perm & 0o444) >> 2
+	}
+	return perm
+}
+
+// setExecutable gives the file at canonical path canon the executable bits
+// execMode says, once the editor wrote it: the editor keeps a file's mode.
+// A file the editor has not put on disk is left alone, unless it was to be
+// executable.
+func (t *Tools) setExecutable(p, canon string, executable bool) error {
+	f, fi, err := t.openRegular(p, canon)
+	if err != nil {
+		_, lerr := t.root.Lstat(canon)
+		switch {
+		case errors.Is(lerr, fs.ErrNotExist) && !executable:
+			return nil
+		case errors.Is(lerr, fs.ErrNotExist):
+			return tools.Errorf(tools.CodeExecutionFailed, "the editor wrote %q but has not saved it to disk, so it could not be made executable: save it and write it again", p)
+		}
+		return err
+	}
+	defer f.Close()
+	if mode := execMode(fi.Mode().Perm(), executable); mode != fi.Mode().Perm() {
+		if err := f.Chmod(mode); err != nil {
+			return fsError("chmod", p, err)
+		}
+	}
+	return nil
 }
 
 // decode reads the arguments of a call. Unknown fields never get here:

@@ -61,11 +61,15 @@
 // person choosing to run it: git hooks (and .git/config, which can name
 // programs git runs), VS Code tasks and settings, and the MCP files the
 // McpHub, VS Code and Claude Code start servers from
-// ([workspace.Launchers], the one list). A tool call that writes one always
-// asks the person:
+// ([workspace.Launchers], the one list, read again for every call, so
+// that it follows git's config). A tool call that writes one always asks
+// the person:
 //
 //	path                      why
 //	.git, .git/**             hooks run at the next commit; config names programs
+//	**/.git/**                a nested repository's, when the person commits in it
+//	core.hooksPath/**         the hooks directory git's config names, when in the workspace
+//	.husky, .husky/**         husky's hooks (git runs them through core.hooksPath .husky/_)
 //	.idea, .idea/**           JetBrains run configurations
 //	.envrc                    direnv runs it when a shell enters the folder
 //	.vscode/tasks.json        a task may run when the folder opens
@@ -74,9 +78,15 @@
 //	.mcp.json                 MCP servers Claude Code and the McpHub start
 //	.nexus/mcp.json           MCP servers the McpHub starts
 //
+// So does a core tool's call with the argument "executable": true
+// (write_file making a program, which the person or a tool may later run
+// outside every sandbox); without it, the core tools write files without
+// an executable bit.
+//
 // The decision table, for a core tool whose kind is edit, delete or move
 // (write_file, edit_file) and whose "path" argument (or any argument named
-// "...Path") is one of these paths, or a directory holding one (".vscode"):
+// "...Path") is one of these paths, or a directory holding one (".vscode"),
+// or that has "executable": true:
 //
 //	levels 0–5 decide   remembered answer    decision
 //	deny                (any)                deny
@@ -90,7 +100,8 @@
 // Rules.Workspace is set, a path is also checked as it resolves through the
 // symlinks already in the workspace (link/pre-commit with link pointing at
 // .git/hooks asks); a link swapped in between this check and the write is
-// not seen by it. MCP tools are not inspected:
+// not seen by it. Without Rules.Workspace, git's config is not read: only
+// the fixed paths count. MCP tools are not inspected:
 // their arguments have no known meaning, and their servers were approved
 // by the person.
 //

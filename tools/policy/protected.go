@@ -3,7 +3,6 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -13,13 +12,13 @@ import (
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
-// protectedWrite returns the protected path a call writes, if any: for a
-// core tool whose kind is edit, delete or move, each string argument named
-// "path" or ending in "Path", cleaned ("./", "//", trailing "/" and "."
-// segments go), compared case-folded, and, when the policy knows the
-// workspace, also as it resolves through the symlinks in it. A path that
-// names a directory holding a protected file (".vscode") counts too: a
-// move there would put one in place.
+// protectedWrite returns what makes a call's write protected, if anything:
+// for a core tool whose kind is edit, delete or move, each string argument
+// named "path" or ending in "Path" that is a launcher (see isProtected),
+// cleaned ("./", "//", trailing "/" and "." segments go), compared
+// case-folded, and, when the policy knows the workspace, also as it
+// resolves through the symlinks in it; or, for a core tool, the boolean
+// argument "executable" set to true (write_file making a file that runs).
 func (p *Policy) protectedWrite(req *Request) (string, bool) {
 	d := req.Tool
 	if d.ServerName != "" || (d.Kind != tools.KindEdit && d.Kind != tools.KindDelete && d.Kind != tools.KindMove) {
@@ -29,6 +28,24 @@ func (p *Policy) protectedWrite(req *Request) (string, bool) {
 	if json.Unmarshal(req.Args, &args) != nil {
 		return "", false
 	}
+	target, ok := p.launcherWrite(args)
+	var exec bool // a program the person, or a tool, may run outside every sandbox
+	if json.Unmarshal(args["executable"], &exec) != nil || !exec {
+		return target, ok
+	}
+	if !ok {
+		if json.Unmarshal(args["path"], &target) != nil || target == "" {
+			target = "the file"
+		}
+	}
+	return target + " (made executable)", true
+}
+
+// launcherWrite returns the launcher that a path argument of a call names.
+// A path that names a directory holding one (".vscode") counts too: a move
+// there would put one in place.
+func (p *Policy) launcherWrite(args map[string]json.RawMessage) (string, bool) {
+	var launchers []workspace.Launcher
 	for _, k := range sortedKeys(args) {
 		if k != "path" && !strings.HasSuffix(k, "Path") {
 			continue
@@ -41,13 +58,18 @@ func (p *Policy) protectedWrite(req *Request) (string, bool) {
 		if !ok {
 			continue
 		}
-		if isProtected(rel) {
+		if launchers == nil {
+			// Read when a path is there to check: git's config may have
+			// changed since the last call.
+			launchers = workspace.Launchers(p.workspace)
+		}
+		if isProtected(launchers, rel) {
 			return rel, true
 		}
 		if p.workspace == "" {
 			continue
 		}
-		if real, ok := resolveInWorkspace(p.workspace, rel); ok && real != rel && isProtected(real) {
+		if real, ok := workspace.ResolveInside(p.workspace, rel); ok && real != rel && isProtected(launchers, real) {
 			return fmt.Sprintf("%s (through a symlink to %s)", rel, real), true
 		}
 	}
@@ -78,69 +100,23 @@ func (p *Policy) workspaceRelative(raw string) (string, bool) {
 	return clean, true
 }
 
-// isProtected reports whether a clean workspace-relative path is in .git,
-// is one of the protected files, or is a directory that holds one.
-func isProtected(rel string) bool {
+// isProtected reports whether a clean workspace-relative path is one of
+// the launchers, lies in one that is a directory, or is a directory that
+// holds one; or lies in a .git at any depth: a repository nested in the
+// workspace runs its hooks when the person commits in it.
+func isProtected(launchers []workspace.Launcher, rel string) bool {
 	p := strings.ToLower(rel)
-	return slices.ContainsFunc(workspace.Launchers(), func(l string) bool {
-		if dir, ok := strings.CutSuffix(l, "/"); ok {
-			return p == dir || strings.HasPrefix(p, l)
+	if slices.Contains(strings.Split(p, "/"), ".git") {
+		return true
+	}
+	return slices.ContainsFunc(launchers, func(l workspace.Launcher) bool {
+		lp := strings.ToLower(l.Path)
+		if dir, ok := strings.CutSuffix(lp, "/"); ok {
+			return p == dir || strings.HasPrefix(p, lp) || strings.HasPrefix(dir, p+"/")
 		}
 		// A directory that holds one counts: a move there would put one in place.
-		return l == p || strings.HasPrefix(l, p+"/")
+		return lp == p || strings.HasPrefix(lp, p+"/")
 	})
-}
-
-// maxProtectedLinks bounds the symlinks followed while resolving a path.
-const maxProtectedLinks = 8
-
-// resolveInWorkspace follows the symlinks of the existing leading
-// components of rel inside the workspace and returns the path they lead to,
-// relative to the workspace; ok is false when they lead outside it (the
-// core tools refuse such a path) or loop.
-func resolveInWorkspace(ws, rel string) (string, bool) {
-	var done []string
-	rest := strings.Split(rel, "/")
-	for links := 0; len(rest) > 0; {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) == 0 {
-				return "", false
-			}
-			done = done[:len(done)-1]
-			continue
-		}
-		cur := append(done[:len(done):len(done)], name)
-		fi, err := os.Lstat(filepath.Join(ws, filepath.FromSlash(strings.Join(cur, "/"))))
-		if err != nil {
-			// Not there (yet): the rest is taken as written.
-			return path.Join(append(cur, rest...)...), true
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			done = cur
-			continue
-		}
-		if links++; links > maxProtectedLinks {
-			return "", false
-		}
-		target, err := os.Readlink(filepath.Join(ws, filepath.FromSlash(strings.Join(cur, "/"))))
-		if err != nil {
-			return "", false
-		}
-		if filepath.IsAbs(target) {
-			r, err := filepath.Rel(ws, filepath.Clean(target))
-			if err != nil || r == ".." || strings.HasPrefix(r, "../") {
-				return "", false
-			}
-			done, target = nil, r
-		}
-		rest = append(strings.Split(filepath.ToSlash(target), "/"), rest...)
-	}
-	return path.Join(done...), true
 }
 
 // protectedVerdict is the decision on a write to a protected path: ask,

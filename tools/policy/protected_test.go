@@ -50,6 +50,8 @@ func TestProtectedWritesAsk(t *testing.T) {
 		{name: "nexus mcp json", rules: allowAll, tool: def(t, "edit_file"), args: pathArgs(".nexus/mcp.json"), want: Ask, protected: ".nexus/mcp.json"},
 		{name: "absolute inside", rules: Rules{Workspace: "/ws"}, tool: def(t, "write_file"), args: pathArgs("/ws/.mcp.json"), want: Ask, protected: ".mcp.json"},
 		{name: "directory of one", rules: allowAll, tool: moveTool, args: json.RawMessage(`{"path":"stuff","destinationPath":".vscode"}`), want: Ask, protected: ".vscode"},
+		{name: "a nested repository's hook", rules: allowAll, app: "a", tool: def(t, "write_file"), args: pathArgs("vendor/lib/.git/hooks/pre-commit"), want: Ask, protected: "vendor/lib/.git/hooks/pre-commit"},
+		{name: "a nested repository's config", rules: allowAll, tool: def(t, "edit_file"), args: pathArgs("sub/.Git/config"), want: Ask, protected: "sub/.Git/config"},
 		{name: "delete", rules: allowAll, tool: deleteTool, args: pathArgs(".git/hooks/pre-commit"), want: Ask, protected: ".git/hooks/pre-commit"},
 		{name: "app ask stays ask", app: "a", tool: def(t, "write_file"), args: pathArgs(".mcp.json"), want: Ask, protected: ".mcp.json"},
 
@@ -63,6 +65,7 @@ func TestProtectedWritesAsk(t *testing.T) {
 		{name: "gitignore", rules: allowAll, tool: def(t, "write_file"), args: pathArgs(".gitignore"), want: Allow},
 		{name: "git-like name", rules: allowAll, tool: def(t, "write_file"), args: pathArgs(".github/workflows/ci.yml"), want: Allow},
 		{name: "hooks elsewhere", rules: allowAll, tool: def(t, "write_file"), args: pathArgs("src/.git-hooks/x"), want: Allow},
+		{name: "git file elsewhere", rules: allowAll, tool: def(t, "write_file"), args: pathArgs("src/x.git"), want: Allow},
 		{name: "nested mcp json", rules: allowAll, tool: def(t, "write_file"), args: pathArgs("sub/.mcp.json"), want: Allow},
 		{name: "launch json", rules: allowAll, tool: def(t, "write_file"), args: pathArgs(".vscode/launch.json"), want: Allow},
 		{name: "read is not a write", rules: allowAll, tool: def(t, "read_file"), args: pathArgs(".git/hooks/pre-commit"), want: Allow},
@@ -163,8 +166,9 @@ func TestProtectedRemembered(t *testing.T) {
 	}
 }
 
-// TestProtectedGate: through the gate, a protected write is asked about
-// every time, an "always" answer is not remembered, and with no approver
+// TestProtectedGate: through the gate, a protected write (and one that
+// makes a file executable) is asked about every time, an "always" answer
+// is not remembered, and with no approver
 // the call is denied with a message saying approval was needed.
 func TestProtectedGate(t *testing.T) {
 	var approvers Approvers
@@ -201,11 +205,19 @@ func TestProtectedGate(t *testing.T) {
 			t.Fatalf("write %d: asked %d times, %+v", i, asked.Load(), c.Error)
 		}
 	}
+	// So is a write that makes a file executable.
+	for i := 3; i <= 4; i++ {
+		c := m.Execute(context.Background(), tools.ExecuteRequest{ToolName: "write_file", AppID: "planner",
+			Arguments: json.RawMessage(`{"path":"run.sh","content":"#!/bin/sh\n","executable":true}`)})
+		if c.Status != tools.StatusCompleted || asked.Load() != int32(i) {
+			t.Fatalf("executable write %d: asked %d times, %+v", i, asked.Load(), c.Error)
+		}
+	}
 	if len(store.List()) != 0 {
 		t.Fatalf("an always answer to a protected write was remembered: %+v", store.List())
 	}
 	// The allow rule still allows ordinary writes without asking.
-	if c := write("notes.md"); c.Status != tools.StatusCompleted || asked.Load() != 2 {
+	if c := write("notes.md"); c.Status != tools.StatusCompleted || asked.Load() != 4 {
 		t.Fatalf("an ordinary write: asked %d times, %+v", asked.Load(), c.Error)
 	}
 }
@@ -218,5 +230,113 @@ func TestCheckProtectedResource(t *testing.T) {
 	}
 	if v := p.Check("a", "write_file", "notes.md", lookup); v.Decision != Allow {
 		t.Errorf("write_file of notes.md: %+v", v)
+	}
+}
+
+// TestProtectedGitHooks: the hooks directory that the repository's git
+// config names (core.hooksPath), and .husky, are asked about like .git,
+// and the list follows the config as it changes.
+func TestProtectedGitHooks(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
+	t.Setenv("GIT_CONFIG_SYSTEM", filepath.Join(home, "system-gitconfig"))
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setHooksPath := func(hp string) {
+		t.Helper()
+		cfg := "[core]\n\tbare = false\n"
+		if hp != "" {
+			cfg += "\thooksPath = " + hp + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(ws, ".git", "config"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := New(Rules{Tools: map[string]Decision{"*": Allow}, Workspace: ws}, nil)
+	decide := func(path string) Verdict {
+		return p.Decide(Request{AppID: "a", Tool: def(t, "write_file"), Args: pathArgs(path)})
+	}
+	setHooksPath(".githooks")
+	for _, tc := range []struct {
+		path string
+		want Decision
+	}{
+		{".githooks/pre-commit", Ask},
+		{"./.githooks//post-merge", Ask},
+		{".GitHooks/pre-push", Ask},
+		{".githooks", Ask},
+		{".husky/pre-commit", Ask},
+		{".husky/_/h", Ask},
+		{"githooks/pre-commit", Allow},
+		{"src/.githooks/pre-commit", Allow},
+	} {
+		if v := decide(tc.path); v.Decision != tc.want {
+			t.Errorf("hooksPath .githooks: %s: %s (%s), want %s", tc.path, v.Decision, v.Reason, tc.want)
+		}
+	}
+
+	setHooksPath("scripts/hooks/")
+	if v := decide(".githooks/pre-commit"); v.Decision != Allow {
+		t.Errorf("after the config changed, the old hooks directory: %+v", v)
+	}
+	if v := decide("scripts/hooks/pre-commit"); v.Decision != Ask || v.Protected != "scripts/hooks/pre-commit" {
+		t.Errorf("after the config changed, the new hooks directory: %+v", v)
+	}
+	// A directory that holds the hooks directory: a move there puts one in place.
+	if v := p.Decide(Request{Tool: tools.Definition{Name: "move_file", Kind: tools.KindMove}, Args: json.RawMessage(`{"path":"x","destinationPath":"scripts"}`)}); v.Decision != Ask {
+		t.Errorf("a move onto the directory holding the hooks: %+v", v)
+	}
+	// Through a symlink in the workspace.
+	if err := os.Symlink("scripts/hooks", filepath.Join(ws, "h")); err != nil {
+		t.Fatal(err)
+	}
+	if v := decide("h/pre-commit"); v.Decision != Ask || !strings.Contains(v.Protected, "through a symlink") {
+		t.Errorf("through a symlink: %+v", v)
+	}
+
+	// Without the workspace, git's config is not read.
+	if v := New(Rules{Tools: map[string]Decision{"*": Allow}}, nil).Decide(Request{Tool: def(t, "write_file"), Args: pathArgs("scripts/hooks/pre-commit")}); v.Decision != Allow {
+		t.Errorf("without a workspace: %+v", v)
+	}
+}
+
+// TestProtectedExecutable: a core tool's write with "executable": true is
+// asked whatever the rules allow, a deny still denies, and false or absent
+// changes nothing.
+func TestProtectedExecutable(t *testing.T) {
+	allowAll := Rules{Tools: map[string]Decision{"*": Allow}}
+	args := func(path string, exec any) json.RawMessage {
+		m := map[string]any{"path": path, "content": "#!/bin/sh\n"}
+		if exec != nil {
+			m["executable"] = exec
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	for _, tc := range []struct {
+		name      string
+		rules     Rules
+		tool      tools.Definition
+		args      json.RawMessage
+		want      Decision
+		protected string
+	}{
+		{"executable", allowAll, def(t, "write_file"), args("run.sh", true), Ask, "run.sh (made executable)"},
+		{"executable and a hook", allowAll, def(t, "write_file"), args(".git/hooks/pre-commit", true), Ask, ".git/hooks/pre-commit (made executable)"},
+		{"not executable", allowAll, def(t, "write_file"), args("run.sh", false), Allow, ""},
+		{"no executable argument", allowAll, def(t, "write_file"), args("run.sh", nil), Allow, ""},
+		{"not a boolean", allowAll, def(t, "write_file"), args("run.sh", "yes"), Allow, ""},
+		{"denied", Rules{Tools: map[string]Decision{"write_file": Deny}}, def(t, "write_file"), args("run.sh", true), Deny, ""},
+		{"an MCP tool's argument means nothing", allowAll, def(t, "github/create_issue"), args("run.sh", true), Allow, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := New(tc.rules, nil).Decide(Request{AppID: "a", Tool: tc.tool, Args: tc.args})
+			if v.Decision != tc.want || v.Protected != tc.protected {
+				t.Fatalf("Decide = %s, protected %q (%s); want %s, protected %q", v.Decision, v.Protected, v.Reason, tc.want, tc.protected)
+			}
+		})
 	}
 }
