@@ -32,13 +32,17 @@ import (
 func Line(s string) string { return escape(s, false) }
 
 // Text is s as inert text of one or more lines: as [Line], but a new line
-// (\n) and a tab are kept; a carriage return is escaped.
+// (\n), a tab and a carriage return right before a new line (\r\n) are
+// kept; any other carriage return is escaped.
 func Text(s string) string { return escape(s, true) }
 
 // Clean reports whether s is shown as it is by [Text] (lines: true) or
 // [Line] (lines: false).
 func Clean(s string, lines bool) bool {
 	for i, r := range s {
+		if lines && crlf(s, i) {
+			continue
+		}
 		if r == utf8.RuneError {
 			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
 				return false
@@ -62,6 +66,8 @@ func escape(s string, lines bool) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case lines && crlf(s, i):
+			b.WriteByte('\r')
 		case needsEscape(r, lines):
 			writeEscape(&b, r)
 		default:
@@ -71,6 +77,10 @@ func escape(s string, lines bool) string {
 	}
 	return b.String()
 }
+
+// crlf reports whether s[i:] starts with "\r\n": a line break, which
+// moves no cursor over what was shown.
+func crlf(s string, i int) bool { return strings.HasPrefix(s[i:], "\r\n") }
 
 // needsEscape reports whether r is shown escaped.
 func needsEscape(r rune, lines bool) bool {

@@ -143,7 +143,11 @@ func renderCommand(raw json.RawMessage) (s string, ok bool) {
 		return "", false
 	}
 	if a.Command != nil {
-		s = strings.TrimSpace(*a.Command)
+		lines := strings.Split(strings.TrimSpace(*a.Command), "\n")
+		for i, l := range lines {
+			lines[i] = inert.Line(l) // a carriage return or tab too
+		}
+		s = strings.Join(lines, "\n")
 		return s, s != ""
 	}
 	q := make([]string, len(a.Argv))

@@ -34,6 +34,7 @@ func TestBuildICERCCommand(t *testing.T) {
 		{"execute_command", `{"command":"go test ./...\n python3 -c \"import shutil;shutil.rmtree('src')\""}`,
 			"go test ./...\n python3 -c \"import shutil;shutil.rmtree('src')\""},
 		{"execute_command", `{"command":"rm -rf src\r\u001b[2Kgo test ./..."}`, `rm -rf src\r\x1b[2Kgo test ./...`},
+		{"execute_command", `{"command":"rm -rf src\r\ngo\ttest"}`, "rm -rf src\\r\ngo\\ttest"},
 		{"execute_command", `{"command":"ls \u202esrc\u2069"}`, `ls \u202esrc\u2069`},
 		{"execute_command", `{"argv":["echo","a\nb","\u001b[2K","x\u202ey"]}`, `echo $'a\nb' $'\x1b[2K' $'x\u202ey'`},
 		{"execute_command", `{"argv":["echo","a\u0000b"]}`, `echo 'a\x00b'`},
