@@ -21,6 +21,7 @@ import {
   type PermissionAnswer,
   PermissionAnswers,
 } from './protocol';
+import { inertLine } from './inert';
 import { pageHTML, pageOptions } from './webview';
 
 /** Messages from the webview. */
@@ -362,7 +363,7 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       sessions: this.daemons.list().flatMap((d) =>
         (this.sessions.get(d.id) ?? []).map((s) => ({
           id: sessionKey(d, s.sessionId),
-          title: `${multi ? `${d.name} · ` : ''}${s.title || `Session ${s.sessionId.slice(0, 8)}`}`,
+          title: `${multi ? `${d.name} · ` : ''}${inertLine(s.title) || `Session ${s.sessionId.slice(0, 8)}`}`,
           updatedAt: s.updatedAt,
           messages: s.messages,
         })),
