@@ -371,13 +371,18 @@ func TestTerminalToolOutputInert(t *testing.T) {
 		t.Fatalf("tools run fail: exit 0\n%s", out)
 	}
 	inertOutput(t, "tools run (error)", out+errOut)
-	out, errOut, code = nexus(t, ws, "", "calls")
-	if code != 0 {
-		t.Fatalf("calls: %d %s", code, errOut)
-	}
-	for _, r := range out {
-		if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
-			t.Errorf("calls prints %U raw:\n%q", r, out)
+	// The table of calls and --json output: nothing raw either (--json
+	// writes JSON escapes, which a parser reads as the server's text).
+	for _, args := range [][]string{{"calls"}, {"--json", "calls"}, {"--json", "tools", "run", "report", "--server", "hostile"}} {
+		out, errOut, code = nexus(t, ws, "", args...)
+		if code != 0 {
+			t.Fatalf("%v: %d %s", args, code, errOut)
+		}
+		for _, r := range out {
+			if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
+				t.Errorf("%v prints %U raw:\n%q", args, r, out)
+				break
+			}
 		}
 	}
 

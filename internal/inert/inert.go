@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -114,4 +115,32 @@ func writeEscape(b *strings.Builder, r rune) {
 	default:
 		fmt.Fprintf(b, `\U%08x`, r)
 	}
+}
+
+// JSON is a JSON text with every character that [Line] would escape
+// written as a JSON escape (\u001b, \u202e, a surrogate pair above
+// U+FFFF), so it reads the same to a JSON parser and is inert on a
+// terminal. Outside strings, compact JSON has no such character; a byte
+// of invalid UTF-8 becomes \ufffd, as a JSON parser reads it.
+func JSON(b []byte) []byte {
+	if utf8.Valid(b) && Clean(string(b), false) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			out = append(out, `\ufffd`...)
+		case needsEscape(r, false) && r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		case needsEscape(r, false):
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }

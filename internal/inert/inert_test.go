@@ -1,6 +1,8 @@
 package inert
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -69,5 +71,29 @@ func TestEveryCharacter(t *testing.T) {
 		if Line(out) != out || Text(out) != out {
 			t.Fatalf("Line(%U) = %q is escaped again", r, out)
 		}
+	}
+}
+
+// TestJSON: a JSON text is made inert with JSON escapes, and decodes to
+// the same value.
+func TestJSON(t *testing.T) {
+	in := "{\"a\":\"\\u001b[2K\u009b\u202e\x7f\U000e0041 ok\",\"b\":[1,\"\xff\"]}"
+	want := `{"a":"\u001b[2K\u009b\u202e\u007f\udb40\udc41 ok","b":[1,"\ufffd"]}`
+	got := JSON([]byte(in))
+	if string(got) != want {
+		t.Fatalf("JSON(%q) = %s, want %s", in, got, want)
+	}
+	var a, b any
+	if err := json.Unmarshal([]byte(in), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("decoded %v, want %v", b, a)
+	}
+	if plain := []byte(`{"a":"plain"}`); string(JSON(plain)) != string(plain) {
+		t.Errorf("a clean JSON text changed")
 	}
 }
