@@ -101,7 +101,7 @@ test('chat and activity cards: what the model and the tools wrote is inert', () 
     status: 'failed',
     content: [{ type: 'content', content: { type: 'text', text: 'boom\x1b[2J\u2067' } }],
   });
-  const v = view(s, new Set());
+  const v = view(s, new Map([['t1', 'Asked by: agent session s1\nCommand: rm -rf src']]));
   const agent = v.entries[0];
   assert.equal(agent.kind, 'agent');
   assert.equal(agent.html, '<p>Done.\\x1b]0;owned\\x07 \\u202eexe.gnp [x](command:evil)</p>');
@@ -109,5 +109,7 @@ test('chat and activity cards: what the model and the tools wrote is inert', () 
   assert.ok(tool.kind === 'tool');
   assert.equal(tool.title, 'Run\\rrm -rf src');
   assert.equal(tool.detail, 'boom\\x1b[2J\\u2067');
+  assert.equal(tool.waiting, true);
+  assert.equal(tool.prompt, 'Asked by: agent session s1\nCommand: rm -rf src', 'a waiting card shows its prompt');
   assert.equal(label({ toolCallId: 'x', toolName: 'evil\u202etool', argumentsJson: '{}', status: 'running', startedAt: '' } as ToolCall), 'evil\\u202etool');
 });
