@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -627,7 +628,7 @@ func (c *chat) askPrompt(p *permissionRequest) {
 	w := c.status.w
 	r := p.ICERC
 	fmt.Fprintf(w, "Permission needed: %s\n", inert.Line(toolName(p.ToolCall.ServerName, p.ToolCall.ToolName)))
-	fmt.Fprintf(w, "  asked by: %s\n", orElse(inert.Line(r.Asker), "(the daemon did not say)"))
+	fmt.Fprintf(w, "  asked by: %s\n", cmp.Or(inert.Line(r.Asker), "(the daemon did not say)"))
 	fmt.Fprintln(w, "  in the model's words, not checked by Nexus:")
 	fmt.Fprintf(w, "    intent:   %s\n", inert.Line(r.Intent))
 	fmt.Fprintf(w, "    expected: %s\n", inert.Line(r.ExpectedOutcome))
@@ -646,7 +647,7 @@ func (c *chat) askPrompt(p *permissionRequest) {
 	for _, d := range r.Risk.Details {
 		fmt.Fprintf(w, "            - %s\n", inert.Line(d))
 	}
-	fmt.Fprintf(w, "  always:   %s\n", orElse(inert.Line(r.Always), "an \"always\" answer counts once here: nothing is remembered"))
+	fmt.Fprintf(w, "  always:   %s\n", cmp.Or(inert.Line(r.Always), "an \"always\" answer counts once here: nothing is remembered"))
 	fmt.Fprint(w, "Allow? [y]es once / [a]lways / [n]o / [N]ever: ")
 	// The answer typed on a terminal ends the line; read from a pipe, it
 	// is not echoed, and what comes next starts a line of its own.
@@ -659,14 +660,6 @@ func toolName(server, tool string) string {
 		return server + "/" + tool
 	}
 	return tool
-}
-
-// orElse is s, or what to say when it is empty.
-func orElse(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return s
 }
 
 // show prints one update.
