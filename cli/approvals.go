@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
@@ -117,7 +116,7 @@ func printApprovals(w io.Writer, rows []approvalRow) error {
 		if t, err := time.Parse(time.RFC3339, r.Time); err == nil {
 			since = t.Local().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shown(orDash(r.AppID)), answer, scope, shown(name), since)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inert.Line(orDash(r.AppID)), answer, scope, inert.Line(name), since)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -156,16 +155,4 @@ func (e *env) approvalsRevokeCommand() *cobra.Command {
 	revoke.Flags().StringVar(&app, "app", "", "the app `ID` (empty: the person's own answers)")
 	revoke.Flags().StringVar(&server, "server", "", "the MCP server `NAME` of the tool")
 	return revoke
-}
-
-// shown is s as is when every rune is printable, else quoted with Go
-// escapes: names a model or an MCP server chose never reach the terminal
-// as control sequences.
-func shown(s string) string {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

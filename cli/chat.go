@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
@@ -126,7 +128,7 @@ func (c *chat) session(ctx context.Context, w io.Writer) (*nexusv1.LoadSessionRe
 			return nil, err
 		}
 		c.id = l.GetSession().GetSessionId()
-		fmt.Fprintf(w, "session %s (%s, %s) resumed\n", c.id, l.GetSession().GetProfile(), l.GetSession().GetModel())
+		fmt.Fprintf(w, "session %s (%s, %s) resumed\n", inert.Line(c.id), inert.Line(l.GetSession().GetProfile()), inert.Line(l.GetSession().GetModel()))
 		return l, nil
 	}
 	s, err := c.agent.NewSession(ctx, &nexusv1.NewSessionRequest{Profile: c.opts.profile})
@@ -134,7 +136,8 @@ func (c *chat) session(ctx context.Context, w io.Writer) (*nexusv1.LoadSessionRe
 		return nil, err
 	}
 	c.id = s.GetSession().GetSessionId()
-	fmt.Fprintf(w, "session %s (%s, %s); resume with: nexus chat --resume %s\n", c.id, s.GetSession().GetProfile(), s.GetSession().GetModel(), c.id)
+	id := inert.Line(c.id)
+	fmt.Fprintf(w, "session %s (%s, %s); resume with: nexus chat --resume %s\n", id, inert.Line(s.GetSession().GetProfile()), inert.Line(s.GetSession().GetModel()), id)
 	return nil, nil
 }
 
@@ -261,7 +264,7 @@ func (c *chat) replay(updates []string) {
 		}
 		if up.SessionUpdate == "user_message_chunk" {
 			c.out.endLine()
-			fmt.Fprintf(c.out.w, "> %s\n", up.text())
+			fmt.Fprintf(c.out.w, "> %s\n", inert.Text(up.text()))
 			continue
 		}
 		c.show(up)
@@ -322,6 +325,8 @@ type permissionRequest struct {
 			Scope   string   `json:"scope"`
 			Details []string `json:"details"`
 		} `json:"risk"`
+		Asker  string `json:"asker"`
+		Always string `json:"always"`
 	} `json:"icerc"`
 }
 
@@ -436,7 +441,7 @@ func (c *chat) turn(ctx, base context.Context, text string, sigs <-chan os.Signa
 						asks = slices.Delete(asks, i, i+1)
 						if i == 0 {
 							c.status.endLine()
-							fmt.Fprintf(c.status.w, "(MCP server %s's question was withdrawn)\n", up.Elicitation.Server)
+							fmt.Fprintf(c.status.w, "(MCP server %s's question was withdrawn)\n", inert.Line(up.Elicitation.Server))
 							next()
 						}
 						break
@@ -554,7 +559,7 @@ func (c *chat) elicitationAsk(base context.Context, r *elicitationRequest) chatA
 	a := &elicitQuestion{c: c, base: base, q: q}
 	if err != nil {
 		a.q = &question{id: r.RequestID, server: r.Server}
-		fmt.Fprintf(c.status.w, "MCP server %s asked a question that cannot be shown (%v): declined\n", r.Server, err)
+		fmt.Fprintf(c.status.w, "MCP server %s asked a question that cannot be shown (%s): declined\n", inert.Line(r.Server), inert.Line(err.Error()))
 		a.decline()
 		return nil
 	}
@@ -611,31 +616,50 @@ func parseAnswer(line string) (string, bool) {
 	return "", false
 }
 
-// askPrompt shows a permission request with its ICERC record.
+// askPrompt shows a permission request with its ICERC record: who asks,
+// the caller's words (labelled as the model's: it is the agent's model
+// that calls here), then what Nexus itself vouches for, next to the
+// question: the command as Nexus renders it, the risk, and what an
+// "always" answer would remember. Every field is inert; the command keeps
+// its lines, each marked as part of it.
 func (c *chat) askPrompt(p *permissionRequest) {
 	c.out.endLine()
 	c.status.endLine()
 	w := c.status.w
-	tool := p.ToolCall.ToolName
-	if p.ToolCall.ServerName != "" {
-		tool = p.ToolCall.ServerName + "/" + tool
+	r := p.ICERC
+	fmt.Fprintf(w, "Permission needed: %s\n", inert.Line(toolName(p.ToolCall.ServerName, p.ToolCall.ToolName)))
+	fmt.Fprintf(w, "  asked by: %s\n", cmp.Or(inert.Line(r.Asker), "(the daemon did not say)"))
+	fmt.Fprintln(w, "  in the model's words, not checked by Nexus:")
+	fmt.Fprintf(w, "    intent:   %s\n", inert.Line(r.Intent))
+	fmt.Fprintf(w, "    expected: %s\n", inert.Line(r.ExpectedOutcome))
+	for i, l := range strings.Split(inert.Text(r.Command), "\n") {
+		if i == 0 {
+			fmt.Fprintf(w, "  command:  %s\n", l)
+		} else {
+			fmt.Fprintf(w, "          | %s\n", l)
+		}
 	}
-	fmt.Fprintf(w, "Permission needed: %s\n", tool)
-	fmt.Fprintf(w, "  intent:   %s\n", p.ICERC.Intent)
-	fmt.Fprintf(w, "  command:  %s\n", p.ICERC.Command)
-	fmt.Fprintf(w, "  expected: %s\n", p.ICERC.ExpectedOutcome)
-	risk := p.ICERC.Risk.Level
-	if p.ICERC.Risk.Scope != "" {
-		risk += " (" + p.ICERC.Risk.Scope + ")"
+	risk := inert.Line(r.Risk.Level)
+	if r.Risk.Scope != "" {
+		risk += " (" + inert.Line(r.Risk.Scope) + ")"
 	}
 	fmt.Fprintf(w, "  risk:     %s\n", risk)
-	for _, d := range p.ICERC.Risk.Details {
-		fmt.Fprintf(w, "            - %s\n", d)
+	for _, d := range r.Risk.Details {
+		fmt.Fprintf(w, "            - %s\n", inert.Line(d))
 	}
+	fmt.Fprintf(w, "  always:   %s\n", cmp.Or(inert.Line(r.Always), "an \"always\" answer counts once here: nothing is remembered"))
 	fmt.Fprint(w, "Allow? [y]es once / [a]lways / [n]o / [N]ever: ")
 	// The answer typed on a terminal ends the line; read from a pipe, it
 	// is not echoed, and what comes next starts a line of its own.
 	c.status.col = !c.ttyIn
+}
+
+// toolName is "server/tool" for an MCP server's tool, else the tool name.
+func toolName(server, tool string) string {
+	if server != "" {
+		return server + "/" + tool
+	}
+	return tool
 }
 
 // show prints one update.
@@ -643,26 +667,26 @@ func (c *chat) show(up chatUpdate) {
 	switch up.SessionUpdate {
 	case "agent_message_chunk":
 		c.status.endLine()
-		c.out.text(up.text())
+		c.out.text(inert.Text(up.text()))
 	case "agent_thought_chunk":
 		c.out.endLine()
-		c.status.note(up.text())
+		c.status.note(inert.Text(up.text()))
 	case "command_output":
 		c.status.endLine()
 		c.out.endLine()
-		c.out.text(strings.TrimRight(up.text(), "\n") + "\n")
+		c.out.text(inert.Text(strings.TrimRight(up.text(), "\n")) + "\n")
 	case "tool_call", "tool_call_update":
 		c.out.endLine()
 		c.status.call(up)
 	case "plan":
 		c.out.endLine()
 		for _, e := range up.Entries {
-			c.status.note(fmt.Sprintf("plan: [%s] %s\n", e.Status, e.Content))
+			c.status.note(fmt.Sprintf("plan: [%s] %s\n", inert.Line(e.Status), inert.Line(e.Content)))
 		}
 	case "retry":
 		if up.Retry != nil {
 			c.out.endLine()
-			c.status.note(fmt.Sprintf("the model request failed (%s); retry %d in %dms\n", up.Retry.Error, up.Retry.Attempt, up.Retry.WaitMs))
+			c.status.note(fmt.Sprintf("the model request failed (%s); retry %d in %dms\n", inert.Line(up.Retry.Error), up.Retry.Attempt, up.Retry.WaitMs))
 		}
 	}
 }
@@ -709,13 +733,13 @@ func (r *render) note(s string) {
 func (r *render) call(up chatUpdate) {
 	cl := r.calls[up.ToolCallID]
 	if cl == nil {
-		cl = &chatCallLine{title: up.Title, args: summarize(up.RawInput)}
+		cl = &chatCallLine{title: inert.Line(up.Title), args: summarize(up.RawInput)}
 		r.calls[up.ToolCallID] = cl
 	}
-	line := fmt.Sprintf("  [%s] %s %s", up.Status, cl.title, cl.args)
+	line := fmt.Sprintf("  [%s] %s %s", inert.Line(up.Status), cl.title, cl.args)
 	if up.Status == "failed" {
 		if t := up.text(); t != "" {
-			line += ": " + firstLineOf(t)
+			line += ": " + inert.Line(firstLineOf(t))
 		}
 	}
 	done := up.Status == "completed" || up.Status == "failed"
@@ -740,7 +764,7 @@ func (r *render) call(up chatUpdate) {
 	}
 }
 
-// summarize is a call's arguments in one short line.
+// summarize is a call's arguments in one short, inert line.
 func summarize(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
@@ -753,7 +777,7 @@ func summarize(raw json.RawMessage) string {
 	if r := []rune(s); len(r) > 80 {
 		s = string(r[:77]) + "..."
 	}
-	return s
+	return inert.Line(s)
 }
 
 func firstLineOf(s string) string {

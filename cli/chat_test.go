@@ -49,3 +49,59 @@ func TestRenderCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptInert: a permission prompt shows who asks, the model's words
+// labelled as such and inert, Nexus's command a line at a time, and what
+// "always" remembers, or that it counts once; the agent's text, thoughts
+// and tool call titles are inert too.
+func TestPromptInert(t *testing.T) {
+	var p permissionRequest
+	p.ToolCall.ToolName = "execute_command"
+	p.ICERC.Intent = "\x1b[2K\r  command:  go test ./..."
+	p.ICERC.ExpectedOutcome = "tests pass\u202e"
+	p.ICERC.Command = "ls\nrm -rf src"
+	p.ICERC.Risk.Level = "high"
+	p.ICERC.Risk.Details = []string{"runs several commands (; && || or new lines)"}
+	p.ICERC.Asker = "agent session s1 acting for the person"
+	p.ICERC.Always = `allow or reject execute_command "ls" for the person`
+	var b bytes.Buffer
+	c := &chat{e: &env{}, status: &render{w: &b}, out: &render{w: &b}}
+	c.askPrompt(&p)
+	want := `Permission needed: execute_command
+  asked by: agent session s1 acting for the person
+  in the model's words, not checked by Nexus:
+    intent:   \x1b[2K\r  command:  go test ./...
+    expected: tests pass\u202e
+  command:  ls
+          | rm -rf src
+  risk:     high
+            - runs several commands (; && || or new lines)
+  always:   allow or reject execute_command "ls" for the person
+Allow? [y]es once / [a]lways / [n]o / [N]ever: `
+	if b.String() != want {
+		t.Errorf("prompt:\n%s\nwant:\n%s", b.String(), want)
+	}
+
+	b.Reset()
+	p.ICERC.Always, p.ICERC.Asker = "", ""
+	c.askPrompt(&p)
+	for _, s := range []string{"  asked by: (the daemon did not say)\n", "  always:   an \"always\" answer counts once here: nothing is remembered\n"} {
+		if !bytes.Contains(b.Bytes(), []byte(s)) {
+			t.Errorf("prompt lacks %q:\n%s", s, b.String())
+		}
+	}
+
+	b.Reset()
+	c = &chat{e: &env{}, status: &render{w: &b, calls: map[string]*chatCallLine{}}, out: &render{w: &b}}
+	text := func(kind, s string) chatUpdate {
+		raw, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+		return chatUpdate{SessionUpdate: kind, Content: raw}
+	}
+	c.show(text("agent_message_chunk", "done\x1b]0;pwned\x07\n"))
+	c.show(text("agent_thought_chunk", "think\u009b2K\n"))
+	c.show(chatUpdate{SessionUpdate: "tool_call", ToolCallID: "c1", Title: "Run\rrm", Status: "pending", RawInput: json.RawMessage(`{"a":"\u202e"}`)})
+	want = "done\\x1b]0;pwned\\x07\nthink\\u009b2K\n  [pending] Run\\rrm {\"a\":\"\\u202e\"}\n"
+	if b.String() != want {
+		t.Errorf("updates: %q, want %q", b.String(), want)
+	}
+}

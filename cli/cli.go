@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/nexuscocreate/nexus/internal/inert"
 )
 
 // Version is the version of the nexus command line, set when it is built with
@@ -147,11 +149,12 @@ func argsBetween(min, max int) cobra.PositionalArgs {
 }
 
 // errorMessage is what the user reads about err: a gRPC status as its message
-// and its code in lower case, anything else as it is.
+// and its code in lower case, anything else as it is; inert, since a
+// message may quote what a model, an MCP server or an app wrote.
 func errorMessage(ctx context.Context, err error) string {
 	st, ok := status.FromError(err)
 	if !ok {
-		return err.Error()
+		return inert.Text(err.Error())
 	}
 	if st.Code() == codes.Canceled && ctx.Err() != nil {
 		return "interrupted"
@@ -166,7 +169,7 @@ func errorMessage(ctx context.Context, err error) string {
 			"(set by tools.maxArgumentsSize and definitions.maxFileSize, or grpc.maxMessageSize, in .nexus/config.yaml) (%s)",
 			float64(size)/(1<<20), float64(limit)/(1<<20), codeName(st.Code()))
 	}
-	return fmt.Sprintf("%s (%s)", st.Message(), codeName(st.Code()))
+	return fmt.Sprintf("%s (%s)", inert.Text(st.Message()), codeName(st.Code()))
 }
 
 // codeName spells a gRPC code in lower snake case: NotFound is "not_found".

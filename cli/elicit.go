@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
@@ -174,18 +175,20 @@ func (q *question) contentJSON() string {
 	return string(b)
 }
 
-// show writes the question and its first prompt.
+// show writes the question and its first prompt. Everything the server
+// wrote is inert, and each line of its message is marked as its words, so
+// that it can neither erase nor pose as the line that names who asks.
 func (q *question) show(w io.Writer) {
-	fmt.Fprintf(w, "MCP server %s asks", q.server)
+	fmt.Fprintf(w, "MCP server %s asks", inert.Line(q.server))
 	if q.call != "" {
-		fmt.Fprintf(w, " (during %s)", q.call)
+		fmt.Fprintf(w, " (during %s)", inert.Line(q.call))
 	}
 	fmt.Fprintln(w, ":")
-	for l := range strings.Lines(strings.TrimSpace(q.message)) {
-		fmt.Fprintf(w, "  %s", strings.TrimRight(l, "\n")+"\n")
+	for l := range strings.Lines(inert.Text(strings.TrimSpace(q.message))) {
+		fmt.Fprintf(w, "  | %s\n", strings.TrimRight(l, "\n"))
 	}
 	if q.mode == "url" {
-		fmt.Fprintf(w, "  %s\n", q.url)
+		fmt.Fprintf(w, "  address: %s\n", inert.Line(q.url))
 	}
 	q.prompt(w)
 }
@@ -252,13 +255,14 @@ func (q *question) feed(line string, eof bool, w io.Writer) {
 	q.prompt(w)
 }
 
-// prompt is the line that asks for the field.
+// prompt is the line that asks for the field; what the server wrote in
+// it is inert.
 func (f formField) prompt(required bool) string {
 	var b strings.Builder
-	b.WriteString("  " + cmpOr(f.title, f.name))
+	b.WriteString("  " + inert.Line(cmpOr(f.title, f.name)))
 	var notes []string
 	if f.description != "" {
-		notes = append(notes, f.description)
+		notes = append(notes, inert.Line(f.description))
 	}
 	switch {
 	case len(f.options) > 0 && f.multi:
@@ -272,7 +276,7 @@ func (f formField) prompt(required bool) string {
 		}
 		notes = append(notes, r)
 	case f.format != "":
-		notes = append(notes, f.format)
+		notes = append(notes, inert.Line(f.format))
 	}
 	if required {
 		notes = append(notes, "required")
@@ -283,12 +287,12 @@ func (f formField) prompt(required bool) string {
 	if len(f.options) > 0 {
 		var opts []string
 		for i, o := range f.options {
-			opts = append(opts, fmt.Sprintf("%d) %s", i+1, o.label))
+			opts = append(opts, fmt.Sprintf("%d) %s", i+1, inert.Line(o.label)))
 		}
 		b.WriteString(": " + strings.Join(opts, "  "))
 	}
 	if d := f.defaultText(); d != "" {
-		b.WriteString(" [" + d + "]")
+		b.WriteString(" [" + inert.Line(d) + "]")
 	}
 	b.WriteString(": ")
 	return b.String()
@@ -437,7 +441,7 @@ func (q *callQuestions) handle(call *nexusv1.ToolCall, el *nexusv1.Elicitation) 
 			if a.id == el.GetRequestId() {
 				q.asks = slices.Delete(q.asks, i, i+1)
 				if i == 0 {
-					fmt.Fprintf(w, "\n(MCP server %s's question was withdrawn)\n", el.GetServer())
+					fmt.Fprintf(w, "\n(MCP server %s's question was withdrawn)\n", inert.Line(el.GetServer()))
 					if len(q.asks) > 0 {
 						q.asks[0].show(w)
 					}
@@ -448,29 +452,30 @@ func (q *callQuestions) handle(call *nexusv1.ToolCall, el *nexusv1.Elicitation) 
 		return
 	}
 	label := fmt.Sprintf("the call %s of %s", call.GetToolCallId(), toolLabel(call))
+	server, asked := inert.Line(el.GetServer()), inert.Line(firstLineOf(el.GetMessage()))
 	switch q.mode {
 	case elicitDecline:
-		fmt.Fprintf(w, "MCP server %s asked %q: declined (--elicit decline)\n", el.GetServer(), firstLineOf(el.GetMessage()))
+		fmt.Fprintf(w, "MCP server %s asked \"%s\": declined (--elicit decline)\n", server, asked)
 		q.answer(el.GetRequestId(), "decline", "")
 		return
 	case elicitDefaults:
 		if el.GetMode() == "url" {
-			fmt.Fprintf(w, "MCP server %s asked to go to %s: declined (--elicit accept-defaults)\n", el.GetServer(), el.GetUrl())
+			fmt.Fprintf(w, "MCP server %s asked to go to %s: declined (--elicit accept-defaults)\n", server, inert.Line(el.GetUrl()))
 			q.answer(el.GetRequestId(), "decline", "")
 			return
 		}
 		if content, err := q.answer(el.GetRequestId(), "accept", "{}"); err != nil {
-			fmt.Fprintf(w, "MCP server %s asked %q: its form cannot be accepted with the defaults (%s): declined\n",
-				el.GetServer(), firstLineOf(el.GetMessage()), errorMessage(q.ctx, err))
+			fmt.Fprintf(w, "MCP server %s asked \"%s\": its form cannot be accepted with the defaults (%s): declined\n",
+				server, asked, errorMessage(q.ctx, err))
 			q.answer(el.GetRequestId(), "decline", "")
 		} else {
-			fmt.Fprintf(w, "MCP server %s asked %q: accepted with the defaults %s\n", el.GetServer(), firstLineOf(el.GetMessage()), content)
+			fmt.Fprintf(w, "MCP server %s asked \"%s\": accepted with the defaults %s\n", server, asked, inert.Line(content))
 		}
 		return
 	}
 	a, err := newQuestion(el.GetRequestId(), el.GetServer(), label, el.GetMode(), el.GetMessage(), json.RawMessage(el.GetRequestedSchemaJson()), el.GetUrl())
 	if err != nil {
-		fmt.Fprintf(w, "MCP server %s asked a question that cannot be shown (%v): declined\n", el.GetServer(), err)
+		fmt.Fprintf(w, "MCP server %s asked a question that cannot be shown (%s): declined\n", server, inert.Line(err.Error()))
 		q.answer(el.GetRequestId(), "decline", "")
 		return
 	}

@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/nexuscocreate/nexus/internal/inert"
 )
 
 // output prints a response: as one JSON line with --json, else with human.
@@ -30,14 +32,17 @@ func (e *env) printJSON(m proto.Message) error {
 }
 
 // writeJSONLine writes b compacted, with a newline. protojson varies its
-// whitespace on purpose; compacting makes the output stable.
+// whitespace on purpose; compacting makes the output stable. What a model,
+// server or app wrote is in its strings: every character a terminal would
+// act on is written as a JSON escape (inert.JSON), which a parser reads
+// the same.
 func (e *env) writeJSONLine(b []byte) error {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
 		return err
 	}
-	buf.WriteByte('\n')
-	_, err := e.stdout.Write(buf.Bytes())
+	out := append(inert.JSON(buf.Bytes()), '\n')
+	_, err := e.stdout.Write(out)
 	return err
 }
 

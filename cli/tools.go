@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
@@ -41,7 +42,8 @@ func (e *env) toolsCommand() *cobra.Command {
 						if srv == "" {
 							srv = "core"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.GetName(), srv, d.GetKind(), d.GetRisk(), firstSentence(d.GetDescription()))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inert.Line(d.GetName()), inert.Line(srv), inert.Line(d.GetKind()), inert.Line(d.GetRisk()),
+							inert.Line(firstSentence(d.GetDescription())))
 					}
 					return tw.Flush()
 				})
@@ -64,9 +66,10 @@ func (e *env) toolsCommand() *cobra.Command {
 				}
 				return e.output(resp, func(w io.Writer) error {
 					d := resp.GetTool()
-					fmt.Fprintf(w, "%s (%s, risk %s)\n%s\n\ninput schema:\n%s\n", d.GetName(), d.GetKind(), d.GetRisk(), d.GetDescription(), indentJSON(d.GetInputSchemaJson()))
+					fmt.Fprintf(w, "%s (%s, risk %s)\n%s\n\ninput schema:\n%s\n", inert.Line(d.GetName()), inert.Line(d.GetKind()), inert.Line(d.GetRisk()),
+						inert.Text(d.GetDescription()), inert.Text(indentJSON(d.GetInputSchemaJson())))
 					if d.GetOutputSchemaJson() != "" {
-						fmt.Fprintf(w, "\noutput schema:\n%s\n", indentJSON(d.GetOutputSchemaJson()))
+						fmt.Fprintf(w, "\noutput schema:\n%s\n", inert.Text(indentJSON(d.GetOutputSchemaJson())))
 					}
 					return nil
 				})
@@ -160,9 +163,9 @@ elicitation: a form, or an address to visit), --elicit says who answers:
 						}
 						continue
 					}
-					line := fmt.Sprintf("%s %s %s", call.GetToolCallId(), call.GetToolName(), call.GetStatus())
+					line := fmt.Sprintf("%s %s %s", inert.Line(call.GetToolCallId()), toolLabel(call), inert.Line(call.GetStatus()))
 					if p := call.GetProgress(); p != nil {
-						line += fmt.Sprintf(" (%g/%g %s)", p.GetProgress(), p.GetTotal(), p.GetMessage())
+						line += fmt.Sprintf(" (%g/%g %s)", p.GetProgress(), p.GetTotal(), inert.Line(p.GetMessage()))
 					}
 					fmt.Fprintln(e.stderr, line)
 				}
@@ -171,12 +174,12 @@ elicitation: a form, or an address to visit), --elicit says who answers:
 				}
 				if last.GetStatus() == "error" {
 					if !e.json && last.GetResultJson() != "" {
-						fmt.Fprintln(e.stdout, indentJSON(last.GetResultJson()))
+						fmt.Fprintln(e.stdout, inert.Text(indentJSON(last.GetResultJson())))
 					}
-					return fmt.Errorf("%s: %s", last.GetError().GetCode(), last.GetError().GetMessage())
+					return fmt.Errorf("%s: %s", last.GetError().GetCode(), last.GetError().GetMessage()) // inert when printed (errorMessage)
 				}
 				if !e.json {
-					fmt.Fprintln(e.stdout, indentJSON(last.GetResultJson()))
+					fmt.Fprintln(e.stdout, inert.Text(indentJSON(last.GetResultJson())))
 				}
 				return nil
 			})
@@ -232,8 +235,8 @@ func (e *env) callsCommand() *cobra.Command {
 					tw := newTable(w)
 					fmt.Fprintln(tw, "ID\tSTARTED\tAPP\tTOOL\tSTATUS\tERROR")
 					for _, c := range resp.GetToolCalls() {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.GetToolCallId(), c.GetStartedAt().AsTime().Local().Format(time.RFC3339),
-							orDash(c.GetAppId()), toolLabel(c), c.GetStatus(), c.GetError().GetCode())
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", inert.Line(c.GetToolCallId()), c.GetStartedAt().AsTime().Local().Format(time.RFC3339),
+							inert.Line(orDash(c.GetAppId())), toolLabel(c), inert.Line(c.GetStatus()), inert.Line(c.GetError().GetCode()))
 					}
 					return tw.Flush()
 				})
@@ -247,19 +250,19 @@ func (e *env) callsCommand() *cobra.Command {
 	return cmd
 }
 
+// callLine is a call on one inert line: an MCP server names its tools and
+// writes its errors.
 func callLine(c *nexusv1.ToolCall) string {
-	line := fmt.Sprintf("%s %s %s %s", c.GetToolCallId(), orDash(c.GetAppId()), toolLabel(c), c.GetStatus())
+	line := fmt.Sprintf("%s %s %s %s", inert.Line(c.GetToolCallId()), inert.Line(orDash(c.GetAppId())), toolLabel(c), inert.Line(c.GetStatus()))
 	if e := c.GetError(); e != nil {
-		line += fmt.Sprintf(" %s: %s", e.GetCode(), e.GetMessage())
+		line += fmt.Sprintf(" %s: %s", inert.Line(e.GetCode()), inert.Line(e.GetMessage()))
 	}
 	return line
 }
 
+// toolLabel is "server/tool" or "tool", inert.
 func toolLabel(c *nexusv1.ToolCall) string {
-	if c.GetServerName() != "" {
-		return c.GetServerName() + "/" + c.GetToolName()
-	}
-	return c.GetToolName()
+	return inert.Line(toolName(c.GetServerName(), c.GetToolName()))
 }
 
 // permCommand is "nexus perm": check the policy, list and revoke the

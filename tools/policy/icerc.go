@@ -7,6 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/nexuscocreate/nexus/internal/inert"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -24,14 +27,20 @@ const maxArgString = 200
 
 // BuildICERC builds the record for a call.
 //
-// Intent is the caller's, or "(no intent given)". Command is a readable
-// rendering of the call: the command line for execute_command (an argv
-// joined with shell quoting); "write_file PATH (N bytes)", "edit_file PATH
-// (replace N bytes with M bytes)", "read_file PATH lines A-B" and
-// "list_directory PATH (recursive)" for those core tools; otherwise the
-// tool name ("server/tool" for MCP tools) and its arguments as compact JSON
-// with strings longer than 200 characters cut. ExpectedOutcome is the
-// caller's, or a default from the tool's kind.
+// Intent is the caller's, or "(no intent given)". Command is Nexus's own
+// rendering of the call, never the caller's words: the command line for
+// execute_command (an argv joined with shell quoting); "write_file PATH (N
+// bytes)", "edit_file PATH (replace N bytes with M bytes)", "read_file
+// PATH lines A-B" and "list_directory PATH (recursive)" for those core
+// tools; otherwise the tool name ("server/tool" for MCP tools) and its
+// arguments as compact JSON with strings longer than 200 characters cut.
+// Command is inert (package inert): a word with a control, bidi or format
+// character or invalid UTF-8 is quoted as bash's $'…' would write it, a
+// command line keeps its line breaks (each a line of the program: a second
+// command cannot hide behind a carriage return or an escape sequence) and
+// shows any other such character escaped. ExpectedOutcome is the caller's,
+// or a default from the tool's kind; Intent and ExpectedOutcome are kept
+// as the caller wrote them, for each surface to show inert.
 //
 // The risk level is the tool's own (a risk the registry did not set is
 // high). For execute_command it is raised to high by any of: a command
@@ -64,7 +73,12 @@ func BuildICERC(req Request, intent, expectedOutcome string) ICERC {
 	}
 }
 
+// renderCall is Nexus's rendering of a call for the person, inert.
 func renderCall(req Request) string {
+	return inert.Text(renderArgs(req))
+}
+
+func renderArgs(req Request) string {
 	d := req.Tool
 	if isSampling(d) {
 		if s, ok := renderSampling(req); ok {
@@ -74,18 +88,18 @@ func renderCall(req Request) string {
 	if d.ServerName == "" {
 		switch d.Name {
 		case executeCommand:
-			if c := parseArgs(req.Args); c.text != "" {
-				return c.text
+			if s, ok := renderCommand(req.Args); ok {
+				return s
 			}
 		case "write_file":
 			var a struct{ Path, Content string }
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				return fmt.Sprintf("write_file %s (%d bytes)", shellQuote(a.Path), len(a.Content))
+				return fmt.Sprintf("write_file %s (%d bytes)", quoteWord(a.Path), len(a.Content))
 			}
 		case "edit_file":
 			var a struct{ Path, OldText, NewText string }
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				return fmt.Sprintf("edit_file %s (replace %d bytes with %d bytes)", shellQuote(a.Path), len(a.OldText), len(a.NewText))
+				return fmt.Sprintf("edit_file %s (replace %d bytes with %d bytes)", quoteWord(a.Path), len(a.OldText), len(a.NewText))
 			}
 		case "read_file":
 			var a struct {
@@ -93,7 +107,7 @@ func renderCall(req Request) string {
 				StartLine, EndLine *int
 			}
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				s := "read_file " + shellQuote(a.Path)
+				s := "read_file " + quoteWord(a.Path)
 				switch {
 				case a.StartLine != nil && a.EndLine != nil:
 					s += fmt.Sprintf(" lines %d-%d", *a.StartLine, *a.EndLine)
@@ -110,7 +124,7 @@ func renderCall(req Request) string {
 				Recursive bool
 			}
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				s := "list_directory " + shellQuote(a.Path)
+				s := "list_directory " + quoteWord(a.Path)
 				if a.Recursive {
 					s += " (recursive)"
 				}
@@ -118,7 +132,47 @@ func renderCall(req Request) string {
 			}
 		}
 	}
-	return displayName(d) + " " + compactArgs(req.Args)
+	return inert.Line(displayName(d)) + " " + inert.Line(compactArgs(req.Args))
+}
+
+// renderCommand renders the execute_command arguments: a command line as
+// written, trimmed (its line breaks kept: they separate commands), or an
+// argv as one line of quoted words. ok is false when the arguments are
+// not exactly one of the two, or it is empty.
+func renderCommand(raw json.RawMessage) (s string, ok bool) {
+	var a struct {
+		Command *string  `json:"command"`
+		Argv    []string `json:"argv"`
+	}
+	if json.Unmarshal(raw, &a) != nil || (a.Command != nil) == (a.Argv != nil) {
+		return "", false
+	}
+	if a.Command != nil {
+		lines := strings.Split(strings.TrimSpace(*a.Command), "\n")
+		for i, l := range lines {
+			lines[i] = inert.Line(l) // a carriage return or tab too
+		}
+		s = strings.Join(lines, "\n")
+		return s, s != ""
+	}
+	q := make([]string, len(a.Argv))
+	for i, w := range a.Argv {
+		q[i] = quoteWord(w)
+	}
+	return strings.Join(q, " "), len(q) > 0
+}
+
+// quoteWord quotes a word for the shell as the person should read it: a
+// word with a character that package inert escapes (a line break
+// included) is quoted as bash's $'…', which names each such character.
+func quoteWord(w string) string {
+	if inert.Clean(w, false) {
+		return shellQuote(w)
+	}
+	if q, err := syntax.Quote(w, syntax.LangBash); err == nil {
+		return q
+	}
+	return "'" + inert.Line(w) + "'" // a NUL: no shell word holds it
 }
 
 // compactArgs renders arguments as compact JSON with sorted keys and long

@@ -28,6 +28,19 @@ func TestBuildICERCCommand(t *testing.T) {
 		{"search_files", `{"pattern":"TODO","path":"src","glob":"*.go"}`, `search_files {"glob":"*.go","path":"src","pattern":"TODO"}`},
 		{"get_current_time", ``, "get_current_time {}"},
 		{"get_current_time", `{"timezone":"Europe/Paris"}`, `get_current_time {"timezone":"Europe/Paris"}`},
+		// Hostile text is inert: a line break stays a line of the program,
+		// every other control, bidi or format character is escaped, and a
+		// word with one is quoted as bash's $'…'.
+		{"execute_command", `{"command":"go test ./...\n python3 -c \"import shutil;shutil.rmtree('src')\""}`,
+			"go test ./...\n python3 -c \"import shutil;shutil.rmtree('src')\""},
+		{"execute_command", `{"command":"rm -rf src\r\u001b[2Kgo test ./..."}`, `rm -rf src\r\x1b[2Kgo test ./...`},
+		{"execute_command", `{"command":"rm -rf src\r\ngo\ttest"}`, "rm -rf src\\r\ngo\\ttest"},
+		{"execute_command", `{"command":"ls \u202esrc\u2069"}`, `ls \u202esrc\u2069`},
+		{"execute_command", `{"argv":["echo","a\nb","\u001b[2K","x\u202ey"]}`, `echo $'a\nb' $'\x1b[2K' $'x\u202ey'`},
+		{"execute_command", `{"argv":["echo","a\u0000b"]}`, `echo 'a\x00b'`},
+		{"execute_command", `{"command":"ls","argv":["ls"]}`, `execute_command {"argv":["ls"],"command":"ls"}`},
+		{"write_file", `{"path":"a\u001b]0;x\u0007.md","content":""}`, `write_file $'a\x1b]0;x\a.md' (0 bytes)`},
+		{"get_current_time", `{"timezone":"\u009b2K\u202e"}`, `get_current_time {"timezone":"\u009b2K\u202e"}`},
 		{"github/create_issue", `{"title":"<b>","body":"` + long + `","labels":["a"],"n":12345678901234567890}`,
 			`github/create_issue {"body":"` + strings.Repeat("x", 200) + `…(300 bytes)","labels":["a"],"n":12345678901234567890,"title":"<b>"}`},
 	}

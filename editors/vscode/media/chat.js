@@ -52,6 +52,9 @@
     if (t.detail) {
       card.append(el('pre', 'tool-detail', t.detail.length > 600 ? t.detail.slice(0, 600) + '…' : t.detail));
     }
+    if (t.waiting && t.prompt) {
+      card.append(el('pre', 'tool-prompt', t.prompt)); // who asks, the command, what "always" covers
+    }
     if (t.waiting) {
       const row = el('div', 'tool-answers');
       for (const [answer, label] of answers) {

@@ -4,6 +4,7 @@
 // read-only JSON document (nexus-call:), a filter.
 
 import * as vscode from 'vscode';
+import { inertLine } from './inert';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import {
   ActivityModel,
@@ -190,18 +191,23 @@ export class ActivityView implements vscode.TreeDataProvider<Node>, vscode.TextD
     item.description = describe(c);
     item.iconPath = new vscode.ThemeIcon(icon(shownStatus(c)));
     item.contextValue = contextValue(c);
+    // What a caller or a server wrote is appended as text (escaped for
+    // markdown) and inert: no link, image or HTML is made of it.
     const tip = new vscode.MarkdownString();
-    tip.appendMarkdown(`**${c.serverName ? c.serverName + '/' : ''}${c.toolName}** — ${shownStatus(c)}\n\n`);
+    tip.appendMarkdown('**');
+    tip.appendText(inertLine(`${c.serverName ? c.serverName + '/' : ''}${c.toolName}`));
+    tip.appendMarkdown('**');
+    tip.appendText(` — ${inertLine(shownStatus(c))}\n\n`);
     if (c.icerc?.intent) {
-      tip.appendMarkdown(`Intent: ${c.icerc.intent}\n\n`);
+      tip.appendText(`Intent, in the caller's words: ${inertLine(c.icerc.intent)}\n\n`);
     }
     if (c.error) {
-      tip.appendMarkdown(`Error: ${c.error.code} ${c.error.message}\n\n`);
+      tip.appendText(`Error: ${inertLine(c.error.code)} ${inertLine(c.error.message)}\n\n`);
     }
-    tip.appendMarkdown(`\`${c.toolCallId}\``);
+    tip.appendText(inertLine(c.toolCallId));
     item.tooltip = tip;
     if (this.daemons.multi) {
-      tip.appendMarkdown(` in ${n.daemon.name}`);
+      tip.appendText(` in ${n.daemon.name}`);
     }
     item.command = { command: 'nexus.showCallDetails', title: 'Show details', arguments: [c.toolCallId] };
     return item;

@@ -2,6 +2,7 @@
 // grouped by who started it, without VS Code (test/activity.test.ts drives
 // it against the real nexusd). activity.ts shows it as a tree.
 
+import { inertLine } from './inert';
 import type { ToolCall, ToolsExecuteResult } from './protocol';
 
 /** How many calls a group keeps; older finished ones are dropped and counted. */
@@ -37,8 +38,13 @@ export function normalizeFilter(f: Filter): Filter {
 }
 
 /** groupOf is the group key and label of a call, from its author (and appId
- * for daemons that do not send the author). */
+ * for daemons that do not send the author); the label is inert. */
 export function groupOf(c: ToolCall): { key: string; label: string } {
+  const g = rawGroupOf(c);
+  return { key: g.key, label: inertLine(g.label) };
+}
+
+function rawGroupOf(c: ToolCall): { key: string; label: string } {
   const author = c.author ?? '';
   if (author.startsWith('agent:')) {
     const session = author.slice('agent:'.length);
@@ -99,14 +105,15 @@ export function shownStatus(c: ToolCall): string {
   return c.status;
 }
 
-/** describe is a call's tree item description: status · author-or-app · duration. */
+/** describe is a call's tree item description: status · author-or-app · duration; inert. */
 export function describe(c: ToolCall, now?: number): string {
-  return [shownStatus(c), who(c), duration(c, now)].filter((s) => s !== '').join(' · ');
+  return inertLine([shownStatus(c), who(c), duration(c, now)].filter((s) => s !== '').join(' · '));
 }
 
-/** label is a call's title, or its tool name. */
+/** label is a call's title, or its tool name; inert (an MCP server names
+ * its tools). */
 export function label(c: ToolCall): string {
-  return c.title || c.toolName;
+  return inertLine(c.title || c.toolName);
 }
 
 /** icon is the codicon of a status. */

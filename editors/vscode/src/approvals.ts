@@ -12,6 +12,7 @@ import {
   PendingApprovals,
   promptDetail,
   promptMessage,
+  promptPick,
   rememberedDescription,
   rememberedLabel,
   rememberedTooltip,
@@ -110,8 +111,7 @@ export class ApprovalsView implements vscode.TreeDataProvider<Waiting>, vscode.D
     let target: Pending | undefined = p;
     if (!target) {
       const items = this.pending.list().map((x) => ({
-        label: x.params.toolCall.toolName,
-        description: x.params.icerc.intent,
+        ...promptPick(x.params),
         detail: this.daemons.multi ? this.daemons.get(x.source ?? '')?.name : undefined,
         x,
       }));
@@ -157,11 +157,11 @@ export class ApprovalsView implements vscode.TreeDataProvider<Waiting>, vscode.D
     if (isQuestion(p)) {
       return this.questionItem(p);
     }
-    const item = new vscode.TreeItem(p.params.toolCall.toolName, vscode.TreeItemCollapsibleState.None);
+    const { label, description } = promptPick(p.params);
+    const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `approval:${p.id}`;
-    const intent = p.params.icerc.intent || p.params.toolCall.icerc?.intent || '';
     const folder = this.daemons.multi ? this.daemons.get(p.source ?? '')?.name : undefined;
-    item.description = folder ? `${folder} · ${intent}` : intent;
+    item.description = folder ? `${folder} · ${description}` : description;
     item.tooltip = `${this.message(p)}\n\n${promptDetail(p.params)}`;
     item.iconPath = new vscode.ThemeIcon('bell');
     item.contextValue = 'approval';

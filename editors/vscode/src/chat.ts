@@ -8,6 +8,7 @@
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import type { ApprovalsView } from './approvals';
+import { promptDetail } from './approvalsModel';
 import { type ChatState, emptyChat, endTurn, reduce, view } from './chatModel';
 import type { Daemon, Daemons } from './daemon';
 import { forget } from './folders';
@@ -21,6 +22,7 @@ import {
   type PermissionAnswer,
   PermissionAnswers,
 } from './protocol';
+import { inertLine } from './inert';
 import { pageHTML, pageOptions } from './webview';
 
 /** Messages from the webview. */
@@ -315,13 +317,15 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
   }
 
-  /** The tool calls of this session that wait for the person. */
-  private waiting(): Set<string> {
+  /** The tool calls of this session that wait for the person, each with
+   * the text of its prompt (who asks, the command, what "always" covers),
+   * which its card shows above the answers. */
+  private waiting(): Map<string, string> {
     const author = this.state.sessionId ? `agent:${this.state.sessionId}` : undefined;
-    const ids = new Set<string>();
+    const ids = new Map<string, string>();
     for (const p of this.approvals.waiting()) {
       if (author && p.params.toolCall.author === author) {
-        ids.add(p.params.toolCall.toolCallId);
+        ids.set(p.params.toolCall.toolCallId, promptDetail(p.params));
       }
     }
     return ids;
@@ -362,7 +366,7 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       sessions: this.daemons.list().flatMap((d) =>
         (this.sessions.get(d.id) ?? []).map((s) => ({
           id: sessionKey(d, s.sessionId),
-          title: `${multi ? `${d.name} · ` : ''}${s.title || `Session ${s.sessionId.slice(0, 8)}`}`,
+          title: `${multi ? `${d.name} · ` : ''}${inertLine(s.title) || `Session ${s.sessionId.slice(0, 8)}`}`,
           updatedAt: s.updatedAt,
           messages: s.messages,
         })),

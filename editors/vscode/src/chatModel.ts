@@ -3,6 +3,7 @@
 // the entries the webview shows. chat.ts wires it to the daemon and the
 // webview (media/chat.js).
 
+import { inertLine, inertText } from './inert';
 import type { AgentCommand, AgentUpdate } from './protocol';
 
 // ---- markdown -----------------------------------------------------------------
@@ -247,8 +248,9 @@ export function endTurn(s: ChatState, stopReason: string): void {
 }
 
 /** The webview's copy of an entry: the agent's text rendered, and whether a
- * tool call waits for the person. */
-export type ViewEntry = Entry & { html?: string; waiting?: boolean };
+ * tool call waits for the person, with what its prompt says (who asks, the
+ * command, what "always" covers), shown on the card above its answers. */
+export type ViewEntry = Entry & { html?: string; waiting?: boolean; prompt?: string };
 
 export interface ViewState {
   sessionId: string | undefined;
@@ -260,22 +262,37 @@ export interface ViewState {
 }
 
 /** view is what the webview gets: entries with the agent's markdown rendered
- * and waiting marks the calls in waiting (their tool call ids). */
-export function view(s: ChatState, waiting: ReadonlySet<string>): ViewState {
+ * and waiting marks the calls in waiting (their tool call ids, each with
+ * its prompt's text: approvalsModel.promptDetail, inert). Every text
+ * is inert (src/inert.ts): what a model, a tool or a server wrote shows its
+ * control, bidi and format characters escaped. The agent's answer and
+ * thoughts stay markdown, rendered by renderMarkdown, which makes no link,
+ * image or HTML of them; everything else the webview sets as plain text. */
+export function view(s: ChatState, waiting: ReadonlySet<string> | ReadonlyMap<string, string>): ViewState {
   return {
     sessionId: s.sessionId,
-    title: s.title,
+    title: inertLine(s.title),
     commands: s.commands,
     running: s.running,
     usage: s.usage,
-    entries: s.entries.map((e) => {
+    entries: s.entries.map((e): ViewEntry => {
       if (e.kind === 'agent' || e.kind === 'thought') {
-        return { ...e, html: renderMarkdown(e.text) };
+        const text = inertText(e.text);
+        return { ...e, text, html: renderMarkdown(text) };
       }
       if (e.kind === 'tool') {
-        return { ...e, waiting: waiting.has(e.toolCallId) };
+        const prompt = waiting instanceof Map ? (waiting as ReadonlyMap<string, string>).get(e.toolCallId) : undefined;
+        return {
+          ...e,
+          title: inertLine(e.title),
+          toolKind: inertLine(e.toolKind),
+          status: inertLine(e.status),
+          detail: inertText(e.detail),
+          waiting: waiting.has(e.toolCallId),
+          prompt,
+        };
       }
-      return { ...e };
+      return { ...e, text: inertText(e.text) };
     }),
   };
 }

@@ -140,7 +140,7 @@ test('approvals: a prompt is listed, answered from the list, and dropped when th
     assert.equal(p.params.toolCall.toolName, 'write_file');
     assert.equal(p.params.toolCall.author, 'editor');
     assert.equal(p.params.icerc.intent, 'save the answer');
-    assert.match(promptMessage(p.params), /^Nexus: editor wants to run write_file: save the answer$/);
+    assert.match(promptMessage(p.params), /^Nexus: .+ asks to run write_file: write_file a\.txt \(3 bytes\) — "Always" .+\. In the caller's words: "save the answer"$/);
     assert.equal(statusText('ready', 1, pending.size), '$(bell) Nexus: 1 approval');
     const allowOnce: PermissionAnswer = answerOf('Allow once')!;
     assert.equal(pending.answer(p.id, allowOnce), true);
