@@ -41,11 +41,38 @@ func escapeProgram(t *testing.T) string {
 // in any output, and nothing may change.
 func TestSandboxRootEscapes(t *testing.T) {
 	prog := escapeProgram(t)
-	for _, mode := range []string{"workspace-write", "read-only"} {
-		t.Run(mode, func(t *testing.T) {
-			ws := newWorkspace(t, "apps:\n  - id: alpha\n    grants:\n      tools: {allow: [execute_command]}\ntools:\n  sandbox: "+mode+"\n")
-			ws, err := filepath.EvalSymlinks(ws)
+	for _, tc := range []struct {
+		name, mode string
+		// runtimeDir: a workspace path too long for .nexus/run/nexusd.sock,
+		// so the daemon's sockets are in $XDG_RUNTIME_DIR, outside .nexus
+		// and outside the temporary directories.
+		runtimeDir bool
+	}{{"workspace-write", "workspace-write", false}, {"read-only", "read-only", false}, {"sockets-in-runtime-dir", "workspace-write", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mode := tc.mode
+			ws, err := filepath.EvalSymlinks(t.TempDir())
 			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.runtimeDir {
+				home, err := os.UserHomeDir()
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.MkdirAll(filepath.Join(home, ".cache", "nexus"), 0o755)
+				rt, err := os.MkdirTemp(filepath.Join(home, ".cache", "nexus"), "runtime-")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.RemoveAll(rt) })
+				t.Setenv("XDG_RUNTIME_DIR", rt)
+				ws = filepath.Join(ws, strings.Repeat("w", 100))
+			}
+			config := "apps:\n  - id: alpha\n    grants:\n      tools: {allow: [execute_command]}\ntools:\n  sandbox: " + mode + "\n"
+			if err := os.MkdirAll(filepath.Join(ws, ".nexus"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, ".nexus", "config.yaml"), []byte(config), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			for rel, content := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/README": "hooks\n", "scratch/.keep": ""} {
@@ -67,6 +94,9 @@ func TestSandboxRootEscapes(t *testing.T) {
 			}
 			if b, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "daemon.json")); err != nil || json.Unmarshal(b, &info) != nil || info.MCPSocket == "" {
 				t.Fatalf("daemon.json has no mcpSocket: %v %s", err, b)
+			}
+			if inRun := strings.HasPrefix(info.MCPSocket, filepath.Join(ws, ".nexus", "run")+"/"); inRun == tc.runtimeDir {
+				t.Fatalf("the MCP socket is %s", info.MCPSocket)
 			}
 			secrets := []string{d.admin, d.appToken("alpha")}
 			protected := []string{".git/HEAD", ".git/hooks/README", ".nexus/run/admin.token", ".nexus/run/apps/alpha.token", ".nexus/config.yaml"}
