@@ -7,45 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 )
 
 // noSeccompEnv makes the test binary (see TestMain) run a sandboxed
 // command under a filter that refuses seccomp(2), and print what Run says.
 const noSeccompEnv = "NEXUS_TEST_NO_SECCOMP"
-
-// TestDeniedSyscallsKnown: every denied name is a system call of amd64 or
-// arm64 (a typo would be skipped silently), and the ones the escapes use
-// are in both.
-func TestDeniedSyscallsKnown(t *testing.T) {
-	both := []string{"open_by_handle_at", "name_to_handle_at", "mount", "umount2", "pivot_root", "ptrace",
-		"process_vm_readv", "process_vm_writev", "bpf", "keyctl", "add_key", "request_key", "kexec_load",
-		"kexec_file_load", "init_module", "finit_module", "delete_module", "perf_event_open", "userfaultfd",
-		"unshare", "setns", "open_tree", "move_mount", "fsopen"}
-	for _, name := range deniedSyscalls {
-		_, amd64 := arch.X86_64.SyscallNames[name]
-		_, arm64 := arch.AARCH64.SyscallNames[name]
-		if !amd64 && !arm64 {
-			t.Errorf("%q is a system call of neither amd64 nor arm64", name)
-		}
-	}
-	for _, name := range both {
-		_, amd64 := arch.X86_64.SyscallNames[name]
-		_, arm64 := arch.AARCH64.SyscallNames[name]
-		if denied := slices.Contains(deniedSyscalls, name); !amd64 || !arm64 || !denied {
-			t.Errorf("%q: amd64 %v, arm64 %v, denied %v; want all three", name, amd64, arm64, denied)
-		}
-	}
-	if _, err := commandFilter(); err != nil {
-		t.Errorf("the filter for %s does not assemble: %v", runtime.GOARCH, err)
-	}
-}
 
 // TestConfinement: in both sandboxed modes, with and without a view, the
 // command holds no capability (as root: not even in its bounding set),

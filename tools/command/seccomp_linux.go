@@ -2,13 +2,29 @@ package command
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
+
+// The command's seccomp filter, for each architecture, is assembled from
+// deniedSyscalls and cloneNamespaceFlags by go-seccomp-bpf (its system call
+// tables and its assembler) and checked in as commandFilter in
+// zseccomp_linux_GOARCH.go, so that the helper neither builds the tables
+// nor assembles the filter each time it starts: TestSeccompFilterGenerated
+// fails when it is stale, and -update writes it again. The filter:
+//
+//   - kills the process on a system call of another ABI (i386 through int
+//     0x80 on amd64, arm32 on arm64): the deny list is in this ABI's
+//     numbers, so another ABI would walk around it;
+//   - answers ENOSYS to x32 calls on amd64;
+//   - answers ENOSYS to clone3, whose flags are in memory a filter cannot
+//     read: libc then falls back to clone, as under Docker;
+//   - answers EPERM to clone with a namespace flag and to every
+//     deniedSyscalls entry, so that a program sees a plain "Operation not
+//     permitted";
+//   - allows everything else.
 
 // deniedSyscalls are the system calls a sandboxed command gets EPERM for,
 // after Docker's default seccomp profile: what only an administrator or a
@@ -46,71 +62,15 @@ var deniedSyscalls = []string{
 const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// commandFilter assembles the seccomp filter of a sandboxed command for the
-// running architecture:
-//
-//   - a system call of another ABI (i386 through int 0x80 on amd64, arm32
-//     on arm64) kills the process: the deny list is in this ABI's numbers,
-//     so another ABI would walk around it;
-//   - x32 calls on amd64 get ENOSYS (go-seccomp-bpf adds that check);
-//   - clone3 gets ENOSYS, since its flags are in memory a filter cannot
-//     read: libc then falls back to clone, as under Docker;
-//   - clone with a namespace flag, and every deniedSyscalls entry, get
-//     EPERM, so that a program sees a plain "Operation not permitted";
-//   - everything else is allowed.
-func commandFilter() ([]bpf.RawInstruction, error) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return nil, err
-	}
-	var denied []string
-	for _, name := range deniedSyscalls {
-		if _, ok := info.SyscallNames[name]; ok {
-			denied = append(denied, name)
-		}
-	}
-	policy := seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{Names: []string{"clone3"}, Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)},
-			{
-				NamesWithCondtions: []seccomp.NameWithConditions{{
-					Name:       "clone",
-					Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: cloneNamespaceFlags}},
-				}},
-				Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM),
-			},
-			{Names: denied, Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM)},
-		},
-	}
-	body, err := policy.Assemble()
-	if err != nil {
-		return nil, err
-	}
-	// seccomp_data.arch is at offset 4. go-seccomp-bpf sends another
-	// architecture to the default action, which is allow here: check it
-	// first.
-	prog := append([]bpf.Instruction{
-		bpf.LoadAbsolute{Off: 4, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
-	}, body...)
-	return bpf.Assemble(prog)
-}
-
 // installFilter installs the command's seccomp filter on the calling
 // thread, which then forks the command: it inherits the filter, and so do
-// its children. no_new_privs must be set already.
+// its children. no_new_privs must be set already. An architecture without
+// a filter fails, and so the command does not run.
 func installFilter() error {
-	raw, err := commandFilter()
-	if err != nil {
-		return fmt.Errorf("seccomp filter: %w", err)
+	if len(commandFilter) == 0 {
+		return fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, ins := range raw {
-		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
-	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	prog := unix.SockFprog{Len: uint16(len(commandFilter)), Filter: &commandFilter[0]}
 	// Without SECCOMP_FILTER_FLAG_TSYNC: only this thread, like Landlock
 	// (see restrict).
 	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
