@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +37,9 @@ func escapeProgram(t *testing.T) string {
 // per cell — files by handle through the root mount (the "shocker" escape),
 // /proc/<pid>/root and /proc/self/fd tricks, mount, ptrace of the daemon
 // and of the sandbox's init, new namespaces, the daemon's sockets, the
-// admin token, the pre-commit hook by other paths, the disks, and the
-// kernel's own calls. Every attempt must be refused, no secret may appear
+// admin token, the pre-commit hook by other paths, the disks, a root-only
+// socket of a system daemon in /run (as docker.sock is), and the kernel's
+// own calls. Every attempt must be refused, no secret may appear
 // in any output, and nothing may change.
 func TestSandboxRootEscapes(t *testing.T) {
 	prog := escapeProgram(t)
@@ -98,6 +100,26 @@ func TestSandboxRootEscapes(t *testing.T) {
 			if inRun := strings.HasPrefix(info.MCPSocket, filepath.Join(ws, ".nexus", "run")+"/"); inRun == tc.runtimeDir {
 				t.Fatalf("the MCP socket is %s", info.MCPSocket)
 			}
+			// A root-only socket of a system daemon, as docker.sock is: where
+			// /run is writable (as root), one of the test's own.
+			sockets := []string{strings.TrimPrefix(d.info.GRPCAddress, "unix://"), info.MCPSocket}
+			sysSock := "/run/nexus-escape-" + strconv.Itoa(os.Getpid()) + "-" + tc.name + ".sock"
+			if ln, err := net.Listen("unix", sysSock); err == nil {
+				os.Chmod(sysSock, 0o600)
+				t.Cleanup(func() { ln.Close() })
+				go func() {
+					for {
+						c, err := ln.Accept()
+						if err != nil {
+							return
+						}
+						c.Close()
+					}
+				}()
+				sockets = append(sockets, sysSock)
+			} else {
+				t.Logf("no system socket of the test's own in /run (%v): the connect cell tries the daemon's only", err)
+			}
 			secrets := []string{d.admin, d.appToken("alpha")}
 			protected := []string{".git/HEAD", ".git/hooks/README", ".nexus/run/admin.token", ".nexus/run/apps/alpha.token", ".nexus/config.yaml"}
 			before := fileContents(ws, protected)
@@ -105,8 +127,11 @@ func TestSandboxRootEscapes(t *testing.T) {
 
 			run := func(t *testing.T, probe string) string {
 				t.Helper()
-				args, _ := json.Marshal(map[string]any{"argv": []string{"./escape", "-ws", ws, "-pid", strconv.Itoa(d.info.PID),
-					"-socket", strings.TrimPrefix(d.info.GRPCAddress, "unix://"), "-socket", info.MCPSocket, probe}})
+				argv := []string{"./escape", "-ws", ws, "-pid", strconv.Itoa(d.info.PID)}
+				for _, s := range sockets {
+					argv = append(argv, "-socket", s)
+				}
+				args, _ := json.Marshal(map[string]any{"argv": append(argv, probe)})
 				r, err := d.framework().ExecuteTool(alpha, &nexusv1.ExecuteToolRequest{ToolName: "execute_command", ArgumentsJson: string(args)})
 				if err != nil {
 					t.Fatalf("execute_command: %v", err)

@@ -20,7 +20,8 @@ const noSeccompEnv = "NEXUS_TEST_NO_SECCOMP"
 // TestConfinement: in both sandboxed modes, with and without a view, the
 // command holds no capability (as root: not even in its bounding set),
 // runs with no_new_privs under the seccomp filter, and cannot make a user
-// or mount namespace; with a view its /dev has no disks. Off mode is
+// or mount namespace; with a view its /dev has no disks and, without
+// network, its /run is empty (no system daemon's socket). Off mode is
 // unconfined. TestViewWithoutRoot runs it as another user too.
 func TestConfinement(t *testing.T) {
 	requireLandlock(t)
@@ -29,6 +30,7 @@ func TestConfinement(t *testing.T) {
 unshare -r true 2>&1 || echo no-userns
 unshare -m true 2>&1 || echo no-mountns
 echo dev: $(ls /dev)
+echo run: $(ls -A /run | wc -l)
 `
 	r := newTestRunner(t, true)
 	for _, mode := range []Mode{ReadOnly, WorkspaceWrite, Off} {
@@ -50,7 +52,7 @@ echo dev: $(ls /dev)
 					want = append(want, "CapBnd:\t0000000000000000")
 				}
 				if view != nil {
-					want = append(want, "dev: fd full null random shm stderr stdin stdout tty urandom zero\n")
+					want = append(want, "dev: fd full null random shm stderr stdin stdout tty urandom zero\n", "run: 0\n")
 				}
 				for _, w := range want {
 					if !strings.Contains(out, w) {

@@ -108,7 +108,7 @@ func HelperMain(args []string) int {
 		return h.fail(stateFailed, 126, err.Error())
 	}
 	if s.View != nil {
-		if err := setupView(s.View, s.Workspace, s.Dir); err != nil {
+		if err := setupView(s.View, s.Workspace, s.Dir, s.Network); err != nil {
 			return h.fail(stateSandbox, 126, fmt.Sprintf("mode %s: the command's view of the file system: %v", s.Mode, err))
 		}
 	}

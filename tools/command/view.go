@@ -41,6 +41,14 @@ type Bind struct {
 // namespace and its tmpfs go with the command's last process).
 var tempDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 
+// runDir holds the machine's runtime sockets: systemd's, D-Bus's, Docker's
+// and containerd's, and the user's agents' under /run/user. A command
+// without network gets an empty one of its own, like the temporary
+// directories: a daemon running as root would otherwise run commands that
+// reach root-only sockets (docker.sock is a root shell on the machine),
+// which Landlock refuses only from ABI 9.
+const runDir = "/run"
+
 // writablePaths are the paths Landlock must let the command write besides
 // the workspace and the temporary directories: writable binds outside the
 // workspace (a definitions root elsewhere).
@@ -75,8 +83,8 @@ func under(p, dir string) bool {
 
 // setupView builds the view in the helper's own mount namespace, then
 // moves into dir: a working directory inherited from before would still
-// see the file system as it was.
-func setupView(v *View, workspace, dir string) error {
+// see the file system as it was. Without network, /run is private too.
+func setupView(v *View, workspace, dir string, network bool) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
 	}
@@ -107,7 +115,11 @@ func setupView(v *View, workspace, dir string) error {
 	if err := privateDev(); err != nil {
 		return fmt.Errorf("a private /dev: %w", err)
 	}
-	for _, d := range tempDirs {
+	private := tempDirs
+	if !network {
+		private = append(slices.Clip(private), runDir)
+	}
+	for _, d := range private {
 		if !isDir(d) {
 			continue
 		}
