@@ -6,8 +6,9 @@
 // re-executes itself as a helper ([HelperMain], selected by [HelperArg]) in
 // a new session and, where the kernel allows it, in a new PID namespace
 // (and a new network namespace when a sandboxed command has no network).
-// The helper applies the resource limits, no_new_privs and Landlock for
-// the [Mode], forks and execs the command, reaps it (it is PID 1 of the
+// The helper applies the resource limits, no_new_privs, Landlock, the
+// seccomp filter and the dropping of every capability for the [Mode],
+// forks and execs the command, reaps it (it is PID 1 of the
 // namespace) and reports how it ended on a pipe. When the helper exits,
 // the kernel kills whatever is left in the namespace; on timeout or
 // cancellation the daemon SIGKILLs the helper and its process group.
@@ -24,6 +25,24 @@
 //     least ABI 3 so that truncate(2) is covered. If it cannot be enforced,
 //     the command does not run and Run returns [ErrSandboxUnavailable].
 //     Off mode has neither Landlock nor no_new_privs.
+//   - Privileges ([ReadOnly], [WorkspaceWrite]), whatever the daemon's
+//     uid: the command holds no capability (effective, permitted,
+//     inheritable, ambient and bounding sets empty; securebits noroot and
+//     no-ambient-raise locked), so a daemon running as root runs it as a
+//     uid 0 with no more power than file permissions give; and it runs
+//     under a seccomp filter after Docker's default profile (files by
+//     handle, mounts, namespaces, ptrace and other processes' memory,
+//     kernel modules, kexec, BPF, perf, keys, io_uring, userfaultfd, the
+//     clock, swap, reboot: EPERM; clone3: ENOSYS; another ABI: killed;
+//     see seccomp_linux.go). The helper is undumpable, so the command
+//     cannot open its /proc/1/mem or descriptors. A filter or a drop that
+//     fails fails the command ([ErrSandboxUnavailable]). Off mode has
+//     neither: as root, the command is root.
+//   - The view ([View]), in a mount namespace: the daemon's state and
+//     socket directories hidden, .git and the launchers read-only, private
+//     /tmp, /var/tmp and /dev/shm, a /proc of the command's own PID
+//     namespace, and a /dev of null, zero, full, random, urandom and tty
+//     only (no disks, which root could read past every rule).
 //   - Network off ([Spec.Network] false in a sandboxed mode): Landlock
 //     denies TCP bind and connect (ABI 4+, required), UDP (ABI 10+),
 //     connecting to abstract unix sockets outside the sandbox (ABI 6+) and

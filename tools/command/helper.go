@@ -70,7 +70,8 @@ type helperStatus struct {
 // HelperMain is the helper mode of nexusd: main() calls it as
 // os.Exit(HelperMain(os.Args[2:])) when os.Args[1] == HelperArg. It reads
 // the command from descriptor 3, applies the resource limits,
-// no_new_privs and Landlock for the mode, forks and execs the command with
+// no_new_privs, Landlock, the seccomp filter and the dropping of every
+// capability for the mode, forks and execs the command with
 // exactly its environment, reaps every process it inherits (in a PID
 // namespace it is PID 1), and reports how the command ended on descriptor 4.
 //
@@ -79,8 +80,9 @@ type helperStatus struct {
 // it could not be run or the helper could not set up (the reason is
 // printed on stderr).
 func HelperMain(args []string) int {
-	// One thread restricts itself (no_new_privs, Landlock) and forks the
-	// command, which inherits that thread's restrictions.
+	// One thread restricts itself (no_new_privs, Landlock, seccomp, no
+	// capabilities) and forks the command, which inherits that thread's
+	// restrictions.
 	runtime.LockOSThread()
 
 	h := &helper{status: os.NewFile(statusFD, "status")}
@@ -106,11 +108,14 @@ func HelperMain(args []string) int {
 		return h.fail(stateFailed, 126, err.Error())
 	}
 	if s.View != nil {
-		if err := setupView(s.View, s.Workspace, s.Dir); err != nil {
+		if err := setupView(s.View, s.Workspace, s.Dir, s.Network); err != nil {
 			return h.fail(stateSandbox, 126, fmt.Sprintf("mode %s: the command's view of the file system: %v", s.Mode, err))
 		}
 	}
 	if err := restrict(&s); err != nil {
+		return h.fail(stateSandbox, 126, fmt.Sprintf("mode %s: %v", s.Mode, err))
+	}
+	if err := confine(&s); err != nil {
 		return h.fail(stateSandbox, 126, fmt.Sprintf("mode %s: %v", s.Mode, err))
 	}
 

@@ -41,6 +41,14 @@ type Bind struct {
 // namespace and its tmpfs go with the command's last process).
 var tempDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 
+// runDir holds the machine's runtime sockets: systemd's, D-Bus's, Docker's
+// and containerd's, and the user's agents' under /run/user. A command
+// without network gets an empty one of its own, like the temporary
+// directories: a daemon running as root would otherwise run commands that
+// reach root-only sockets (docker.sock is a root shell on the machine),
+// which Landlock refuses only from ABI 9.
+const runDir = "/run"
+
 // writablePaths are the paths Landlock must let the command write besides
 // the workspace and the temporary directories: writable binds outside the
 // workspace (a definitions root elsewhere).
@@ -75,8 +83,8 @@ func under(p, dir string) bool {
 
 // setupView builds the view in the helper's own mount namespace, then
 // moves into dir: a working directory inherited from before would still
-// see the file system as it was.
-func setupView(v *View, workspace, dir string) error {
+// see the file system as it was. Without network, /run is private too.
+func setupView(v *View, workspace, dir string, network bool) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
 	}
@@ -103,8 +111,15 @@ func setupView(v *View, workspace, dir string) error {
 	}
 	defer closeAll(trees)
 
-	covered := false
-	for _, d := range tempDirs {
+	covered := under(workspace, "/dev")
+	if err := privateDev(); err != nil {
+		return fmt.Errorf("a private /dev: %w", err)
+	}
+	private := tempDirs
+	if !network {
+		private = append(slices.Clip(private), runDir)
+	}
+	for _, d := range private {
 		if !isDir(d) {
 			continue
 		}
@@ -181,6 +196,67 @@ func setupView(v *View, workspace, dir string) error {
 		return fmt.Errorf("working directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// devNodes are the devices a command sees in its /dev, the machine's own
+// nodes mounted again; devLinks are the usual symbolic links beside them.
+var (
+	devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+	devLinks = [][2]string{
+		{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
+		{"stderr", "/proc/self/fd/2"},
+	}
+)
+
+// privateDev puts a /dev of a few character devices, like bubblewrap's
+// --dev, over the machine's: a command running as root must not find the
+// disks there (/dev/vda is root's, and reading it reads every file of the
+// file system, .nexus included, past the view and Landlock's rules).
+// /dev/shm is a mount point for the temporary directories' tmpfs; the
+// rest is read-only.
+func privateDev() error {
+	if !isDir("/dev") {
+		return nil
+	}
+	nodes := make([]int, len(devNodes))
+	for i, name := range devNodes {
+		fd, err := cloneTree("/dev/"+name, false)
+		if err != nil {
+			nodes[i] = -1
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			closeAll(nodes[:i])
+			return fmt.Errorf("/dev/%s: %w", name, err)
+		}
+		nodes[i] = fd
+	}
+	defer closeAll(nodes)
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", flags, "mode=0755,size=64k"); err != nil {
+		return err
+	}
+	for i, name := range devNodes {
+		if nodes[i] < 0 {
+			continue
+		}
+		p := "/dev/" + name
+		if err := mountPoint(p, false); err != nil {
+			return err
+		}
+		if err := unix.MoveMount(nodes[i], "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	for _, l := range devLinks {
+		if err := os.Symlink(l[1], "/dev/"+l[0]); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir("/dev/shm", 0o755); err != nil {
+		return err
+	}
+	return unix.Mount("", "/dev", "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
 }
 
 // cloneTree returns a detached copy of the mount tree at path, read-only

@@ -94,8 +94,9 @@ echo built > src/b.txt && echo wrote-src
 	}
 }
 
-// TestViewWithoutRoot runs TestView as an unprivileged user: the helper
-// then makes its mounts in a user namespace of that same user.
+// TestViewWithoutRoot runs TestView and TestConfinement as an
+// unprivileged user: the helper then makes its mounts in a user namespace
+// of that same user.
 func TestViewWithoutRoot(t *testing.T) {
 	if os.Getenv(asUserEnv) != "" {
 		t.Skip("the inner run")
@@ -125,11 +126,11 @@ func TestViewWithoutRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run", "^TestView$", "-test.v")
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run", "^(TestView|TestConfinement)$", "-test.v")
 	cmd.Env = append(os.Environ(), asUserEnv+"=65534", "HOME=/nonexistent")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestView") {
-		t.Fatalf("TestView as uid 65534: %v\n%s", err, out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestView") || !strings.Contains(string(out), "--- PASS: TestConfinement") {
+		t.Fatalf("TestView and TestConfinement as uid 65534: %v\n%s", err, out)
 	}
 }
