@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,76 +26,6 @@ import (
 // every door it can open with its token, is asked nothing — not about its
 // own calls, not about an MCP server it brings. The hostile app and the
 // prompt-injected model (scriptedModel) are played by the tests.
-
-// scriptedModel is an OpenAI-compatible chat completions server (SSE)
-// that answers a request whose last message is not a tool result with the
-// tool call set by next, and any other with text.
-type scriptedModel struct {
-	url string
-
-	mu       sync.Mutex
-	name     string // of the tool call; "" answers text
-	args     string
-	requests int
-}
-
-func startScriptedModel(t *testing.T) *scriptedModel {
-	t.Helper()
-	m := &scriptedModel{}
-	srv := httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(srv.Close)
-	m.url = srv.URL
-	return m
-}
-
-// next makes the model call tool name with args (JSON) until changed; ""
-// makes it answer text.
-func (m *scriptedModel) next(name, args string) {
-	m.mu.Lock()
-	m.name, m.args = name, args
-	m.mu.Unlock()
-}
-
-// config is the llm section of a workspace whose model is m.
-func (m *scriptedModel) config() string {
-	return fmt.Sprintf("llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: %s/v1\n  model: scripted\nagent:\n  maxSteps: 3\n", m.url)
-}
-
-func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, "not a chat completions request", http.StatusBadRequest)
-		return
-	}
-	m.mu.Lock()
-	m.requests++
-	n, name, args := m.requests, m.name, m.args
-	m.mu.Unlock()
-	if len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "tool" {
-		name = ""
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	send := func(delta map[string]any, finish any) {
-		b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1, "model": "scripted",
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
-		fmt.Fprintf(w, "data: %s\n\n", b)
-	}
-	if name == "" {
-		send(map[string]any{"role": "assistant", "content": "done"}, nil)
-		send(map[string]any{}, "stop")
-	} else {
-		send(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprintf("call_%d", n), "type": "function",
-			"function": map[string]any{"name": name, "arguments": args}}}}, nil)
-		send(map[string]any{}, "tool_calls")
-	}
-	b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1, "model": "scripted",
-		"choices": []any{}, "usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
-	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
-}
 
 // launcherAttack is the arguments of an execute_command that writes the
 // folder-open task of .vscode/tasks.json: code that runs outside every

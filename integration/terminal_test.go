@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"unicode"
@@ -25,58 +23,6 @@ import (
 // run in tmux, whose pane (tmux capture-pane) is what a person would see.
 // The hostile parties are played by the test: a model server (scripted
 // Chat Completions answers) and an MCP server choosing what they write.
-
-// scriptedModel is an OpenAI-compatible Chat Completions server that
-// answers the n-th request of a session with replies[n] (the last one
-// again after that), each streamed as server-sent events.
-type scriptedModel struct {
-	mu      sync.Mutex
-	replies []modelReply
-	n       int
-}
-
-// modelReply is one answer: text, or one tool call.
-type modelReply struct {
-	text     string
-	toolName string
-	toolArgs any // marshalled to the call's arguments
-}
-
-// startScriptedModel serves replies and returns the base URL (without /v1).
-func startScriptedModel(t *testing.T, replies ...modelReply) string {
-	m := &scriptedModel{replies: replies}
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" {
-		http.NotFound(w, r)
-		return
-	}
-	io.Copy(io.Discard, r.Body)
-	m.mu.Lock()
-	reply := m.replies[min(m.n, len(m.replies)-1)]
-	m.n++
-	m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/event-stream")
-	chunk := func(delta any, finish any) {
-		b, _ := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
-		fmt.Fprintf(w, "data: %s\n\n", b)
-	}
-	if reply.toolName != "" {
-		args, _ := json.Marshal(reply.toolArgs)
-		chunk(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": "call_1", "type": "function",
-			"function": map[string]any{"name": reply.toolName, "arguments": string(args)}}}}, nil)
-		chunk(map[string]any{}, "tool_calls")
-	} else {
-		chunk(map[string]any{"role": "assistant", "content": reply.text}, nil)
-		chunk(map[string]any{}, "stop")
-	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
 
 // scriptedConfig is a workspace config whose agent uses the scripted
 // model and offers tools, each asked.
@@ -220,12 +166,11 @@ func (p *pane) send(line string) {
 func TestTerminalPromptShowsWhatRuns(t *testing.T) {
 	const command = `python3 -c "import shutil;shutil.rmtree('src')"`
 	fake := "\x1b[1A\x1b[2K\r  command:  go test ./..."
-	base := startScriptedModel(t,
-		modelReply{toolName: "execute_command", toolArgs: map[string]any{"command": command,
-			"icerc": map[string]string{"intent": "\x1b[2K\r  command:  go test ./...", "expected_outcome": fake}}},
-		modelReply{text: "Done.\x1b]0;owned\x07\x1b[2J \u202eexe.gnp"},
-	)
-	ws := newWorkspace(t, scriptedConfig(base, "execute_command"))
+	m := startScriptedModel(t)
+	m.next("execute_command", mustJSON(map[string]any{"command": command,
+		"icerc": map[string]string{"intent": "\x1b[2K\r  command:  go test ./...", "expected_outcome": fake}}))
+	m.say("Done.\x1b]0;owned\x07\x1b[2J \u202eexe.gnp")
+	ws := newWorkspace(t, scriptedConfig(m.url, "execute_command"))
 	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
 	os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n"), 0o644)
 	startDaemon(t, ws)
