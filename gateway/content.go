@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // The hub keeps images, audio and binary resources of results as files
@@ -163,12 +164,14 @@ func entryHash(e resourceEntry) string {
 	return string(b)
 }
 
-func (g *Gateway) resourceHandler(server string) sdk.ResourceHandler {
+// resourceHandler reads a resource of server as ps's party: a call of
+// SERVER/mcp_resource, decided and audited (see [mcp.Reader]).
+func (g *Gateway) resourceHandler(ps *partyServer, server string) sdk.ResourceHandler {
 	return func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 		if err := g.sessionOwned(server); err != nil {
 			return nil, err
 		}
-		raw, err := g.opts.Hub.ReadResource(ctx, server, req.Params.URI)
+		raw, err := g.opts.Hub.As(ps.party).ReadResource(ctx, server, req.Params.URI)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +197,8 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		}
 	}
 	newR, newT := map[string]string{}, map[string]string{}
+	// A party whose reads of a server the policy denies is not shown its
+	// resources: removed, then added to the others only.
 	for _, ps := range g.servers {
 		if len(goneR) > 0 {
 			ps.server.RemoveResources(goneR...)
@@ -208,7 +213,9 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		newR[uri] = h
 		if g.resources[uri] != h {
 			for _, ps := range g.servers {
-				ps.server.AddResource(e.resource, g.resourceHandler(e.server))
+				if g.readable(ps, e.server, policy.ResourceTool) {
+					ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
+				}
 			}
 		}
 	}
@@ -218,7 +225,9 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		newT[uri] = h
 		if g.templates[uri] != h {
 			for _, ps := range g.servers {
-				ps.server.AddResourceTemplate(e.template, g.resourceHandler(e.server))
+				if g.readable(ps, e.server, policy.ResourceTool) {
+					ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
+				}
 			}
 		}
 	}
@@ -226,14 +235,26 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 	g.resourceEntries, g.templateEntries = resources, templates
 }
 
-// addResourcesLocked gives a new server the current resources.
-func (g *Gateway) addResourcesLocked(s *sdk.Server) {
+// addResourcesLocked gives a new party's server the current resources it
+// may read.
+func (g *Gateway) addResourcesLocked(ps *partyServer) {
 	for _, e := range g.resourceEntries {
-		s.AddResource(e.resource, g.resourceHandler(e.server))
+		if g.readable(ps, e.server, policy.ResourceTool) {
+			ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
+		}
 	}
 	for _, e := range g.templateEntries {
-		s.AddResourceTemplate(e.template, g.resourceHandler(e.server))
+		if g.readable(ps, e.server, policy.ResourceTool) {
+			ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
+		}
 	}
+}
+
+// readable reports whether ps's party may read what server holds of tool
+// (policy.ResourceTool or policy.PromptTool): what it may not read, it is
+// not shown.
+func (g *Gateway) readable(ps *partyServer, server, tool string) bool {
+	return g.opts.Hub.As(ps.party).Readable(context.Background(), server, tool) == nil
 }
 
 // promptsOf lists the prompts of the ready servers under their exposed
@@ -275,12 +296,14 @@ func sdkPrompt(name string, p mcp.Prompt) *sdk.Prompt {
 	return out
 }
 
-func (g *Gateway) promptHandler(ref promptRef) sdk.PromptHandler {
+// promptHandler gets a prompt as ps's party: a call of
+// SERVER/mcp_prompt, decided and audited (see [mcp.Reader]).
+func (g *Gateway) promptHandler(ps *partyServer, ref promptRef) sdk.PromptHandler {
 	return func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
 		if err := g.sessionOwned(ref.server); err != nil {
 			return nil, err
 		}
-		raw, err := g.opts.Hub.GetPrompt(ctx, ref.server, ref.name, req.Params.Arguments)
+		raw, err := g.opts.Hub.As(ps.party).GetPrompt(ctx, ref.server, ref.name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +335,9 @@ func (g *Gateway) updatePromptsLocked(prompts map[string]promptRef) {
 		defs[name] = string(b)
 		if g.promptDefs[name] != defs[name] {
 			for _, ps := range g.servers {
-				ps.server.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ref))
+				if g.readable(ps, ref.server, policy.PromptTool) {
+					ps.server.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
+				}
 			}
 		}
 	}

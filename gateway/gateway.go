@@ -40,6 +40,7 @@ import (
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // Options configure a Gateway.
@@ -188,8 +189,8 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 			Resources:   &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Completions: &sdk.CompletionCapabilities{},
 		},
-		CompletionHandler:  g.complete,
-		SubscribeHandler:   g.subscribe,
+		CompletionHandler:  g.completer(party),
+		SubscribeHandler:   g.subscriber(party),
 		UnsubscribeHandler: g.unsubscribe,
 	})
 	ps := &partyServer{party: party, server: s}
@@ -200,9 +201,11 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 		}
 	}
 	for name, ref := range g.promptRefs {
-		s.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ref))
+		if g.readable(ps, ref.server, policy.PromptTool) {
+			s.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
+		}
 	}
-	g.addResourcesLocked(s)
+	g.addResourcesLocked(ps)
 	return s
 }
 
