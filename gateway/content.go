@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
@@ -197,8 +199,6 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		}
 	}
 	newR, newT := map[string]string{}, map[string]string{}
-	// A party whose reads of a server the policy denies is not shown its
-	// resources: removed, then added to the others only.
 	for _, ps := range g.servers {
 		if len(goneR) > 0 {
 			ps.server.RemoveResources(goneR...)
@@ -213,9 +213,7 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		newR[uri] = h
 		if g.resources[uri] != h {
 			for _, ps := range g.servers {
-				if g.readable(ps, e.server, policy.ResourceTool) {
-					ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
-				}
+				ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
 			}
 		}
 	}
@@ -225,9 +223,7 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		newT[uri] = h
 		if g.templates[uri] != h {
 			for _, ps := range g.servers {
-				if g.readable(ps, e.server, policy.ResourceTool) {
-					ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
-				}
+				ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
 			}
 		}
 	}
@@ -235,26 +231,14 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 	g.resourceEntries, g.templateEntries = resources, templates
 }
 
-// addResourcesLocked gives a new party's server the current resources it
-// may read.
+// addResourcesLocked gives a new party's server the current resources.
 func (g *Gateway) addResourcesLocked(ps *partyServer) {
 	for _, e := range g.resourceEntries {
-		if g.readable(ps, e.server, policy.ResourceTool) {
-			ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
-		}
+		ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
 	}
 	for _, e := range g.templateEntries {
-		if g.readable(ps, e.server, policy.ResourceTool) {
-			ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
-		}
+		ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
 	}
-}
-
-// readable reports whether ps's party may read what server holds of tool
-// (policy.ResourceTool or policy.PromptTool): what it may not read, it is
-// not shown.
-func (g *Gateway) readable(ps *partyServer, server, tool string) bool {
-	return g.opts.Hub.As(ps.party).Readable(context.Background(), server, tool) == nil
 }
 
 // promptsOf lists the prompts of the ready servers under their exposed
@@ -335,11 +319,65 @@ func (g *Gateway) updatePromptsLocked(prompts map[string]promptRef) {
 		defs[name] = string(b)
 		if g.promptDefs[name] != defs[name] {
 			for _, ps := range g.servers {
-				if g.readable(ps, ref.server, policy.PromptTool) {
-					ps.server.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
-				}
+				ps.server.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
 			}
 		}
 	}
 	g.promptRefs, g.promptDefs = prompts, defs
+}
+
+// hideUnreadable is the middleware of party's server that leaves out of
+// resources/list, resources/templates/list and prompts/list what the
+// policy denies party to read: every party's server has every resource
+// and prompt, so that a read of one it may not read reaches the hub, which
+// refuses it, saying why, and audits the refusal (see [mcp.Reader]).
+func (g *Gateway) hideUnreadable(party access.Party) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			reader := g.opts.Hub.As(party)
+			denied := map[string]bool{}
+			hidden := func(server, tool string) bool {
+				key := server + "\x00" + tool
+				d, known := denied[key]
+				if !known {
+					d = server != "" && reader.Readable(ctx, server, tool) != nil
+					denied[key] = d
+				}
+				return d
+			}
+			switch res := res.(type) {
+			case *sdk.ListResourcesResult:
+				res.Resources = slices.DeleteFunc(res.Resources, func(r *sdk.Resource) bool {
+					return hidden(g.resourceServer(r.URI, false), policy.ResourceTool)
+				})
+			case *sdk.ListResourceTemplatesResult:
+				res.ResourceTemplates = slices.DeleteFunc(res.ResourceTemplates, func(t *sdk.ResourceTemplate) bool {
+					return hidden(g.resourceServer(t.URITemplate, true), policy.ResourceTool)
+				})
+			case *sdk.ListPromptsResult:
+				res.Prompts = slices.DeleteFunc(res.Prompts, func(p *sdk.Prompt) bool {
+					g.mu.Lock()
+					server := g.promptRefs[p.Name].server
+					g.mu.Unlock()
+					return hidden(server, policy.PromptTool)
+				})
+			}
+			return res, nil
+		}
+	}
+}
+
+// resourceServer is the server a resource URI (or a URI template) is read
+// from.
+func (g *Gateway) resourceServer(uri string, template bool) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if template {
+		return g.templateEntries[uri].server
+	}
+	return g.resourceEntries[uri].server
 }

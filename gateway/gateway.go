@@ -40,7 +40,6 @@ import (
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
-	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // Options configure a Gateway.
@@ -201,11 +200,10 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 		}
 	}
 	for name, ref := range g.promptRefs {
-		if g.readable(ps, ref.server, policy.PromptTool) {
-			s.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
-		}
+		s.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
 	}
 	g.addResourcesLocked(ps)
+	s.AddReceivingMiddleware(g.hideUnreadable(party))
 	return s
 }
 
