@@ -97,7 +97,8 @@ func (p *Parts) openMCPDoors(ctx context.Context, a *rpc.Authenticator, maxMsg i
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", d.gw.HTTPHandler(gateway.HTTPOptions{Authenticate: d.auth, AllowedOrigins: cfg.MCP.HTTP.AllowedOrigins,
-			AllowedHosts: cfg.MCP.HTTP.AllowedHosts, MaxRequestBytes: int64(maxMsg)}))
+			AllowedHosts: cfg.MCP.HTTP.AllowedHosts, MaxRequestBytes: int64(maxMsg),
+			SessionIdleTimeout: time.Duration(cfg.MCP.HTTP.SessionIdleTimeout), MaxSessionsPerToken: cfg.MCP.HTTP.MaxSessionsPerToken}))
 		d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	}
 	return d, nil

@@ -5,13 +5,22 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexuscocreate/nexus/access"
 )
 
-// complete answers completion/complete with the completions of the hub
-// server behind the reference: a ref/prompt's exposed name is the server's
-// prompt under its own name; a ref/resource's URI (or URI template) is the
-// server that lists it. A reference to nothing exposed is invalid params.
-func (g *Gateway) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+// completer answers completion/complete for party with the completions of
+// the hub server behind the reference: a ref/prompt's exposed name is the
+// server's prompt under its own name; a ref/resource's URI (or URI
+// template) is the server that lists it. A reference to nothing exposed
+// is invalid params; one to what party may not read is refused.
+func (g *Gateway) completer(party access.Party) func(context.Context, *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+	return func(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+		return g.complete(ctx, party, req)
+	}
+}
+
+func (g *Gateway) complete(ctx context.Context, party access.Party, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
 	p := *req.Params
 	p.Meta = nil
 	ref := *p.Ref
@@ -41,5 +50,5 @@ func (g *Gateway) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.
 		return nil, err
 	}
 	p.Ref = &ref
-	return g.opts.Hub.Complete(ctx, server, &p)
+	return g.opts.Hub.As(party).Complete(ctx, server, &p)
 }

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // The hub keeps images, audio and binary resources of results as files
@@ -163,12 +166,14 @@ func entryHash(e resourceEntry) string {
 	return string(b)
 }
 
-func (g *Gateway) resourceHandler(server string) sdk.ResourceHandler {
+// resourceHandler reads a resource of server as ps's party: a call of
+// SERVER/mcp_resource, decided and audited (see [mcp.Reader]).
+func (g *Gateway) resourceHandler(ps *partyServer, server string) sdk.ResourceHandler {
 	return func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 		if err := g.sessionOwned(server); err != nil {
 			return nil, err
 		}
-		raw, err := g.opts.Hub.ReadResource(ctx, server, req.Params.URI)
+		raw, err := g.opts.Hub.As(ps.party).ReadResource(ctx, server, req.Params.URI)
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +213,7 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		newR[uri] = h
 		if g.resources[uri] != h {
 			for _, ps := range g.servers {
-				ps.server.AddResource(e.resource, g.resourceHandler(e.server))
+				ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
 			}
 		}
 	}
@@ -218,7 +223,7 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 		newT[uri] = h
 		if g.templates[uri] != h {
 			for _, ps := range g.servers {
-				ps.server.AddResourceTemplate(e.template, g.resourceHandler(e.server))
+				ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
 			}
 		}
 	}
@@ -226,13 +231,13 @@ func (g *Gateway) updateResourcesLocked(resources, templates map[string]resource
 	g.resourceEntries, g.templateEntries = resources, templates
 }
 
-// addResourcesLocked gives a new server the current resources.
-func (g *Gateway) addResourcesLocked(s *sdk.Server) {
+// addResourcesLocked gives a new party's server the current resources.
+func (g *Gateway) addResourcesLocked(ps *partyServer) {
 	for _, e := range g.resourceEntries {
-		s.AddResource(e.resource, g.resourceHandler(e.server))
+		ps.server.AddResource(e.resource, g.resourceHandler(ps, e.server))
 	}
 	for _, e := range g.templateEntries {
-		s.AddResourceTemplate(e.template, g.resourceHandler(e.server))
+		ps.server.AddResourceTemplate(e.template, g.resourceHandler(ps, e.server))
 	}
 }
 
@@ -275,12 +280,14 @@ func sdkPrompt(name string, p mcp.Prompt) *sdk.Prompt {
 	return out
 }
 
-func (g *Gateway) promptHandler(ref promptRef) sdk.PromptHandler {
+// promptHandler gets a prompt as ps's party: a call of
+// SERVER/mcp_prompt, decided and audited (see [mcp.Reader]).
+func (g *Gateway) promptHandler(ps *partyServer, ref promptRef) sdk.PromptHandler {
 	return func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
 		if err := g.sessionOwned(ref.server); err != nil {
 			return nil, err
 		}
-		raw, err := g.opts.Hub.GetPrompt(ctx, ref.server, ref.name, req.Params.Arguments)
+		raw, err := g.opts.Hub.As(ps.party).GetPrompt(ctx, ref.server, ref.name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
 		}
@@ -312,9 +319,65 @@ func (g *Gateway) updatePromptsLocked(prompts map[string]promptRef) {
 		defs[name] = string(b)
 		if g.promptDefs[name] != defs[name] {
 			for _, ps := range g.servers {
-				ps.server.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ref))
+				ps.server.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
 			}
 		}
 	}
 	g.promptRefs, g.promptDefs = prompts, defs
+}
+
+// hideUnreadable is the middleware of party's server that leaves out of
+// resources/list, resources/templates/list and prompts/list what the
+// policy denies party to read: every party's server has every resource
+// and prompt, so that a read of one it may not read reaches the hub, which
+// refuses it, saying why, and audits the refusal (see [mcp.Reader]).
+func (g *Gateway) hideUnreadable(party access.Party) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			reader := g.opts.Hub.As(party)
+			denied := map[string]bool{}
+			hidden := func(server, tool string) bool {
+				key := server + "\x00" + tool
+				d, known := denied[key]
+				if !known {
+					d = server != "" && reader.Readable(ctx, server, tool) != nil
+					denied[key] = d
+				}
+				return d
+			}
+			switch res := res.(type) {
+			case *sdk.ListResourcesResult:
+				res.Resources = slices.DeleteFunc(res.Resources, func(r *sdk.Resource) bool {
+					return hidden(g.resourceServer(r.URI, false), policy.ResourceTool)
+				})
+			case *sdk.ListResourceTemplatesResult:
+				res.ResourceTemplates = slices.DeleteFunc(res.ResourceTemplates, func(t *sdk.ResourceTemplate) bool {
+					return hidden(g.resourceServer(t.URITemplate, true), policy.ResourceTool)
+				})
+			case *sdk.ListPromptsResult:
+				res.Prompts = slices.DeleteFunc(res.Prompts, func(p *sdk.Prompt) bool {
+					g.mu.Lock()
+					server := g.promptRefs[p.Name].server
+					g.mu.Unlock()
+					return hidden(server, policy.PromptTool)
+				})
+			}
+			return res, nil
+		}
+	}
+}
+
+// resourceServer is the server a resource URI (or a URI template) is read
+// from.
+func (g *Gateway) resourceServer(uri string, template bool) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if template {
+		return g.templateEntries[uri].server
+	}
+	return g.resourceEntries[uri].server
 }

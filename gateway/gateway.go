@@ -10,7 +10,10 @@
 // published on the bus with the caller's party as its author. A hub
 // server's questions and sampling requests during the call go to the
 // client too (ask.go); completion/complete reaches the server behind the
-// prompt or resource (complete.go).
+// prompt or resource (complete.go). A resources/read or prompts/get is the
+// caller's call of SERVER/mcp_resource or SERVER/mcp_prompt, decided and
+// audited the same way (see [mcp.Reader]); the lists leave out what the
+// caller may not read (content.go).
 // A client's notifications/cancelled cancels the call; the call's progress
 // reaches the client as notifications/progress when it asked with a
 // progress token.
@@ -188,8 +191,8 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 			Resources:   &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Completions: &sdk.CompletionCapabilities{},
 		},
-		CompletionHandler:  g.complete,
-		SubscribeHandler:   g.subscribe,
+		CompletionHandler:  g.completer(party),
+		SubscribeHandler:   g.subscriber(party),
 		UnsubscribeHandler: g.unsubscribe,
 	})
 	ps := &partyServer{party: party, server: s}
@@ -200,9 +203,10 @@ func (g *Gateway) Server(party access.Party) *sdk.Server {
 		}
 	}
 	for name, ref := range g.promptRefs {
-		s.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ref))
+		s.AddPrompt(sdkPrompt(name, ref.prompt), g.promptHandler(ps, ref))
 	}
-	g.addResourcesLocked(s)
+	g.addResourcesLocked(ps)
+	s.AddReceivingMiddleware(g.hideUnreadable(party))
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -29,25 +30,44 @@ type HTTPOptions struct {
 	AllowedHosts   []string
 	// MaxRequestBytes bounds one request's body.
 	MaxRequestBytes int64
+	// SessionIdleTimeout closes a session that sent no request for that
+	// long (mcp.http.sessionIdleTimeout; default DefaultSessionIdleTimeout).
+	SessionIdleTimeout time.Duration
+	// MaxSessionsPerToken bounds the sessions that one token (one party)
+	// holds open at once (mcp.http.maxSessionsPerToken; default
+	// DefaultMaxSessionsPerToken): the next is refused with 429.
+	MaxSessionsPerToken int
 }
+
+// The defaults of HTTPOptions, as of mcp.http.
+const (
+	DefaultSessionIdleTimeout  = 30 * time.Minute
+	DefaultMaxSessionsPerToken = 16
+)
 
 // HTTPHandler serves the gateway over Streamable HTTP. Against DNS
 // rebinding, a request whose Host or Origin is not loopback (or allowed)
 // is refused with 403 before its token is looked at; a request without a
 // known bearer token gets 401. A session belongs to the party that opened
-// it: a request of another token for it gets 403.
+// it: a request of another token for it gets 403. A session that sends no
+// request for SessionIdleTimeout is closed (its next request gets 404, and
+// the client starts a new session); a token that holds
+// MaxSessionsPerToken sessions open is refused a new one with 429 until
+// it closes one (DELETE) or one expires.
 func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if opts.MaxSessionsPerToken <= 0 {
+		opts.MaxSessionsPerToken = DefaultMaxSessionsPerToken
+	}
 	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		ti := auth.TokenInfoFromContext(r.Context())
-		if ti == nil {
-			return nil
-		}
-		party, ok := ti.Extra["party"].(access.Party)
+		party, ok := partyOf(r)
 		if !ok {
 			return nil
 		}
 		return g.Server(party)
-	}, &sdk.StreamableHTTPOptions{Logger: g.logger, MaxRequestBodyBytes: opts.MaxRequestBytes})
+	}, &sdk.StreamableHTTPOptions{Logger: g.logger, MaxRequestBodyBytes: opts.MaxRequestBytes, SessionTimeout: opts.SessionIdleTimeout})
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		party, ok := opts.Authenticate(token)
 		if !ok {
@@ -55,7 +75,7 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		return &auth.TokenInfo{UserID: party.String(), Expiration: time.Now().Add(24 * time.Hour), Extra: map[string]any{"party": party}}, nil
 	}
-	authed := auth.RequireBearerToken(verify, nil)(streamable)
+	authed := auth.RequireBearerToken(verify, nil)(g.capSessions(streamable, opts))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, opts.AllowedHosts) {
 			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not loopback (mcp.http.allowedHosts)", r.Host), http.StatusForbidden)
@@ -67,6 +87,71 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		authed.ServeHTTP(w, r)
 	})
+}
+
+// partyOf is the party of an authenticated request.
+func partyOf(r *http.Request) (access.Party, bool) {
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil {
+		return access.Party{}, false
+	}
+	party, ok := ti.Extra["party"].(access.Party)
+	return party, ok
+}
+
+// capSessions refuses a request that would open a session (a POST without
+// Mcp-Session-Id) when its party already holds opts.MaxSessionsPerToken:
+// those open, and those being opened, count. The oldest are not closed to
+// make room: a session goes when its client closes it or it sits idle.
+func (g *Gateway) capSessions(next http.Handler, opts HTTPOptions) http.Handler {
+	var mu sync.Mutex
+	opening := map[string]int{} // by party key
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		party, ok := partyOf(r)
+		if !ok || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		key := party.String()
+		mu.Lock()
+		n := g.httpSessions(key) + opening[key]
+		if n >= opts.MaxSessionsPerToken {
+			mu.Unlock()
+			http.Error(w, fmt.Sprintf("Too Many Requests: this token holds %d open MCP sessions, the most it may (mcp.http.maxSessionsPerToken = %d); "+
+				"close one (DELETE with its Mcp-Session-Id) or let one sit idle for %v (mcp.http.sessionIdleTimeout)",
+				n, opts.MaxSessionsPerToken, opts.SessionIdleTimeout), http.StatusTooManyRequests)
+			return
+		}
+		opening[key]++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			if opening[key]--; opening[key] == 0 {
+				delete(opening, key)
+			}
+			mu.Unlock()
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpSessions counts the open Streamable HTTP sessions of the party of
+// key: those of its server that have a session id (a stdio session has
+// none).
+func (g *Gateway) httpSessions(key string) int {
+	g.mu.Lock()
+	ps, ok := g.servers[key]
+	g.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	n := 0
+	for s := range ps.server.Sessions() {
+		if s.ID() != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // loopbackHost reports whether host (no port) names this machine's

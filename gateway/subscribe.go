@@ -6,7 +6,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools/mcp"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // Resource subscriptions: a client's resources/subscribe becomes a
@@ -21,20 +23,31 @@ type subscription struct {
 	release func()
 }
 
-func (g *Gateway) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+// subscriber is the resources/subscribe handler of party: it may
+// subscribe to what it may read.
+func (g *Gateway) subscriber(party access.Party) func(context.Context, *sdk.SubscribeRequest) error {
+	return func(ctx context.Context, req *sdk.SubscribeRequest) error {
+		return g.subscribe(ctx, party, req)
+	}
+}
+
+func (g *Gateway) subscribe(ctx context.Context, party access.Party, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s, ok := g.subs[uri]; ok {
-		s.n++
-		return nil
-	}
 	e, ok := g.resourceEntries[uri]
 	if !ok {
 		return fmt.Errorf("no MCP server has the resource %s", uri)
 	}
 	if err := g.sessionOwned(e.server); err != nil {
 		return err
+	}
+	if err := g.opts.Hub.As(party).Readable(ctx, e.server, policy.ResourceTool); err != nil {
+		return err
+	}
+	if s, ok := g.subs[uri]; ok {
+		s.n++
+		return nil
 	}
 	release, err := g.opts.Hub.Subscribe(ctx, e.server, uri)
 	if err != nil {

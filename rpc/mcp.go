@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 )
 
@@ -22,9 +23,17 @@ func (s *toolService) hub() (*mcp.Hub, error) {
 }
 
 // mcpError maps a hub error to a status: an unknown server is NOT_FOUND,
-// a server that is not ready FAILED_PRECONDITION.
+// a read the policy refused PERMISSION_DENIED, one that ran out of time
+// DEADLINE_EXCEEDED, a server that is not ready FAILED_PRECONDITION.
 func mcpError(err error) error {
+	var te *tools.Error
 	switch {
+	case mcp.IsDenied(err):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.As(err, &te) && te.Code == tools.CodeTimeout:
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.As(err, &te) && te.Code == tools.CodeCancelled:
+		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, mcp.ErrUnknownServer):
 		return status.Error(codes.NotFound, err.Error()+": servers are configured in .nexus/mcp.json, .vscode/mcp.json or .mcp.json")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
@@ -103,14 +112,15 @@ func (s *toolService) TrustMcpServer(ctx context.Context, req *nexusv1.TrustMcpS
 }
 
 func (s *toolService) ListMcpResources(ctx context.Context, req *nexusv1.ListMcpResourcesRequest) (*nexusv1.ListMcpResourcesResponse, error) {
-	if _, err := s.apps.caller(ctx, ""); err != nil {
+	c, err := s.apps.caller(ctx, "")
+	if err != nil {
 		return nil, err
 	}
 	h, err := s.hub()
 	if err != nil {
 		return nil, err
 	}
-	rs, err := h.Resources(ctx, req.GetServerName())
+	rs, err := h.As(c.party).Resources(ctx, req.GetServerName())
 	if err != nil {
 		return nil, mcpError(err)
 	}
@@ -123,7 +133,8 @@ func (s *toolService) ListMcpResources(ctx context.Context, req *nexusv1.ListMcp
 }
 
 func (s *toolService) ReadMcpResource(ctx context.Context, req *nexusv1.ReadMcpResourceRequest) (*nexusv1.ReadMcpResourceResponse, error) {
-	if _, err := s.apps.caller(ctx, ""); err != nil {
+	c, err := s.apps.caller(ctx, "")
+	if err != nil {
 		return nil, err
 	}
 	h, err := s.hub()
@@ -133,7 +144,7 @@ func (s *toolService) ReadMcpResource(ctx context.Context, req *nexusv1.ReadMcpR
 	if req.GetServerName() == "" || req.GetUri() == "" {
 		return nil, status.Error(codes.InvalidArgument, "serverName and uri are required")
 	}
-	data, err := h.ReadResource(ctx, req.GetServerName(), req.GetUri())
+	data, err := h.As(c.party).ReadResource(ctx, req.GetServerName(), req.GetUri())
 	if err != nil {
 		return nil, mcpError(err)
 	}
@@ -141,14 +152,15 @@ func (s *toolService) ReadMcpResource(ctx context.Context, req *nexusv1.ReadMcpR
 }
 
 func (s *toolService) ListMcpPrompts(ctx context.Context, req *nexusv1.ListMcpPromptsRequest) (*nexusv1.ListMcpPromptsResponse, error) {
-	if _, err := s.apps.caller(ctx, ""); err != nil {
+	c, err := s.apps.caller(ctx, "")
+	if err != nil {
 		return nil, err
 	}
 	h, err := s.hub()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := h.Prompts(ctx, req.GetServerName())
+	ps, err := h.As(c.party).Prompts(ctx, req.GetServerName())
 	if err != nil {
 		return nil, mcpError(err)
 	}
@@ -161,7 +173,8 @@ func (s *toolService) ListMcpPrompts(ctx context.Context, req *nexusv1.ListMcpPr
 }
 
 func (s *toolService) GetMcpPrompt(ctx context.Context, req *nexusv1.GetMcpPromptRequest) (*nexusv1.GetMcpPromptResponse, error) {
-	if _, err := s.apps.caller(ctx, ""); err != nil {
+	c, err := s.apps.caller(ctx, "")
+	if err != nil {
 		return nil, err
 	}
 	h, err := s.hub()
@@ -171,7 +184,7 @@ func (s *toolService) GetMcpPrompt(ctx context.Context, req *nexusv1.GetMcpPromp
 	if req.GetServerName() == "" || req.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "serverName and name are required")
 	}
-	data, err := h.GetPrompt(ctx, req.GetServerName(), req.GetName(), req.GetArguments())
+	data, err := h.As(c.party).GetPrompt(ctx, req.GetServerName(), req.GetName(), req.GetArguments())
 	if err != nil {
 		return nil, mcpError(err)
 	}
@@ -179,14 +192,15 @@ func (s *toolService) GetMcpPrompt(ctx context.Context, req *nexusv1.GetMcpPromp
 }
 
 func (s *toolService) ListMcpResourceTemplates(ctx context.Context, req *nexusv1.ListMcpResourceTemplatesRequest) (*nexusv1.ListMcpResourceTemplatesResponse, error) {
-	if _, err := s.apps.caller(ctx, ""); err != nil {
+	c, err := s.apps.caller(ctx, "")
+	if err != nil {
 		return nil, err
 	}
 	h, err := s.hub()
 	if err != nil {
 		return nil, err
 	}
-	ts, err := h.ResourceTemplates(ctx, req.GetServerName())
+	ts, err := h.As(c.party).ResourceTemplates(ctx, req.GetServerName())
 	if err != nil {
 		return nil, mcpError(err)
 	}
@@ -203,7 +217,8 @@ func (s *toolService) ListMcpResourceTemplates(ctx context.Context, req *nexusv1
 // goes, and nobody keeps ids of subscriptions whose owner died.
 func (s *toolService) WatchMcpChanges(req *nexusv1.WatchMcpChangesRequest, stream nexusv1.ToolManager_WatchMcpChangesServer) error {
 	ctx := stream.Context()
-	if _, err := s.apps.caller(ctx, ""); err != nil {
+	c, err := s.apps.caller(ctx, "")
+	if err != nil {
 		return err
 	}
 	h, err := s.hub()
@@ -233,7 +248,7 @@ func (s *toolService) WatchMcpChanges(req *nexusv1.WatchMcpChangesRequest, strea
 	}, watchBuffer)
 	defer sub.Close()
 	for _, uri := range uris {
-		release, err := h.Subscribe(ctx, name, uri)
+		release, err := h.As(c.party).Subscribe(ctx, name, uri)
 		if err != nil {
 			return mcpError(err)
 		}

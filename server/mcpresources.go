@@ -45,7 +45,7 @@ func (s *Server) mcpResourcesList(ctx context.Context, p *mcpServerParams) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	rs, err := h.Resources(ctx, p.ServerName)
+	rs, err := h.As(editor).Resources(ctx, p.ServerName)
 	if err != nil {
 		return nil, mcpMethodError(ctx, err)
 	}
@@ -86,7 +86,7 @@ func (s *Server) mcpResourcesRead(ctx context.Context, p *mcpResourceParams) (*m
 	if err != nil {
 		return nil, err
 	}
-	data, err := h.ReadResource(ctx, p.ServerName, p.URI)
+	data, err := h.As(editor).ReadResource(ctx, p.ServerName, p.URI)
 	if err != nil {
 		return nil, mcpMethodError(ctx, err)
 	}
@@ -111,7 +111,7 @@ func (s *Server) mcpResourcesTemplates(ctx context.Context, p *mcpServerParams) 
 	if err != nil {
 		return nil, err
 	}
-	ts, err := h.ResourceTemplates(ctx, p.ServerName)
+	ts, err := h.As(editor).ResourceTemplates(ctx, p.ServerName)
 	if err != nil {
 		return nil, mcpMethodError(ctx, err)
 	}
@@ -149,7 +149,7 @@ func (s *Server) mcpResourcesSubscribe(ctx context.Context, p *mcpResourceParams
 	}
 	s.mcpSubs[k] = nil
 	s.mcpSubsMu.Unlock()
-	release, err := h.Subscribe(ctx, p.ServerName, p.URI)
+	release, err := h.As(editor).Subscribe(ctx, p.ServerName, p.URI)
 	s.mcpSubsMu.Lock()
 	defer s.mcpSubsMu.Unlock()
 	if err != nil {
@@ -233,7 +233,7 @@ func (s *Server) mcpPromptsList(ctx context.Context, p *mcpServerParams) (*mcpPr
 	if err != nil {
 		return nil, err
 	}
-	ps, err := h.Prompts(ctx, p.ServerName)
+	ps, err := h.As(editor).Prompts(ctx, p.ServerName)
 	if err != nil {
 		return nil, mcpMethodError(ctx, err)
 	}
@@ -267,7 +267,7 @@ func (s *Server) mcpPromptsGet(ctx context.Context, p *mcpPromptGetParams) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	data, err := h.GetPrompt(ctx, p.ServerName, p.Name, p.Arguments)
+	data, err := h.As(editor).GetPrompt(ctx, p.ServerName, p.Name, p.Arguments)
 	if err != nil {
 		return nil, mcpMethodError(ctx, err)
 	}

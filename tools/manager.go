@@ -35,6 +35,10 @@ type GateRequest struct {
 	// Agent is set for a call an agent session makes: the policy's
 	// default for the person's own calls does not apply to it.
 	Agent bool
+	// Probe is set when no call is made: the gate only tells whether such
+	// a call would be refused outright (see [Manager.Permitted]), and asks
+	// no one; a call it would ask about is not refused.
+	Probe bool
 }
 
 // Options configure NewManager. Zero values get defaults.
@@ -328,6 +332,22 @@ func (m *Manager) Lookup(name, server string) (Definition, bool) {
 		return Definition{}, false
 	}
 	return t.Definition, true
+}
+
+// Permitted tells, without making a call and without asking anyone,
+// whether party may call the tool t: nil, unless the gate refuses such a
+// call outright (a call it would ask about is permitted here). A list uses
+// it to leave out what the party could not use.
+func (m *Manager) Permitted(ctx context.Context, party access.Party, t Definition) error {
+	if m.opts.Gate == nil {
+		return Errorf(CodePermissionDenied, "no permission policy is configured")
+	}
+	gr := &GateRequest{Call: Call{ToolName: t.Name, ServerName: t.ServerName, AppID: party.AppID(), Author: party.Author()},
+		Tool: t, Args: json.RawMessage("{}"), Agent: party.IsAgent(), Probe: true}
+	if err := m.opts.Gate(ctx, gr, func(ICERC) {}); err != nil {
+		return asError(err, CodePermissionDenied)
+	}
+	return nil
 }
 
 // MaxArguments is the size in bytes of the largest arguments a call may

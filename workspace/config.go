@@ -185,13 +185,20 @@ type MCPSamplingConfig struct {
 }
 
 // MCPHTTPConfig is mcp.http: where the daemon serves MCP clients over
-// Streamable HTTP (/mcp), and which browser origins and host names besides
-// loopback ones it accepts.
+// Streamable HTTP (/mcp), which browser origins and host names besides
+// loopback ones it accepts, and how many sessions it keeps, for how long.
 type MCPHTTPConfig struct {
 	// Address is empty for none, or a loopback "host:port".
 	Address        string   `yaml:"address"`
 	AllowedOrigins []string `yaml:"allowedOrigins"`
 	AllowedHosts   []string `yaml:"allowedHosts"`
+	// SessionIdleTimeout closes a session that sent no request for that
+	// long (default 30m, at most 24h); its client starts a new one.
+	SessionIdleTimeout Duration `yaml:"sessionIdleTimeout"`
+	// MaxSessionsPerToken bounds the sessions one token holds open at once
+	// (default 16, 1 to 10000): one more is refused with 429 until one is
+	// closed or expires.
+	MaxSessionsPerToken int `yaml:"maxSessionsPerToken"`
 }
 
 // LLMConfig is the llm section: the models the agent may talk to, as
@@ -335,6 +342,10 @@ const (
 	gib Size = 1 << 30
 )
 
+// maxSessionsPerToken is the largest mcp.http.maxSessionsPerToken: each
+// open session holds memory in the daemon.
+const maxSessionsPerToken = 10000
+
 // DefaultConfig returns the configuration of a workspace without a config file.
 func DefaultConfig() *Config {
 	return &Config{
@@ -366,6 +377,7 @@ func DefaultConfig() *Config {
 			Restart:        "on-failure",
 			MaxRestarts:    5,
 			Separator:      "__",
+			HTTP:           MCPHTTPConfig{SessionIdleTimeout: Duration(30 * time.Minute), MaxSessionsPerToken: 16},
 		},
 		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib, MaxAnswerSize: mib, MaxToolCallSize: mib},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
@@ -911,6 +923,11 @@ func (d *decoder) check(c *Config) {
 	d.oneOf("mcp.restart", c.MCP.Restart, "always", "on-failure", "never")
 	d.atLeast("mcp.maxRestarts", c.MCP.MaxRestarts, 0)
 	d.nonEmpty("mcp.separator", c.MCP.Separator, "")
+	d.positiveAtMost("mcp.http.sessionIdleTimeout", c.MCP.HTTP.SessionIdleTimeout, 24*time.Hour)
+	d.atLeast("mcp.http.maxSessionsPerToken", c.MCP.HTTP.MaxSessionsPerToken, 1)
+	if n := c.MCP.HTTP.MaxSessionsPerToken; n > maxSessionsPerToken && !d.bad["mcp.http.maxSessionsPerToken"] {
+		d.fail("mcp.http.maxSessionsPerToken", d.nodes["mcp.http.maxSessionsPerToken"], "%d is more than the limit of %d", n, maxSessionsPerToken)
+	}
 
 	d.llm(&c.LLM)
 	d.sampling(&c.MCP.Sampling, &c.LLM)

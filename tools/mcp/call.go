@@ -292,14 +292,10 @@ func (h *Hub) readySession(name, what string) (*mcp.ClientSession, error) {
 	return session, nil
 }
 
-// ReadResource reads a resource of a server. The result is the JSON array
-// of its contents; binary contents are written to the blob directory and
-// referred to by path.
-func (h *Hub) ReadResource(ctx context.Context, name, uri string) (json.RawMessage, error) {
-	session, err := h.readySession(name, "whose resource to read")
-	if err != nil {
-		return nil, err
-	}
+// readResource reads a resource on a server's session (see
+// [Reader.ReadResource]): the JSON array of its contents, binary contents
+// written to the blob directory and referred to by path.
+func (h *Hub) readResource(ctx context.Context, session *mcp.ClientSession, name, uri string) (json.RawMessage, error) {
 	res, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: reading %s: %w", name, uri, err)
@@ -348,18 +344,4 @@ func (h *Hub) Prompts(ctx context.Context, name string) ([]Prompt, error) {
 		}
 	}
 	return out, nil
-}
-
-// GetPrompt renders a prompt of a server; the result is the JSON of
-// {description, messages}.
-func (h *Hub) GetPrompt(ctx context.Context, name, prompt string, args map[string]string) (json.RawMessage, error) {
-	session, err := h.readySession(name, "whose prompt to get")
-	if err != nil {
-		return nil, err
-	}
-	res, err := session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})
-	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: prompt %q: %w", name, prompt, err)
-	}
-	return json.Marshal(res)
 }

@@ -33,6 +33,11 @@ type discovered struct {
 func discover(ctx context.Context, client *http.Client, serverURL string, c *challenge) (*discovered, error) {
 	d := &discovered{}
 	for _, cand := range prmCandidates(c, serverURL) {
+		if cand.challenge {
+			if err := checkMetadataURL(cand.url, serverURL); err != nil {
+				return nil, fmt.Errorf("its challenge names the protected resource metadata %s: %w: refusing to fetch it", cand.url, err)
+			}
+		}
 		prm, err := fetchPRM(ctx, client, cand.url)
 		if err != nil {
 			return nil, err
@@ -117,7 +122,13 @@ func sameOrigin(a, b string) bool {
 	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
 }
 
-type prmCandidate struct{ url, resource string }
+// prmCandidate is a URL of a server's protected resource metadata and the
+// resource it must name; challenge is set for the URL the server's
+// challenge named (resource_metadata), which checkMetadataURL vets.
+type prmCandidate struct {
+	url, resource string
+	challenge     bool
+}
 
 // prmCandidates are the URLs of a server's protected resource metadata, in
 // the order the MCP spec gives, each with the resource it must name.
@@ -126,7 +137,7 @@ func prmCandidates(c *challenge, serverURL string) []prmCandidate {
 	if c != nil {
 		for _, ch := range c.parsed {
 			if u := ch.Params["resource_metadata"]; u != "" {
-				out = append(out, prmCandidate{u, serverURL})
+				out = append(out, prmCandidate{u, serverURL, true})
 				break
 			}
 		}
@@ -139,12 +150,12 @@ func prmCandidates(c *challenge, serverURL string) []prmCandidate {
 	m.RawQuery, m.Fragment, m.RawPath = "", "", ""
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		m.Path = "/.well-known/oauth-protected-resource/" + p
-		out = append(out, prmCandidate{m.String(), serverURL})
+		out = append(out, prmCandidate{m.String(), serverURL, false})
 	}
 	m.Path = "/.well-known/oauth-protected-resource"
 	root := *u
 	root.Path, root.RawPath, root.RawQuery, root.Fragment = "", "", "", ""
-	return append(out, prmCandidate{m.String(), root.String()})
+	return append(out, prmCandidate{m.String(), root.String(), false})
 }
 
 // fetchPRM gets a protected resource metadata document; nil when there is
@@ -171,6 +182,56 @@ func fetchPRM(ctx context.Context, client *http.Client, u string) (*oauthex.Prot
 		return nil, nil
 	}
 	return &prm, nil
+}
+
+// checkMetadataURL is the rule for the resource_metadata URL a server's
+// challenge names, which the sign-in would GET: a URL on the MCP server's
+// own origin (scheme, host and port), or an https URL of a host that is
+// not this machine. Never plain http to another origin, never another
+// port of this machine: a server's challenge must not point the daemon's
+// request at a local service, or send it in clear across the network.
+func checkMetadataURL(raw, serverURL string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %w", err)
+	}
+	s, err := url.Parse(serverURL)
+	if err != nil {
+		return err
+	}
+	switch {
+	case u.Host != "" && origin(u) == origin(s):
+		return nil
+	case u.Scheme != "https" || u.Host == "":
+		return errors.New("not on the MCP server's own origin, and not an https URL")
+	case thisMachine(u.Hostname()):
+		return errors.New("on this machine, but not on the MCP server's own origin")
+	}
+	return nil
+}
+
+// origin is a URL's scheme, host and port, the port written out.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// thisMachine reports whether host names this machine: localhost (and
+// names under .localhost), a loopback address, or the unspecified one.
+func thisMachine(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	return ip.IsLoopback() || ip.IsUnspecified()
 }
 
 // checkAuthServerURL accepts https URLs, and http ones on a loopback host

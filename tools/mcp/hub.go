@@ -3,7 +3,8 @@
 // tools: listed, validated, permission-checked, executed, streamed and
 // audited. It supervises the servers (restart with backoff, failed after
 // repeated crashes), keeps their tool lists current, and lists and reads
-// their resources and prompts. As an MCP client it offers the workspace as
+// their resources and prompts, each read a call of the party that reads
+// ([Hub.As], reads.go). As an MCP client it offers the workspace as
 // the servers' root (session.go), resumes the Streamable HTTP streams they
 // close while seeing a dead one at once (resume.go), passes on their log
 // messages (notify.go), and holds resource subscriptions and publishes

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
@@ -43,8 +45,14 @@ type testHub struct {
 
 func newTestHub(t testing.TB, opts Options) *testHub {
 	t.Helper()
+	return newGatedHub(t, opts, func(context.Context, *tools.GateRequest, func(tools.ICERC)) error { return nil })
+}
+
+// newGatedHub is a test hub whose manager's calls pass gate.
+func newGatedHub(t testing.TB, opts Options, gate tools.Gate) *testHub {
+	t.Helper()
 	bus := events.New()
-	m, err := tools.NewManager(tools.Options{Bus: bus, Gate: func(context.Context, *tools.GateRequest, func(tools.ICERC)) error { return nil }})
+	m, err := tools.NewManager(tools.Options{Bus: bus, Gate: gate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +411,8 @@ func TestResourcesAndPrompts(t *testing.T) {
 	th.applyTrusted(map[string]ServerConfig{"everything": stdio("everything", serverBin(t, "mcp-server-everything")), "memory": stdio("memory", serverBin(t, "mcp-server-memory"))})
 	th.waitState(t, "everything", StateReady)
 	th.waitState(t, "memory", StateReady)
-	rs, err := th.Resources(t.Context(), "")
+	person := th.As(access.Person("cli"))
+	rs, err := person.Resources(t.Context(), "")
 	if err != nil || len(rs) == 0 {
 		t.Fatalf("resources: %v %v", rs, err)
 	}
@@ -417,20 +426,94 @@ func TestResourcesAndPrompts(t *testing.T) {
 	if !servers["everything"] || !servers["memory"] {
 		t.Errorf("resources from %v", servers)
 	}
-	data, err := th.ReadResource(t.Context(), "everything", rs[0].URI)
+	data, err := person.ReadResource(t.Context(), "everything", rs[0].URI)
 	if err != nil || !strings.Contains(string(data), rs[0].URI) {
 		t.Fatalf("read %s: %s %v", rs[0].URI, data, err)
 	}
-	ps, err := th.Prompts(t.Context(), "everything")
+	ps, err := person.Prompts(t.Context(), "everything")
 	if err != nil || len(ps) == 0 {
 		t.Fatalf("prompts: %v %v", ps, err)
 	}
-	out, err := th.GetPrompt(t.Context(), "everything", "simple-prompt", nil)
+	out, err := person.GetPrompt(t.Context(), "everything", "simple-prompt", nil)
 	if err != nil || !strings.Contains(string(out), "messages") {
 		t.Fatalf("simple-prompt: %s %v", out, err)
 	}
-	if _, err := th.Resources(t.Context(), "nope"); err == nil {
-		t.Fatal("resources of an unknown server")
+	if _, err := person.Resources(t.Context(), "nope"); !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("resources of an unknown server: %v", err)
+	}
+	// Each read was a call, by the person, of the server's read tools.
+	calls := th.m.Calls(tools.CallFilter{})
+	var got []string
+	for _, c := range calls {
+		got = append(got, fmt.Sprintf("%s/%s %s %s", c.ServerName, c.ToolName, c.Author, c.Status))
+	}
+	slices.Sort(got)
+	want := []string{"everything/mcp_prompt cli completed", "everything/mcp_resource cli completed"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+}
+
+// TestReadsDecidedByPolicy: an app denied a server's tools is denied its
+// resources and prompts, which it is not shown either; each refused read
+// is a call that says why.
+func TestReadsDecidedByPolicy(t *testing.T) {
+	pol := policy.New(policy.Rules{Apps: map[string]policy.AppRules{
+		"denied":  {Deny: []string{"everything/*"}},
+		"prompts": {Deny: []string{"everything/mcp_resource"}},
+	}}, nil)
+	th := newGatedHub(t, Options{}, pol.Gate(&policy.Approvers{}, time.Minute, nil))
+	th.applyTrusted(map[string]ServerConfig{"everything": stdio("everything", serverBin(t, "mcp-server-everything")),
+		"memory": stdio("memory", serverBin(t, "mcp-server-memory"))})
+	th.waitState(t, "everything", StateReady)
+	th.waitState(t, "memory", StateReady)
+	denied := th.As(access.ForApp(&access.App{ID: "denied"}))
+
+	if _, err := denied.ReadResource(t.Context(), "everything", "demo://resource/static/document/architecture.md"); !IsDenied(err) ||
+		!strings.Contains(err.Error(), `app "denied" denies "everything/mcp_resource" (by "everything/*")`) {
+		t.Fatalf("read: %v", err)
+	}
+	if _, err := denied.GetPrompt(t.Context(), "everything", "simple-prompt", nil); !IsDenied(err) {
+		t.Fatalf("prompt: %v", err)
+	}
+	if _, err := denied.Resources(t.Context(), "everything"); !IsDenied(err) {
+		t.Fatalf("resources of everything: %v", err)
+	}
+	if _, err := denied.Subscribe(t.Context(), "everything", "demo://resource/static/document/architecture.md"); !IsDenied(err) {
+		t.Fatalf("subscribe: %v", err)
+	}
+	rs, err := denied.Resources(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Server != "memory" {
+			t.Fatalf("a resource of a denied server is listed: %+v", r)
+		}
+	}
+	if len(rs) == 0 {
+		t.Fatal("memory's resource is not listed")
+	}
+	if ps, err := denied.Prompts(t.Context(), ""); err != nil || slices.ContainsFunc(ps, func(p Prompt) bool { return p.Server == "everything" }) {
+		t.Fatalf("prompts: %v %v", ps, err)
+	}
+	calls := th.m.Calls(tools.CallFilter{AppID: "denied"})
+	if len(calls) != 2 {
+		t.Fatalf("%d calls, want the two refused reads: %+v", len(calls), calls)
+	}
+	for _, c := range calls {
+		if c.Error == nil || c.Error.Code != tools.CodePermissionDenied || c.ServerName != "everything" || c.Author != "app:denied" {
+			t.Errorf("call %+v", c)
+		}
+	}
+
+	// "everything/mcp_resource" names resource reads alone.
+	prompts := th.As(access.ForApp(&access.App{ID: "prompts"}))
+	if _, err := prompts.GetPrompt(t.Context(), "everything", "simple-prompt", nil); err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	if _, err := prompts.ReadResource(t.Context(), "everything", "demo://resource/static/document/architecture.md"); !IsDenied(err) {
+		t.Fatalf("read: %v", err)
 	}
 }
 

@@ -379,6 +379,80 @@ func TestOAuthResourceMismatchRefused(t *testing.T) {
 	}
 }
 
+// TestOAuthMetadataURLs: the resource_metadata URL a server's challenge
+// names is fetched on the server's own origin, or over https from a host
+// that is not this machine; never over plain http elsewhere, never from
+// another port of this machine.
+func TestOAuthMetadataURLs(t *testing.T) {
+	const server = "http://127.0.0.1:8080/mcp"
+	for _, c := range []struct {
+		server, meta string
+		ok           bool
+	}{
+		{server, "http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp", true},
+		{server, "HTTP://127.0.0.1:8080/elsewhere/on/the/server", true},
+		{"https://mcp.example.com/mcp", "https://mcp.example.com:443/.well-known/oauth-protected-resource", true},
+		{server, "https://auth.example.com/prm", true},
+		{server, "http://127.0.0.1:9090/admin?delete=all", false},
+		{server, "http://localhost:8080/.well-known/oauth-protected-resource", false},
+		{server, "https://127.0.0.1:9090/prm", false},
+		{server, "https://localhost/prm", false},
+		{server, "https://x.localhost/prm", false},
+		{server, "https://[::1]:8443/prm", false},
+		{server, "https://[::ffff:127.0.0.1]/prm", false},
+		{server, "https://0.0.0.0/prm", false},
+		{"https://mcp.example.com/mcp", "http://mcp.example.com/prm", false},
+		{"https://mcp.example.com/mcp", "http://other.example.com/prm", false},
+		{server, "file:///etc/passwd", false},
+		{server, "/relative", false},
+		{server, "https:///no-host", false},
+	} {
+		err := checkMetadataURL(c.meta, c.server)
+		if (err == nil) != c.ok {
+			t.Errorf("checkMetadataURL(%q) of %s: %v, want ok=%v", c.meta, c.server, err, c.ok)
+		}
+	}
+}
+
+// TestOAuthChallengeMetadataElsewhereRefused: a server whose challenge
+// points the sign-in at another port of this machine gets no request
+// there: the sign-in is refused, saying why, before anything is fetched.
+func TestOAuthChallengeMetadataElsewhereRefused(t *testing.T) {
+	var hits sync.Mutex
+	hit := 0
+	bystander := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Lock()
+		hit++
+		hits.Unlock()
+		http.NotFound(w, r)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go bystander.Serve(ln)
+	t.Cleanup(func() { bystander.Close() })
+	target := "http://" + ln.Addr().String() + "/admin/delete?all=1"
+
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, func(rs *oauthtest.ResourceServer) { rs.MetadataURL = target })
+	th, _ := oauthHub(t, Options{})
+	th.applyTrusted(map[string]ServerConfig{"remote": oauthEntry("remote", rs.URL, nil)})
+	th.waitState(t, "remote", StateNeedsAuth)
+	_, err = th.Login(t.Context(), "remote", func(u string) { t.Errorf("the browser was sent to %s", u) })
+	if err == nil || !strings.Contains(err.Error(), target) || !strings.Contains(err.Error(), "refusing to fetch it") {
+		t.Fatalf("login: %v", err)
+	}
+	hits.Lock()
+	defer hits.Unlock()
+	if hit != 0 {
+		t.Fatalf("the sign-in sent %d requests to %s", hit, target)
+	}
+	if n, tok, reg := as.Counts(); n+tok+reg != 0 {
+		t.Fatalf("the authorization server was used: %d %d %d", n, tok, reg)
+	}
+}
+
 func TestOAuthLoopbackListener(t *testing.T) {
 	as := oauthtest.NewAuthServer(t, nil)
 	rs := oauthtest.NewResourceServer(t, as, nil)

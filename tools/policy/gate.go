@@ -128,7 +128,8 @@ func (a *Approvers) Set(fn Approver) {
 // call and waits for the approver (the call's own, see WithApprover, else
 // the Approvers'; only the person answers, see MayAnswer), at most
 // timeout. No approver, no answer in time, or an error from the approver:
-// the call is denied, never allowed.
+// the call is denied, never allowed. A probe (tools.GateRequest.Probe, no
+// call) is refused only by a deny.
 func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.Logger) tools.Gate {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -139,8 +140,8 @@ func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.
 		if m := ModeFrom(ctx); m != ModeDefault {
 			v = m.apply(req, v)
 		}
-		if v.Decision == Allow {
-			return nil
+		if v.Decision == Allow || gr.Probe && v.Decision != Deny {
+			return nil // a probe asks no one: only a deny refuses it
 		}
 		return p.askOrDeny(ctx, gr, req, v, setICERC, approvers, timeout, logger)
 	}

@@ -376,6 +376,9 @@ type ResourceServer struct {
 	URL string
 	// PRMResource, when set, is the resource its metadata names (a lie).
 	PRMResource string
+	// MetadataURL, when set, is the resource_metadata its challenges name
+	// instead of its own well-known URL.
+	MetadataURL string
 	// Scopes are those its metadata supports, ChallengeScope those its 401
 	// names.
 	Scopes, ChallengeScope []string
@@ -426,6 +429,9 @@ func NewResourceServer(t testing.TB, as *AuthServer, configure func(*ResourceSer
 		var msg struct{ Method string }
 		json.Unmarshal(body, &msg)
 		meta := strings.TrimSuffix(rs.URL, "/mcp") + "/.well-known/oauth-protected-resource/mcp"
+		if rs.MetadataURL != "" {
+			meta = rs.MetadataURL
+		}
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		scopes, ok := as.ScopesOf(token)
 		if !ok {
