@@ -20,7 +20,10 @@
 // when the session was started from the editor or the CLI; acting for an
 // app they get that app's lists, as the app would. So are an MCP server's
 // sampling requests, the calls of SERVER/mcp_sampling by "mcp:SERVER" (see
-// [SamplingTool]): "SERVER/mcp_sampling" and "SERVER/*" name them.
+// [SamplingTool]): "SERVER/mcp_sampling" and "SERVER/*" name them. Reads
+// of an MCP server's resources and prompts are the reader's own calls of
+// SERVER/mcp_resource and SERVER/mcp_prompt (see [ResourceTool]), decided
+// like the server's tools: "SERVER/*" covers them too.
 //
 // The risk defaults are: low → allow, medium → ask, high → ask; a risk that
 // is none of these is treated as high. The policy trusts only
