@@ -986,7 +986,7 @@ const scenarios = [
   },
   {
     name: 'permission',
-    about: "an app's write_file asks: Allow once lets it through, Reject denies it",
+    about: "an app's write_file asks: Allow once lets it through, Reject denies it, Always allow remembers that path for that app only",
     config: `${askWrites}apps:\n  - id: planner\n    tokenFile: .nexus/planner.token\n`,
     files: { '.nexus/planner.token': `${plannerToken}\n` },
     async run(s) {
@@ -1021,6 +1021,38 @@ const scenarios = [
           throw new Error('the rejected write wrote its file');
         }
         await waitTreeItem(s.page, 'Tool Activity', writeFile, (d) => d.startsWith('denied'));
+
+        // "Always allow" remembers what the prompt showed: this path, for
+        // this app. The same write again runs unasked; another path asks.
+        const always = write('always.md');
+        await clickNotification(s.page, 'Nexus: ', 'Always allow');
+        const yes = await always;
+        if (!yes.success) {
+          throw new Error(`the call allowed always failed: ${JSON.stringify(yes)}`);
+        }
+        await waitTreeItem(s.page, 'Remembered Answers', 'write_file:.nexus/definitions/planner/always.md', (d) => (d ?? '').includes('app:planner'));
+        const again = await write('always.md');
+        if (!again.success) {
+          throw new Error(`the remembered write failed: ${JSON.stringify(again)}`);
+        }
+        const other = write('other.md');
+        await clickNotification(s.page, 'Nexus: ', 'Reject');
+        const otherNo = await other;
+        if (otherNo.success || fs.existsSync(path.join(s.ws, '.nexus/definitions/planner/other.md'))) {
+          throw new Error(`"always" for always.md let other.md through: ${JSON.stringify(otherNo)}`);
+        }
+        await waitTreeItem(s.page, 'Tool Activity', writeFile, (d) => d.startsWith('denied') && !(d ?? '').includes('initiated'));
+        // Room for what the answer covers: the side bar widened, the
+        // answer's tooltip open.
+        const bar = await s.page.locator('.part.sidebar').boundingBox();
+        await s.page.mouse.move(bar.x + bar.width + 1, bar.y + bar.height / 2);
+        await s.page.mouse.down();
+        await s.page.mouse.move(bar.x + bar.width + 200, bar.y + bar.height / 2, { steps: 5 });
+        await s.page.mouse.move(bar.x + bar.width + 380, bar.y + bar.height / 2, { steps: 5 });
+        await s.page.mouse.up();
+        await s.page.locator('.part.sidebar .monaco-list-row', { hasText: 'write_file:.nexus/definitions/planner/always.md' }).first().hover();
+        await s.page.locator('.monaco-hover', { hasText: 'For app "planner"' }).first().waitFor({ timeout: HANG });
+        await s.screenshot('remembered-answers.png');
       } finally {
         tm.close();
       }
