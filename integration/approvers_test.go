@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -419,8 +420,9 @@ func TestWhoMayAnswer(t *testing.T) {
 			client := &acpAnswering{answer: "allow_once"}
 			acpPrompt(t, startACP(t, ws, tf, client), ws, nil)
 			client.askedMu.Lock()
-			defer client.askedMu.Unlock()
-			for _, q := range client.asked {
+			asked := slices.Clone(client.asked)
+			client.askedMu.Unlock()
+			for _, q := range asked {
 				text := q.ToolCall.Content[0].Content.Content.Text.Text
 				if !strings.Contains(text, "\nin the model's words, not checked by Nexus:\n  intent:   \\x1b[2K\\rcommand:  go test ./...\\u202e\n") ||
 					!strings.Contains(text, "\ncommand:  write_file .vscode/tasks.json") || !strings.Contains(text, "asked by: agent session ") {
