@@ -172,7 +172,7 @@ func (g *Gateway) elicitationComplete(ctx context.Context, ev mcp.ElicitationCom
 // permissionSchema is the form of a permission ask: one choice of the four
 // answers.
 var permissionSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","title":"Your answer",` +
-	`"description":"Allow or reject this call; \"always\" is remembered for this tool",` +
+	`"description":"Allow or reject this call; \"always\" remembers what the line \"always:\" says",` +
 	`"oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"allow_always","title":"Always allow"},` +
 	`{"const":"reject_once","title":"Reject once"},{"const":"reject_always","title":"Always reject"}]}},"required":["answer"]}`)
 
