@@ -380,7 +380,7 @@ func TestTurnThroughTheClient(t *testing.T) {
 		t.Fatalf("asked %d times, want once (the write)", len(c.asked))
 	}
 	ask, _ := json.Marshal(c.asked[0])
-	for _, want := range []string{"allow_once", "allow_always", "reject_once", "reject_always", "Intent:", "Risk:", `"type":"diff"`} {
+	for _, want := range []string{"allow_once", "allow_always", "reject_once", "reject_always", `\n  intent:   `, `\nrisk:     `, `\nasked by: agent session `, `"type":"diff"`} {
 		if !strings.Contains(string(ask), want) {
 			t.Errorf("the permission request lacks %s: %s", want, ask)
 		}

@@ -236,24 +236,19 @@ func (c *conn) asker(s *session, m *mapper) policy.Approver {
 	}}
 }
 
-// icercText is the ICERC record as the person reads it.
+// icercText is the ICERC record as the person reads it: policy.PromptLines
+// (who asks, the model's words labelled as such, Nexus's command, the
+// risk, what "always" remembers), every field inert, in a fenced code
+// block: ACP clients render text as Markdown, and in a code block the
+// model's words are plain text (no link, no emphasis), which no run of
+// backticks in them can end.
 func icercText(r tools.ICERC) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Intent: %s\nCommand: %s\nExpected outcome: %s\nRisk: %s", orNone(r.Intent), r.Command, orNone(r.ExpectedOutcome), r.Risk.Level)
-	if r.Risk.Scope != "" {
-		fmt.Fprintf(&b, " (%s)", r.Risk.Scope)
+	text := strings.Join(policy.PromptLines(r, "the model's"), "\n")
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
 	}
-	for _, d := range r.Risk.Details {
-		fmt.Fprintf(&b, "\n  - %s", d)
-	}
-	return b.String()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(not given)"
-	}
-	return s
+	return fence + "text\n" + text + "\n" + fence
 }
 
 // toolName is the name of a call's tool as agent.Update.ToolName has it.

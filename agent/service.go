@@ -351,6 +351,14 @@ func (s *Service) profile(name string) (llm.Profile, error) {
 	return Profile(name, p), nil
 }
 
+// AnswerLimits bound each answer of a model that the workspace asks, an
+// agent's or an MCP server's sampling request (agent.maxAnswerSize and
+// agent.maxToolCallSize): over them the request ends with an error, and
+// nothing past them is read or kept.
+func AnswerLimits(a workspace.AgentConfig) llm.Limits {
+	return llm.Limits{Answer: int(a.MaxAnswerSize), ToolCall: int(a.MaxToolCallSize)}
+}
+
 // Profile is the llm.Profile of a configured profile.
 func Profile(name string, p workspace.LLMProfile) llm.Profile {
 	return llm.Profile{

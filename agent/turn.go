@@ -216,12 +216,9 @@ func (ss *Session) request(offered *offer) (*llm.Request, error) {
 	return &llm.Request{System: system, Messages: msgs, Tools: offered.list, Limits: ss.answerLimits()}, nil
 }
 
-// answerLimits bound each answer of the model (agent.maxAnswerSize and
-// agent.maxToolCallSize): over them the request ends with an error, and
-// nothing past them is read or kept.
+// answerLimits bound each answer of the model (AnswerLimits).
 func (ss *Session) answerLimits() llm.Limits {
-	a := ss.svc.opts.Config.Agent
-	return llm.Limits{Answer: int(a.MaxAnswerSize), ToolCall: int(a.MaxToolCallSize)}
+	return AnswerLimits(ss.svc.opts.Config.Agent)
 }
 
 // withoutImages is msgs with each image replaced by a note, for a model

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // chatCommand is "nexus chat": the agent at the terminal.
@@ -316,18 +316,7 @@ type permissionRequest struct {
 		ToolName   string `json:"toolName"`
 		ServerName string `json:"serverName"`
 	} `json:"toolCall"`
-	ICERC struct {
-		Intent          string `json:"intent"`
-		Command         string `json:"command"`
-		ExpectedOutcome string `json:"expectedOutcome"`
-		Risk            struct {
-			Level   string   `json:"level"`
-			Scope   string   `json:"scope"`
-			Details []string `json:"details"`
-		} `json:"risk"`
-		Asker  string `json:"asker"`
-		Always string `json:"always"`
-	} `json:"icerc"`
+	ICERC policy.ICERC `json:"icerc"`
 }
 
 // text is the text of a content block, or of a tool call's content items.
@@ -620,34 +609,17 @@ func parseAnswer(line string) (string, bool) {
 // the caller's words (labelled as the model's: it is the agent's model
 // that calls here), then what Nexus itself vouches for, next to the
 // question: the command as Nexus renders it, the risk, and what an
-// "always" answer would remember. Every field is inert; the command keeps
-// its lines, each marked as part of it.
+// "always" answer would remember (policy.PromptLines, which the MCP
+// gateway's and ACP's prompts share). Every field is inert; the command
+// keeps its lines, each marked as part of it.
 func (c *chat) askPrompt(p *permissionRequest) {
 	c.out.endLine()
 	c.status.endLine()
 	w := c.status.w
-	r := p.ICERC
 	fmt.Fprintf(w, "Permission needed: %s\n", inert.Line(toolName(p.ToolCall.ServerName, p.ToolCall.ToolName)))
-	fmt.Fprintf(w, "  asked by: %s\n", cmp.Or(inert.Line(r.Asker), "(the daemon did not say)"))
-	fmt.Fprintln(w, "  in the model's words, not checked by Nexus:")
-	fmt.Fprintf(w, "    intent:   %s\n", inert.Line(r.Intent))
-	fmt.Fprintf(w, "    expected: %s\n", inert.Line(r.ExpectedOutcome))
-	for i, l := range strings.Split(inert.Text(r.Command), "\n") {
-		if i == 0 {
-			fmt.Fprintf(w, "  command:  %s\n", l)
-		} else {
-			fmt.Fprintf(w, "          | %s\n", l)
-		}
+	for _, l := range policy.PromptLines(p.ICERC, "the model's") {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
-	risk := inert.Line(r.Risk.Level)
-	if r.Risk.Scope != "" {
-		risk += " (" + inert.Line(r.Risk.Scope) + ")"
-	}
-	fmt.Fprintf(w, "  risk:     %s\n", risk)
-	for _, d := range r.Risk.Details {
-		fmt.Fprintf(w, "            - %s\n", inert.Line(d))
-	}
-	fmt.Fprintf(w, "  always:   %s\n", cmp.Or(inert.Line(r.Always), "an \"always\" answer counts once here: nothing is remembered"))
 	fmt.Fprint(w, "Allow? [y]es once / [a]lways / [n]o / [N]ever: ")
 	// The answer typed on a terminal ends the line; read from a pipe, it
 	// is not echoed, and what comes next starts a line of its own.

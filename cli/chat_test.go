@@ -85,7 +85,7 @@ Allow? [y]es once / [a]lways / [n]o / [N]ever: `
 	b.Reset()
 	p.ICERC.Always, p.ICERC.Asker = "", ""
 	c.askPrompt(&p)
-	for _, s := range []string{"  asked by: (the daemon did not say)\n", "  always:   an \"always\" answer counts once here: nothing is remembered\n"} {
+	for _, s := range []string{"  asked by: (not said)\n", "  always:   an \"always\" answer counts once here: nothing is remembered\n"} {
 		if !bytes.Contains(b.Bytes(), []byte(s)) {
 			t.Errorf("prompt lacks %q:\n%s", s, b.String())
 		}

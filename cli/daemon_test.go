@@ -100,7 +100,7 @@ func historyPage(token string) (*nexusv1.GetDefinitionFileHistoryResponse, bool)
 			Entries: []*nexusv1.HistoryEntry{{
 				Revision:  "fedcba9876543210fedcba9876543210fedcba98",
 				Author:    "app:planner",
-				Message:   "first",
+				Message:   "first\x1b[2K\rcommit\u202e", // an app's message, hostile
 				Timestamp: timestamppb.New(time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)),
 				Change:    nexusv1.ChangeType_ADDED,
 			}},
@@ -302,7 +302,7 @@ func TestDefinitionHistory(t *testing.T) {
 
 	out = mustRun(t, "", "--workspace", ws, "def", "log", "agents/main.yaml", "--all")
 	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[2]), " ") != "fedcba987654 "+date(2025, 6, 1, 9)+" app:planner added first" {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[2]), " ") != "fedcba987654 "+date(2025, 6, 1, 9)+" app:planner added first\\x1b[2K\\rcommit\\u202e" {
 		t.Fatalf("def log --all printed\n%s", out)
 	}
 	// the columns line up.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
@@ -239,7 +240,7 @@ func (e *env) defLsCommand(app *string) *cobra.Command {
 						if ent.GetType() == nexusv1.EntryType_DIRECTORY {
 							typ, size = "dir", "-"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\n", typ, size, ent.GetPath())
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", typ, size, inert.Line(ent.GetPath()))
 					}
 					return tw.Flush()
 				})
@@ -298,12 +299,13 @@ func (e *env) history(ctx context.Context, c nexusv1.CoreFrameworkClient, req *n
 					fmt.Fprintln(tw, "REVISION\tDATE\tAUTHOR\tCHANGE\tMESSAGE")
 					header = true
 				}
+				// The author and message are an app's words: inert.
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n",
-					shortRevision(ent.GetRevision()),
+					inert.Line(shortRevision(ent.GetRevision())),
 					ent.GetTimestamp().AsTime().Local().Format(time.RFC3339),
-					orDash(ent.GetAuthor()),
+					inert.Line(orDash(ent.GetAuthor())),
 					changeName(ent.GetChange()),
-					firstLine(ent.GetMessage()))
+					inert.Line(firstLine(ent.GetMessage())))
 			}
 		}
 		next := resp.GetNextPageToken()

@@ -17,7 +17,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // mcpCommand is "nexus mcp": the MCP servers of the workspace, their
@@ -79,7 +81,8 @@ func printServers(w io.Writer, servers []*nexusv1.McpServer) error {
 		if state == "ready" {
 			tools = fmt.Sprint(s.GetToolCount())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.GetName(), state, tools, orDash(s.GetTransport()), orDash(s.GetSource()), s.GetRestarts())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", inert.Line(s.GetName()), inert.Line(state), tools, inert.Line(orDash(s.GetTransport())),
+			inert.Line(orDash(s.GetSource())), s.GetRestarts())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -90,7 +93,7 @@ func printServers(w io.Writer, servers []*nexusv1.McpServer) error {
 	for i, s := range servers {
 		out.WriteString(rows[i+1])
 		if msg := strings.TrimSpace(s.GetError()); msg != "" {
-			out.WriteString("    " + strings.ReplaceAll(msg, "\n", "\n    ") + "\n")
+			out.WriteString("    " + strings.ReplaceAll(inert.Text(msg), "\n", "\n    ") + "\n")
 		}
 	}
 	_, err := io.WriteString(w, out.String())
@@ -142,7 +145,7 @@ you have seen it here.`,
 					if s.GetTrusted() {
 						trusted.Servers = append(trusted.Servers, s)
 						if !e.json {
-							fmt.Fprintf(e.stdout, "%s is already approved\n", s.GetName())
+							fmt.Fprintf(e.stdout, "%s is already approved\n", inert.Line(s.GetName()))
 						}
 						continue
 					}
@@ -158,7 +161,7 @@ you have seen it here.`,
 						if resp.GetServer().GetLazy() && state == "disabled" {
 							state = "lazy: it starts at its first call"
 						}
-						fmt.Fprintf(e.stdout, "approved %s (%s)\n", s.GetName(), state)
+						fmt.Fprintf(e.stdout, "approved %s (%s)\n", inert.Line(s.GetName()), inert.Line(state))
 					}
 				}
 				if e.json {
@@ -177,22 +180,26 @@ you have seen it here.`,
 }
 
 // printLaunch shows what a server's entry runs, as the person approves it.
+// Every value is the entry's (a file's) and shown inert: a word of a
+// command with a control character is written as bash's $'…'
+// (policy.ShellWord), any other value escaped (inert.Line), so an entry
+// cannot show one command and pin another.
 func printLaunch(w io.Writer, s *nexusv1.McpServer) error {
 	l := s.GetLaunch()
 	var b strings.Builder
-	fmt.Fprintf(&b, "MCP server %s (%s, %s)\n", s.GetName(), orDash(s.GetSource()), orDash(l.GetTransport()))
+	fmt.Fprintf(&b, "MCP server %s (%s, %s)\n", inert.Line(s.GetName()), inert.Line(orDash(s.GetSource())), inert.Line(orDash(l.GetTransport())))
 	field := func(name, value string) {
 		if name != "" {
 			name += ":"
 		}
-		fmt.Fprintf(&b, "  %-9s %s\n", name, value)
+		fmt.Fprintf(&b, "  %-9s %s\n", name, inert.Line(value))
 	}
 	pairs := func(name string, m map[string]string) {
 		for i, k := range slices.Sorted(maps.Keys(m)) {
 			if i > 0 {
 				name = ""
 			}
-			field(name, k+"="+shellQuote(m[k]))
+			field(name, inert.Line(k)+"="+policy.ShellWord(m[k]))
 		}
 	}
 	if l.GetTransport() == "http" {
@@ -210,7 +217,7 @@ func printLaunch(w io.Writer, s *nexusv1.McpServer) error {
 		field("cwd", l.GetCwd())
 		pairs("env", l.GetEnv())
 		if len(l.GetInheritEnv()) > 0 {
-			field("inherits", strings.Join(l.GetInheritEnv(), " "))
+			field("inherits", commandLine(l.GetInheritEnv()))
 		}
 	}
 	field("pin", s.GetPin())
@@ -218,23 +225,13 @@ func printLaunch(w io.Writer, s *nexusv1.McpServer) error {
 	return err
 }
 
-// commandLine is argv as a shell would read it.
+// commandLine is argv as a shell would read it, inert (policy.ShellWord).
 func commandLine(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		words[i] = shellQuote(a)
+		words[i] = policy.ShellWord(a)
 	}
 	return strings.Join(words, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (e *env) mcpRestartCommand() *cobra.Command {
@@ -317,8 +314,8 @@ ends with the command. --json prints each change as a JSON line.`,
 						tw := newTable(w)
 						fmt.Fprintln(tw, "SERVER\tURI TEMPLATE\tNAME\tMIME TYPE\tDESCRIPTION")
 						for _, r := range resp.GetTemplates() {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.GetServerName(), r.GetUriTemplate(), orDash(r.GetName()),
-								orDash(r.GetMimeType()), firstSentence(r.GetDescription()))
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inert.Line(r.GetServerName()), inert.Line(r.GetUriTemplate()), inert.Line(orDash(r.GetName())),
+								inert.Line(orDash(r.GetMimeType())), inert.Line(firstSentence(r.GetDescription())))
 						}
 						return tw.Flush()
 					})
@@ -333,8 +330,8 @@ ends with the command. --json prints each change as a JSON line.`,
 					tw := newTable(w)
 					fmt.Fprintln(tw, "SERVER\tURI\tNAME\tMIME TYPE\tDESCRIPTION")
 					for _, r := range resp.GetResources() {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.GetServerName(), r.GetUri(), orDash(r.GetName()),
-							orDash(r.GetMimeType()), firstSentence(r.GetDescription()))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inert.Line(r.GetServerName()), inert.Line(r.GetUri()), inert.Line(orDash(r.GetName())),
+							inert.Line(orDash(r.GetMimeType())), inert.Line(firstSentence(r.GetDescription())))
 					}
 					return tw.Flush()
 				})
@@ -384,7 +381,7 @@ func (e *env) watchMcp(ctx context.Context, t nexusv1.ToolManagerClient, server 
 		if c.GetKind() == "resource" {
 			what = c.GetUri() + " updated"
 		}
-		if _, err := fmt.Fprintf(e.stdout, "%s %s %s\n", c.GetTime().AsTime().Local().Format("15:04:05"), c.GetServerName(), what); err != nil {
+		if _, err := fmt.Fprintf(e.stdout, "%s %s %s\n", c.GetTime().AsTime().Local().Format("15:04:05"), inert.Line(c.GetServerName()), inert.Line(what)); err != nil {
 			return err
 		}
 	}
@@ -419,7 +416,7 @@ func (e *env) printContents(contentsJSON string) error {
 				path = filepath.Join(ws, path)
 			}
 		}
-		if _, err := fmt.Fprintf(e.stdout, "%s: %d bytes of %s written to %s\n", c.URI, c.Bytes, orDash(c.MIMEType), path); err != nil {
+		if _, err := fmt.Fprintf(e.stdout, "%s: %d bytes of %s written to %s\n", inert.Line(c.URI), c.Bytes, inert.Line(orDash(c.MIMEType)), inert.Line(path)); err != nil {
 			return err
 		}
 	}
@@ -472,8 +469,8 @@ messages, one "role: text" a message. --json prints the whole result.`,
 					tw := newTable(w)
 					fmt.Fprintln(tw, "SERVER\tNAME\tARGUMENTS\tDESCRIPTION")
 					for _, p := range resp.GetPrompts() {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.GetServerName(), p.GetName(), promptArgNames(p.GetArgumentsJson()),
-							firstSentence(p.GetDescription()))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", inert.Line(p.GetServerName()), inert.Line(p.GetName()), inert.Line(promptArgNames(p.GetArgumentsJson())),
+							inert.Line(firstSentence(p.GetDescription())))
 					}
 					return tw.Flush()
 				})
@@ -541,7 +538,7 @@ func printPrompt(w io.Writer, resultJSON string) error {
 		return fmt.Errorf("the daemon sent a prompt that is not JSON: %w", err)
 	}
 	for _, m := range res.Messages {
-		if _, err := fmt.Fprintf(w, "%s: %s\n", m.Role, contentText(m.Content)); err != nil {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", inert.Line(m.Role), inert.Text(contentText(m.Content))); err != nil {
 			return err
 		}
 	}

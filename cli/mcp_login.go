@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // Signing in to the MCP servers that ask for it (OAuth).
@@ -70,7 +72,7 @@ func (e *env) openAuthorizationURL(ev *nexusv1.LoginMcpServerEvent, u string) er
 		if err := e.printJSON(ev); err != nil {
 			return err
 		}
-	} else if _, err := fmt.Fprintf(e.stdout, "open: %s\n", u); err != nil {
+	} else if _, err := fmt.Fprintf(e.stdout, "open: %s\n", inert.Line(u)); err != nil {
 		return err
 	}
 	browser := os.Getenv("BROWSER")
@@ -119,7 +121,7 @@ func (e *env) mcpLogoutCommand() *cobra.Command {
 	}
 }
 
-// describeState is a server's state as the person reads it.
+// describeState is a server's state as the person reads it, inert.
 func describeState(s *nexusv1.McpServer) string {
 	state := s.GetState()
 	switch {
@@ -128,9 +130,9 @@ func describeState(s *nexusv1.McpServer) string {
 	case state == "ready":
 		return fmt.Sprintf("ready, %d tools", s.GetToolCount())
 	case s.GetError() != "":
-		return state + ": " + s.GetError()
+		return inert.Line(state + ": " + s.GetError())
 	}
-	return state
+	return inert.Line(state)
 }
 
 // oauthLine is the oauth block of an entry as printLaunch shows it: its
@@ -139,7 +141,7 @@ func oauthLine(o *nexusv1.McpOAuth) string {
 	var parts []string
 	add := func(k, v string) {
 		if v != "" {
-			parts = append(parts, k+"="+shellQuote(v))
+			parts = append(parts, k+"="+policy.ShellWord(v))
 		}
 	}
 	add("grant", o.GetGrant())

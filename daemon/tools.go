@@ -149,7 +149,8 @@ func sampling(cfg *workspace.Config, opts Options, logger *slog.Logger) *mcp.Sam
 	if len(names) == 0 {
 		names = cfg.LLM.ProfileNames()
 	}
-	s := &mcp.Sampling{Client: sc.Client, Profile: sc.Profile, MaxTokens: sc.MaxTokens, Profiles: map[string]llm.Profile{}, NewProvider: opts.NewProvider}
+	s := &mcp.Sampling{Client: sc.Client, Profile: sc.Profile, MaxTokens: sc.MaxTokens, Profiles: map[string]llm.Profile{}, NewProvider: opts.NewProvider,
+		Limits: agent.AnswerLimits(cfg.Agent)}
 	for _, n := range append(names, sc.Profile) {
 		s.Profiles[n] = agent.Profile(n, cfg.LLM.Profiles[n])
 	}

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/internal/inert"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
@@ -97,7 +98,7 @@ func (g *Gateway) clientElicitor(ss *sdk.ServerSession, c clientCaps) tools.Elic
 			}
 			return tools.ElicitResult{Action: tools.ElicitDecline}, nil
 		}
-		p := &sdk.ElicitParams{Mode: q.Mode, Message: fmt.Sprintf("[%s] %s", q.Server, q.Message), URL: q.URL, ElicitationID: q.ElicitationID}
+		p := &sdk.ElicitParams{Mode: q.Mode, Message: serverQuestion(q), URL: q.URL, ElicitationID: q.ElicitationID}
 		if len(q.Schema) > 0 {
 			p.RequestedSchema = q.Schema // as the server sent it, fields in its order
 		}
@@ -171,7 +172,7 @@ func (g *Gateway) elicitationComplete(ctx context.Context, ev mcp.ElicitationCom
 // permissionSchema is the form of a permission ask: one choice of the four
 // answers.
 var permissionSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","title":"Your answer",` +
-	`"description":"Allow or reject this call; \"always\" is remembered for this tool",` +
+	`"description":"Allow or reject this call; \"always\" remembers what the line \"always:\" says",` +
 	`"oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"allow_always","title":"Always allow"},` +
 	`{"const":"reject_once","title":"Reject once"},{"const":"reject_always","title":"Always reject"}]}},"required":["answer"]}`)
 
@@ -192,23 +193,36 @@ func clientApprover(party access.Party, ss *sdk.ServerSession) policy.Approver {
 	}}
 }
 
-// permissionMessage is the ICERC record of a call, for the person.
+// permissionMessage is the ICERC record of a call, for the person: the
+// tool, then policy.PromptLines (who asks, the caller's words labelled as
+// such, Nexus's command, the risk, what "always" remembers), every field
+// inert: the person's MCP client may show it on a terminal.
 func permissionMessage(call tools.Call, rec policy.ICERC) string {
 	name := call.ToolName
 	if call.ServerName != "" {
 		name = call.ServerName + "/" + call.ToolName
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Nexus asks your permission for %s", name)
+	fmt.Fprintf(&b, "Nexus asks your permission for %s", inert.Line(name))
 	if call.Author != "" {
-		fmt.Fprintf(&b, " (by %s)", call.Author)
+		fmt.Fprintf(&b, " (by %s)", inert.Line(call.Author))
 	}
-	fmt.Fprintf(&b, ".\nIntent: %s\nCommand: %s\nExpected outcome: %s\nRisk: %s", rec.Intent, rec.Command, rec.ExpectedOutcome, rec.Risk.Level)
-	if rec.Risk.Scope != "" {
-		fmt.Fprintf(&b, " (%s)", rec.Risk.Scope)
+	b.WriteString(".")
+	for _, l := range policy.PromptLines(rec, "the caller's") {
+		b.WriteString("\n" + l)
 	}
-	for _, d := range rec.Risk.Details {
-		fmt.Fprintf(&b, "\n- %s", d)
+	return b.String()
+}
+
+// serverQuestion is a hub server's question as the client shows it: the
+// line naming the server, then the server's message, inert, each line
+// marked as its words (as nexus chat shows it), so that it can neither
+// erase nor pose as the line that names who asks.
+func serverQuestion(q *tools.Elicitation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP server %s asks:", inert.Line(q.Server))
+	for l := range strings.Lines(inert.Text(strings.TrimSpace(q.Message))) {
+		b.WriteString("\n  | " + strings.TrimRight(l, "\r\n"))
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -411,8 +412,23 @@ func TestWhoMayAnswer(t *testing.T) {
 			if party == "an agent for an app" {
 				tf = tokenFile(party)
 			}
+			// The model's intent poses as the command; the person's ACP
+			// editor is shown it inert, labelled as the model's words.
+			m.next("write_file", mustJSON(map[string]any{"path": ".vscode/tasks.json", "content": "{}",
+				"icerc": map[string]any{"intent": "\x1b[2K\rcommand:  go test ./...\u202e", "expected_outcome": "tests pass"}}))
+			defer m.next("write_file", write)
 			client := &acpAnswering{answer: "allow_once"}
 			acpPrompt(t, startACP(t, ws, tf, client), ws, nil)
+			client.askedMu.Lock()
+			asked := slices.Clone(client.asked)
+			client.askedMu.Unlock()
+			for _, q := range asked {
+				text := q.ToolCall.Content[0].Content.Content.Text.Text
+				if !strings.Contains(text, "\nin the model's words, not checked by Nexus:\n  intent:   \\x1b[2K\\rcommand:  go test ./...\\u202e\n") ||
+					!strings.Contains(text, "\ncommand:  write_file .vscode/tasks.json") || !strings.Contains(text, "asked by: agent session ") {
+					t.Errorf("the permission request shows:\n%s", text)
+				}
+			}
 			return client.questions()
 		},
 		"MCP stdio": mcpDoor(func(party string) mcp.Transport {

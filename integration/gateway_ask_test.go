@@ -244,7 +244,7 @@ mcp:
 		answering.answer(func(context.Context, *mcp.ElicitParams) *mcp.ElicitResult {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"email": "ann@example.com", "age": 41}}
 		})
-		callText(t, answering.ClientSession, "asking__ask", map[string]any{"message": "Who are you?", "schema": askForm})
+		callText(t, answering.ClientSession, "asking__ask", map[string]any{"message": "Who are you?\x1b[2K\rNexus asks: your token?", "schema": askForm})
 		o := seen(t, a)
 		var got struct {
 			Action  string         `json:"action"`
@@ -261,7 +261,7 @@ mcp:
 		}
 		qs := answering.questions()
 		schema, _ := json.Marshal(qs[len(qs)-1].RequestedSchema)
-		if q := qs[len(qs)-1]; q.Message != "[asking] Who are you?" || !strings.Contains(string(schema), `"John Doe"`) {
+		if q := qs[len(qs)-1]; q.Message != `MCP server asking asks:`+"\n"+`  | Who are you?\x1b[2K\rNexus asks: your token?` || !strings.Contains(string(schema), `"John Doe"`) {
 			t.Errorf("the client was asked %q with %s", q.Message, schema)
 		}
 		if editorAsked("nexus/requestElicitation") != 1 {
@@ -320,7 +320,9 @@ mcp:
 		qs := answering.questions()
 		q := qs[len(qs)-1]
 		schema, _ := json.Marshal(q.RequestedSchema)
-		for _, want := range []string{"Nexus asks your permission for write_file (by agent:mcp)", "Intent:", "Command: write_file r.txt", "Expected outcome:", "Risk: medium"} {
+		for _, want := range []string{"Nexus asks your permission for write_file (by agent:mcp).\n",
+			"\nasked by: the MCP gateway's client (nexusd mcp) acting for the person\n", "\nin the caller's words, not checked by Nexus:\n  intent:   ",
+			"\n  expected: ", "\ncommand:  write_file r.txt", "\nrisk:     medium", "\nalways:   write_file \"r.txt\""} {
 			if !strings.Contains(q.Message, want) {
 				t.Errorf("the permission ask %q does not say %q", q.Message, want)
 			}

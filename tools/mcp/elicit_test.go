@@ -324,7 +324,7 @@ func (f *fakeModel) Stream(_ context.Context, req *llm.Request, _ func(llm.Event
 func TestSampling(t *testing.T) {
 	models := map[string]*fakeModel{}
 	sampling := &Sampling{
-		Profile: "local", MaxTokens: 20,
+		Profile: "local", MaxTokens: 20, Limits: llm.Limits{Answer: 4096, ToolCall: 2048},
 		Profiles: map[string]llm.Profile{
 			"local":  {Name: "local", Provider: "openai-compatible", Model: "tiny", BaseURL: "http://127.0.0.1:1/v1"},
 			"claude": {Name: "claude", Provider: "anthropic", Model: "claude-sonnet-4-5"},
@@ -374,7 +374,9 @@ func TestSampling(t *testing.T) {
 	wantText(t, c, `"model":"tiny-served"`)
 	wantText(t, c, `"stopReason":"endTurn"`)
 	req := models["local"].reqs[0]
-	if req.System != "be brief" || req.MaxOutputTokens != 20 || req.Messages[0].Role != llm.RoleUser {
+	// The answer is bounded as an agent's is (agent.maxAnswerSize and
+	// agent.maxToolCallSize).
+	if req.System != "be brief" || req.MaxOutputTokens != 20 || req.Messages[0].Role != llm.RoleUser || req.Limits != sampling.Limits {
 		t.Fatalf("model request %+v", req)
 	}
 	// The sampling was a tool call of asking/mcp_sampling, by mcp:asking,

@@ -54,6 +54,11 @@ type Sampling struct {
 	MaxTokens int
 	// NewProvider makes the adapter of a profile (llm.New).
 	NewProvider func(llm.Profile) (llm.Provider, error)
+	// Limits bound the model's answer, as they bound an agent's
+	// (agent.maxAnswerSize and agent.maxToolCallSize): over them the
+	// request ends with an error that names the setting, and the server
+	// gets that error.
+	Limits llm.Limits
 }
 
 // samplingRejected is the error code of a sampling request the person
@@ -187,6 +192,7 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
+	lreq.Limits = c.Limits
 	rawArgs, err := json.Marshal(args)
 	if err != nil {
 		return nil, err

@@ -94,12 +94,12 @@ func renderArgs(req Request) string {
 		case "write_file":
 			var a struct{ Path, Content string }
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				return fmt.Sprintf("write_file %s (%d bytes)", quoteWord(a.Path), len(a.Content))
+				return fmt.Sprintf("write_file %s (%d bytes)", ShellWord(a.Path), len(a.Content))
 			}
 		case "edit_file":
 			var a struct{ Path, OldText, NewText string }
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				return fmt.Sprintf("edit_file %s (replace %d bytes with %d bytes)", quoteWord(a.Path), len(a.OldText), len(a.NewText))
+				return fmt.Sprintf("edit_file %s (replace %d bytes with %d bytes)", ShellWord(a.Path), len(a.OldText), len(a.NewText))
 			}
 		case "read_file":
 			var a struct {
@@ -107,7 +107,7 @@ func renderArgs(req Request) string {
 				StartLine, EndLine *int
 			}
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				s := "read_file " + quoteWord(a.Path)
+				s := "read_file " + ShellWord(a.Path)
 				switch {
 				case a.StartLine != nil && a.EndLine != nil:
 					s += fmt.Sprintf(" lines %d-%d", *a.StartLine, *a.EndLine)
@@ -124,7 +124,7 @@ func renderArgs(req Request) string {
 				Recursive bool
 			}
 			if json.Unmarshal(req.Args, &a) == nil && a.Path != "" {
-				s := "list_directory " + quoteWord(a.Path)
+				s := "list_directory " + ShellWord(a.Path)
 				if a.Recursive {
 					s += " (recursive)"
 				}
@@ -157,7 +157,7 @@ func renderCommand(raw json.RawMessage) (s string, ok bool) {
 	}
 	q := make([]string, len(a.Argv))
 	for i, w := range a.Argv {
-		q[i] = quoteWord(w)
+		q[i] = ShellWord(w)
 	}
 	return strings.Join(q, " "), len(q) > 0
 }
@@ -165,7 +165,7 @@ func renderCommand(raw json.RawMessage) (s string, ok bool) {
 // quoteWord quotes a word for the shell as the person should read it: a
 // word with a character that package inert escapes (a line break
 // included) is quoted as bash's $'…', which names each such character.
-func quoteWord(w string) string {
+func ShellWord(w string) string {
 	if inert.Clean(w, false) {
 		return shellQuote(w)
 	}

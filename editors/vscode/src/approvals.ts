@@ -18,8 +18,9 @@ import {
   rememberedTooltip,
 } from './approvalsModel';
 import type { Daemon, Daemons } from './daemon';
-import { type Question, questionTitle, type Questions } from './elicitationModel';
+import { type Question, questionText, questionTitle, type Questions } from './elicitationModel';
 import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
+import { inertLine, noLinks } from './inert';
 import { type Approval, call, isMethodNotFound, Methods, type PermissionAnswer, type PermissionParams, Requests } from './protocol';
 
 /** A row of Pending Approvals: a permission request, or an MCP server's question. */
@@ -169,12 +170,15 @@ export class ApprovalsView implements vscode.TreeDataProvider<Waiting>, vscode.D
     return item;
   }
 
+  /** questionItem is an MCP server's question: what the server wrote (its
+   * name, message and address) is shown inert. */
   private questionItem(q: Question): vscode.TreeItem {
-    const item = new vscode.TreeItem(`${q.params.server} asks`, vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(`${inertLine(q.params.server)} asks`, vscode.TreeItemCollapsibleState.None);
     item.id = `question:${q.id}`;
     const folder = this.daemons.multi ? this.daemons.get(q.source ?? '')?.name : undefined;
-    item.description = folder ? `${folder} · ${q.params.message}` : q.params.message;
-    item.tooltip = `${questionTitle(q.params)}\n\n${q.params.message}${q.params.mode === 'url' ? `\n\n${q.params.url ?? ''}` : ''}`;
+    const { message } = questionText(q.params);
+    item.description = folder ? `${folder} · ${inertLine(q.params.message)}` : inertLine(q.params.message);
+    item.tooltip = `${questionTitle(q.params)}\n\n${message}${q.params.mode === 'url' ? `\n\n${inertLine(q.params.url)}` : ''}`;
     item.iconPath = new vscode.ThemeIcon('comment-discussion');
     item.contextValue = 'question';
     item.command = { command: 'nexus.openQuestion', title: 'Answer', arguments: [q.id] };
@@ -262,7 +266,7 @@ export class RememberedView implements vscode.TreeDataProvider<RememberedNode>, 
     try {
       const r = await call(client, Methods.approvalsRevoke, { appId: a.appId, toolName: a.toolName, serverName: a.serverName });
       if (!r.revoked) {
-        void vscode.window.showInformationMessage(`Nexus: ${rememberedLabel(a)} was not remembered any more.`);
+        void vscode.window.showInformationMessage(`Nexus: ${noLinks(rememberedLabel(a))} was not remembered any more.`);
       }
     } catch (err) {
       void vscode.window.showErrorMessage(

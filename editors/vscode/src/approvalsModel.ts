@@ -125,27 +125,29 @@ export class PendingApprovals extends WaitingQueue<PermissionParams, PermissionA
 }
 
 /** rememberedLabel, rememberedDescription and rememberedTooltip show one
- * remembered answer: what it covers, for whom, and whether it is broad. */
+ * remembered answer: what it covers, for whom, and whether it is broad.
+ * The names in it are a server's, an app's or a file's: inert. */
 export function rememberedLabel(a: Approval): string {
-  return a.serverName ? `${a.serverName}/${a.toolName}` : a.toolName;
+  return inertLine(a.serverName ? `${a.serverName}/${a.toolName}` : a.toolName);
 }
 
 export function rememberedDescription(a: Approval): string {
   return [
     a.decision === 'allow' ? 'always allow' : 'always reject',
-    a.appId ? `app:${a.appId}` : 'you and your agents',
+    a.appId ? `app:${inertLine(a.appId)}` : 'you and your agents',
     ...(a.broad ? ['BROAD: every call of the tool'] : []),
   ].join(' · ');
 }
 
 export function rememberedTooltip(a: Approval): string {
-  const who = a.appId ? `app "${a.appId}" and its agent sessions` : 'you and every agent session acting for you';
-  const lines = [`${a.decision === 'allow' ? 'Always allow' : 'Always reject'}: ${a.covers ?? rememberedLabel(a)}`, `For ${who}, since ${a.time}`];
+  const who = a.appId ? `app "${inertLine(a.appId)}" and its agent sessions` : 'you and every agent session acting for you';
+  const covers = a.covers === undefined ? rememberedLabel(a) : inertLine(a.covers);
+  const lines = [`${a.decision === 'allow' ? 'Always allow' : 'Always reject'}: ${covers}`, `For ${who}, since ${inertLine(a.time)}`];
   if (a.broad) {
     lines.push('Broad: remembered before answers had scopes, it covers every command or path of the tool. Revoke it to be asked again.');
   }
   if (a.definitionHash) {
-    lines.push(`Definition ${a.definitionHash}`);
+    lines.push(`Definition ${inertLine(a.definitionHash)}`);
   }
   return lines.join('\n');
 }

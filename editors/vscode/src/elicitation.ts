@@ -9,8 +9,9 @@
 import * as vscode from 'vscode';
 import type { CancellationToken, LanguageClient } from 'vscode-languageclient/node';
 import type { Daemon, Daemons } from './daemon';
-import { contentOf, type Field, fieldsOf, type FormValue, type Question, questionTitle, Questions, safeURL } from './elicitationModel';
+import { contentOf, type Field, fieldsOf, type FormValue, type Question, questionText, questionTitle, Questions, safeURL } from './elicitationModel';
 import { inFolder } from './folders';
+import { inertLine } from './inert';
 import { type ElicitationParams, type ElicitationResult, Requests } from './protocol';
 import { pageHTML, pageOptions } from './webview';
 
@@ -70,7 +71,7 @@ export class ElicitationView implements vscode.Disposable {
   private async open(id?: number): Promise<void> {
     let q = id === undefined ? undefined : this.questions.get(id);
     if (!q) {
-      const items = this.questions.list().map((x) => ({ label: questionTitle(x.params), description: x.params.message, x }));
+      const items = this.questions.list().map((x) => ({ label: questionTitle(x.params), description: inertLine(x.params.message), x }));
       if (items.length === 0) {
         void vscode.window.showInformationMessage('Nexus: no question is waiting.');
         return;
@@ -88,7 +89,7 @@ export class ElicitationView implements vscode.Disposable {
       existing.reveal(undefined, !focus);
       return;
     }
-    const panel = vscode.window.createWebviewPanel('nexus.elicitation', `MCP: ${q.params.server} asks`, { viewColumn: vscode.ViewColumn.Active, preserveFocus: false }, {
+    const panel = vscode.window.createWebviewPanel('nexus.elicitation', `MCP: ${inertLine(q.params.server)} asks`, { viewColumn: vscode.ViewColumn.Active, preserveFocus: false }, {
       ...pageOptions(this.extensionUri),
       retainContextWhenHidden: true,
     });
@@ -143,17 +144,17 @@ export class ElicitationView implements vscode.Disposable {
     const p = q.params;
     const d = q.source ? this.daemons.get(q.source) : undefined;
     const title = d ? inFolder(this.daemons, d, questionTitle(p)) : questionTitle(p);
-    const call = p.toolCall ? `During the call ${p.toolCall.toolCallId}${p.toolCall.title ? ` (${p.toolCall.title})` : ''}.` : 'The call it belongs to is not known.';
+    const { message, call } = questionText(p);
     if (p.mode === 'url') {
       const url = safeURL(p.url);
       return {
-        type: 'show', mode: 'url', title, call, message: p.message, url: p.url ?? '', host: url?.host,
+        type: 'show', mode: 'url', title, call, message, url: inertLine(p.url), host: url?.host,
         note: url
           ? 'Nothing is opened until you click Open; your browser then shows the page, outside VS Code. Decline if you do not expect this.'
           : 'This address cannot be opened (only http and https addresses are).',
       };
     }
-    return { type: 'show', mode: 'form', title, call, message: p.message, fields };
+    return { type: 'show', mode: 'form', title, call, message, fields };
   }
 
   dispose(): void {

@@ -3,10 +3,14 @@
 // typed checked and turned into the answer's content, and the questions
 // waiting for their answer. elicitation.ts shows them.
 
+import { inertLine, inertText } from './inert';
 import type { ElicitationField, ElicitationParams, ElicitationResult, ElicitationSchema } from './protocol';
 import { type Waiting, WaitingQueue } from './waiting';
 
-/** A field of a form, as the webview draws it. */
+/** A field of a form, as the webview draws it. What the server wrote and
+ * the form shows (label, description, the options' labels) is inert; the
+ * name and the options' values, which the answer carries, are the
+ * server's. */
 export interface Field {
   name: string;
   label: string;
@@ -45,10 +49,10 @@ export function fieldsOf(schema: ElicitationSchema | undefined): Field[] {
 const inputOfFormat: Record<string, string> = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' };
 
 function fieldOf(name: string, p: ElicitationField, required: boolean): Field | undefined {
-  const f: Field = { name, label: p.title || name, description: p.description, kind: 'string', required };
-  const titled = (list?: { const: string; title?: string }[]) => (list ?? []).map((o) => ({ value: o.const, label: o.title || o.const }));
+  const f: Field = { name, label: inertLine(p.title || name), description: p.description === undefined ? undefined : inertText(p.description), kind: 'string', required };
+  const titled = (list?: { const: string; title?: string }[]) => (list ?? []).map((o) => ({ value: o.const, label: inertLine(o.title || o.const) }));
   if (p.type === 'array') {
-    const options = p.items?.enum?.map((v) => ({ value: v, label: v })) ?? titled(p.items?.anyOf);
+    const options = p.items?.enum?.map((v) => ({ value: v, label: inertLine(v) })) ?? titled(p.items?.anyOf);
     if (options.length === 0) {
       return undefined;
     }
@@ -59,7 +63,7 @@ function fieldOf(name: string, p: ElicitationField, required: boolean): Field | 
     return f;
   }
   if (p.enum || p.oneOf || p.anyOf) {
-    const options = p.enum ? p.enum.map((v, i) => ({ value: v, label: p.enumNames?.[i] || v })) : titled(p.oneOf ?? p.anyOf);
+    const options = p.enum ? p.enum.map((v, i) => ({ value: v, label: inertLine(p.enumNames?.[i] || v) })) : titled(p.oneOf ?? p.anyOf);
     Object.assign(f, { kind: 'choice', options });
     if (typeof p.default === 'string') {
       f.default = p.default;
@@ -203,10 +207,21 @@ export function safeURL(s: string | undefined): URL | undefined {
   }
 }
 
-/** questionTitle is a question's one line: the server, and the call. */
+/** questionTitle is a question's one line: the server, and the call;
+ * inert. */
 export function questionTitle(p: ElicitationParams): string {
-  const call = p.toolCall ? ` (${p.toolCall.serverName ? `${p.toolCall.serverName}/` : ''}${p.toolCall.toolName}, by ${p.toolCall.author || 'someone'})` : '';
-  return `MCP server "${p.server}" asks${call}`;
+  const call = p.toolCall ? ` (${inertLine(`${p.toolCall.serverName ? `${p.toolCall.serverName}/` : ''}${p.toolCall.toolName}`)}, by ${inertLine(p.toolCall.author || 'someone')})` : '';
+  return `MCP server "${inertLine(p.server)}" asks${call}`;
+}
+
+/** questionText is what a question shows of the server's words: its
+ * message, inert, and the call it belongs to (its title is a model's or a
+ * server's words, inert too). */
+export function questionText(p: ElicitationParams): { message: string; call: string } {
+  const call = p.toolCall
+    ? `During the call ${inertLine(p.toolCall.toolCallId)}${p.toolCall.title ? ` (${inertLine(p.toolCall.title)})` : ''}.`
+    : 'The call it belongs to is not known.';
+  return { message: inertText(p.message), call };
 }
 
 /** A question waiting for its answer. */

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { groupOf } from '../src/activityModel';
-import { contentOf, fieldsOf, Questions, safeURL } from '../src/elicitationModel';
+import { contentOf, fieldsOf, questionText, questionTitle, Questions, safeURL } from '../src/elicitationModel';
 import { call, type ElicitationParams, type ElicitationSchema, type McpServer, Methods, Notifications, Requests } from '../src/protocol';
 import { Daemon, makeWorkspace, waitFor } from './nexusd';
 
@@ -45,6 +45,31 @@ test('elicitation: the fields of a requested schema, in its order, with their de
   assert.deepEqual(by.colour.options?.map((o) => o.label), ['Red', 'Green']);
   assert.deepEqual(by.tags.default, ['b']);
   assert.equal(by.verified.default, true);
+});
+
+test('elicitation: what the server wrote is shown inert; the answer keeps its values', () => {
+  const [f, g] = fieldsOf({
+    type: 'object',
+    properties: {
+      token: { type: 'string', title: 'Nexus\u202e token', description: 'paste it\r\x1b[2Khere' },
+      pick: { type: 'string', enum: ['a\x1b[8m'], enumNames: ['A\u2066'] },
+    },
+  });
+  assert.equal(f.label, 'Nexus\\u202e token');
+  assert.equal(f.description, 'paste it\\r\\x1b[2Khere');
+  assert.deepEqual(g.options, [{ value: 'a\x1b[8m', label: 'A\\u2066' }]);
+  const p: ElicitationParams = {
+    requestId: 'q1',
+    server: 'evil\x1b]0;x\x07',
+    mode: 'form',
+    message: 'line one\r\x1b[1ANexus asks for your token\u202e\nline two',
+    toolCall: { toolCallId: 'c\u202e1', toolName: 'ask', serverName: 'evil', author: 'app:x\r', title: 'T\x1b[2K' } as ElicitationParams['toolCall'],
+  };
+  assert.equal(questionTitle(p), 'MCP server "evil\\x1b]0;x\\x07" asks (evil/ask, by app:x\\r)');
+  assert.deepEqual(questionText(p), {
+    message: 'line one\\r\\x1b[1ANexus asks for your token\\u202e\nline two',
+    call: 'During the call c\\u202e1 (T\\x1b[2K).',
+  });
 });
 
 test('elicitation: what the person typed is checked before it is sent', () => {

@@ -189,6 +189,13 @@ test('lifecycle: an invalid config and a locked workspace are recognised from st
   assert.equal(classifyStderr('panic: something else'), undefined);
 });
 
+test('approvals: a remembered answer shows its names inert', () => {
+  const a = { appId: 'al\u202epha', toolName: 'x\x1b[2K', serverName: 'srv\r', decision: 'allow', definitionHash: 'h\x07', time: 't', covers: 'x "a\u2066b"' } as const;
+  assert.equal(rememberedLabel(a), 'srv\\r/x\\x1b[2K');
+  assert.equal(rememberedDescription(a), 'always allow · app:al\\u202epha');
+  assert.equal(rememberedTooltip(a), 'Always allow: x "a\\u2066b"\nFor app "al\\u202epha" and its agent sessions, since t\nDefinition h\\x07');
+});
+
 test('lifecycle: restart budget and status text', () => {
   const b = new RestartBudget(5, 180_000, 100);
   const t0 = 1_000_000;
