@@ -35,7 +35,8 @@ type HTTPOptions struct {
 	SessionIdleTimeout time.Duration
 	// MaxSessionsPerToken bounds the sessions that one token (one party)
 	// holds open at once (mcp.http.maxSessionsPerToken; default
-	// DefaultMaxSessionsPerToken): the next is refused with 429.
+	// DefaultMaxSessionsPerToken): a new one closes the token's least
+	// recently used session.
 	MaxSessionsPerToken int
 }
 
@@ -52,8 +53,8 @@ const (
 // it: a request of another token for it gets 403. A session that sends no
 // request for SessionIdleTimeout is closed (its next request gets 404, and
 // the client starts a new session); a token that holds
-// MaxSessionsPerToken sessions open is refused a new one with 429 until
-// it closes one (DELETE) or one expires.
+// MaxSessionsPerToken sessions open and opens one more loses its least
+// recently used one (404 next, as an expired one).
 func (g *Gateway) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
@@ -99,59 +100,98 @@ func partyOf(r *http.Request) (access.Party, bool) {
 	return party, ok
 }
 
-// capSessions refuses a request that would open a session (a POST without
-// Mcp-Session-Id) when its party already holds opts.MaxSessionsPerToken:
-// those open, and those being opened, count. The oldest are not closed to
-// make room: a session goes when its client closes it or it sits idle.
+// capSessions keeps a party at opts.MaxSessionsPerToken sessions: a
+// request that would open one more (a POST without Mcp-Session-Id) first
+// closes the party's least recently used session, whose next request then
+// gets 404, and its client starts a new session, as the protocol says. A
+// party can only close its own sessions this way. Sessions being opened
+// count too: when they alone fill the cap, the request is refused with 429.
 func (g *Gateway) capSessions(next http.Handler, opts HTTPOptions) http.Handler {
 	var mu sync.Mutex
-	opening := map[string]int{} // by party key
+	opening := map[string]int{}                  // by party key
+	lastUse := map[string]map[string]time.Time{} // by party key, then session id
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		party, ok := partyOf(r)
-		if !ok || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
 		key := party.String()
-		mu.Lock()
-		n := g.httpSessions(key) + opening[key]
-		if n >= opts.MaxSessionsPerToken {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			mu.Lock()
+			if uses := lastUse[key]; uses != nil {
+				if _, known := uses[id]; known {
+					uses[id] = time.Now()
+				}
+			}
 			mu.Unlock()
-			http.Error(w, fmt.Sprintf("Too Many Requests: this token holds %d open MCP sessions, the most it may (mcp.http.maxSessionsPerToken = %d); "+
-				"close one (DELETE with its Mcp-Session-Id) or let one sit idle for %v (mcp.http.sessionIdleTimeout)",
-				n, opts.MaxSessionsPerToken, opts.SessionIdleTimeout), http.StatusTooManyRequests)
+			next.ServeHTTP(w, r)
 			return
+		}
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		live := g.httpSessions(key)
+		uses := map[string]time.Time{}
+		for _, s := range live {
+			uses[s.ID()] = lastUse[key][s.ID()] // unknown: the zero time, the oldest
+		}
+		lastUse[key] = uses
+		if opening[key] >= opts.MaxSessionsPerToken {
+			n := opening[key]
+			mu.Unlock()
+			http.Error(w, fmt.Sprintf("Too Many Requests: this token is opening %d MCP sessions at once, the most it may hold (mcp.http.maxSessionsPerToken = %d)",
+				n, opts.MaxSessionsPerToken), http.StatusTooManyRequests)
+			return
+		}
+		var evict []*sdk.ServerSession
+		for len(live)-len(evict)+opening[key] >= opts.MaxSessionsPerToken {
+			oldest := -1
+			for i, s := range live {
+				if !slices.Contains(evict, s) && (oldest < 0 || uses[s.ID()].Before(uses[live[oldest].ID()])) {
+					oldest = i
+				}
+			}
+			evict = append(evict, live[oldest])
+			delete(uses, live[oldest].ID())
 		}
 		opening[key]++
 		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			if opening[key]--; opening[key] == 0 {
-				delete(opening, key)
-			}
-			mu.Unlock()
-		}()
+		for _, s := range evict {
+			g.logger.Info("MCP gateway: closed the least recently used HTTP session to make room", "party", key, "session", s.ID(),
+				"limit", "mcp.http.maxSessionsPerToken", "max", opts.MaxSessionsPerToken)
+			s.Close()
+		}
 		next.ServeHTTP(w, r)
+		mu.Lock()
+		if opening[key]--; opening[key] == 0 {
+			delete(opening, key)
+		}
+		if id := w.Header().Get("Mcp-Session-Id"); id != "" && lastUse[key] != nil {
+			lastUse[key][id] = time.Now()
+		}
+		mu.Unlock()
 	})
 }
 
-// httpSessions counts the open Streamable HTTP sessions of the party of
-// key: those of its server that have a session id (a stdio session has
-// none).
-func (g *Gateway) httpSessions(key string) int {
+// httpSessions are the open Streamable HTTP sessions of the party of key:
+// those of its server that have a session id (a stdio session has none).
+func (g *Gateway) httpSessions(key string) []*sdk.ServerSession {
 	g.mu.Lock()
 	ps, ok := g.servers[key]
 	g.mu.Unlock()
 	if !ok {
-		return 0
+		return nil
 	}
-	n := 0
+	var live []*sdk.ServerSession
 	for s := range ps.server.Sessions() {
 		if s.ID() != "" {
-			n++
+			live = append(live, s)
 		}
 	}
-	return n
+	return live
 }
 
 // loopbackHost reports whether host (no port) names this machine's

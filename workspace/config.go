@@ -196,8 +196,8 @@ type MCPHTTPConfig struct {
 	// long (default 30m, at most 24h); its client starts a new one.
 	SessionIdleTimeout Duration `yaml:"sessionIdleTimeout"`
 	// MaxSessionsPerToken bounds the sessions one token holds open at once
-	// (default 16, 1 to 10000): one more is refused with 429 until one is
-	// closed or expires.
+	// (default 16, 1 to 10000): one more closes the token's least recently
+	// used session.
 	MaxSessionsPerToken int `yaml:"maxSessionsPerToken"`
 }
 
