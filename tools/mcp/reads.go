@@ -35,24 +35,6 @@ type Reader struct {
 // As returns the hub as party sees it: its reads are party's calls.
 func (h *Hub) As(party access.Party) Reader { return Reader{h: h, party: party} }
 
-// readDefinition is the tool of a read of server: policy.ResourceTool or
-// policy.PromptTool. Its description is the same for every read of the
-// server, so that a remembered answer covers them all.
-func readDefinition(server, tool string) tools.Definition {
-	d := tools.Definition{Name: tool, ServerName: server, Kind: tools.KindRead, Risk: tools.RiskLow}
-	switch tool {
-	case policy.ResourceTool:
-		d.Title = "Resource of " + server
-		d.Description = fmt.Sprintf("reads a resource of MCP server %q (resources/read)", server)
-		d.InputSchema = policy.ResourceSchema
-	default:
-		d.Title = "Prompt of " + server
-		d.Description = fmt.Sprintf("gets a prompt of MCP server %q (prompts/get)", server)
-		d.InputSchema = policy.PromptSchema
-	}
-	return d
-}
-
 // Readable reports whether the party may read what server holds of tool
 // (policy.ResourceTool: its resources; policy.PromptTool: its prompts):
 // nil, unless the policy refuses such a read outright.
@@ -60,7 +42,7 @@ func (r Reader) Readable(ctx context.Context, server, tool string) error {
 	if r.h.opts.Tools == nil {
 		return tools.Errorf(tools.CodePermissionDenied, "no tool manager decides who may read MCP server %q", server)
 	}
-	return r.h.opts.Tools.Permitted(ctx, r.party, readDefinition(server, tool))
+	return r.h.opts.Tools.Permitted(ctx, r.party, policy.ReadDefinition(server, tool))
 }
 
 // ReadResource reads a resource of a server as a call of
@@ -113,7 +95,7 @@ func (r Reader) read(ctx context.Context, name, tool string, args any, intent, o
 		what = "whose prompt to get"
 	}
 	call := h.opts.Tools.Execute(ctx, tools.ExecuteRequest{
-		Tool: &tools.Tool{Definition: readDefinition(name, tool), Timeout: s.callTimeout(),
+		Tool: &tools.Tool{Definition: policy.ReadDefinition(name, tool), Timeout: s.callTimeout(),
 			Handler: func(ctx context.Context, _ *tools.Invocation, _ json.RawMessage) (json.RawMessage, error) {
 				session, err := h.readySession(name, what)
 				if err != nil {

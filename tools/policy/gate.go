@@ -204,11 +204,16 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 }
 
 // CheckWith answers CheckPermission for a manager's tools: action is a
-// core tool's name or "server/tool" for a tool of an MCP server.
+// core tool's name, "server/tool" for a tool of an MCP server, or
+// "server/mcp_resource" and "server/mcp_prompt" for reads of its resources
+// and prompts (see [ResourceTool]).
 func (p *Policy) CheckWith(m *tools.Manager) func(appID, action, resource string) (string, string) {
 	return func(appID, action, resource string) (string, string) {
 		v := p.Check(appID, action, resource, func(name string) (tools.Definition, bool) {
 			if server, tool, ok := strings.Cut(name, "/"); ok { // an MCP tool, "server/tool"
+				if tool == ResourceTool || tool == PromptTool { // a read, which no server lists as a tool
+					return ReadDefinition(server, tool), server != ""
+				}
 				return m.Lookup(tool, server)
 			}
 			return m.Lookup(name, "")

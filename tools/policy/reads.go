@@ -1,6 +1,11 @@
 package policy
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/nexuscocreate/nexus/tools"
+)
 
 // Reads of an MCP server's resources and prompts are the caller's reads of
 // what the server holds: the McpHub makes each resources/read a call of
@@ -34,3 +39,22 @@ var (
 	PromptSchema   = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":1},` +
 		`"arguments":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name"],"additionalProperties":false}`)
 )
+
+// ReadDefinition is the tool of a read of server: ResourceTool or
+// PromptTool (any other name is taken as PromptTool). Its description is
+// the same for every read of the server, so that a remembered answer
+// covers them all.
+func ReadDefinition(server, tool string) tools.Definition {
+	d := tools.Definition{Name: tool, ServerName: server, Kind: tools.KindRead, Risk: tools.RiskLow}
+	switch tool {
+	case ResourceTool:
+		d.Title = "Resource of " + server
+		d.Description = fmt.Sprintf("reads a resource of MCP server %q (resources/read)", server)
+		d.InputSchema = ResourceSchema
+	default:
+		d.Title = "Prompt of " + server
+		d.Description = fmt.Sprintf("gets a prompt of MCP server %q (prompts/get)", server)
+		d.InputSchema = PromptSchema
+	}
+	return d
+}

@@ -40,6 +40,31 @@ func TestReadsNamedLikeTools(t *testing.T) {
 	}
 }
 
+// TestCheckReads: CheckPermission knows reads by their names, as the
+// policy decides them, though no server lists them as tools.
+func TestCheckReads(t *testing.T) {
+	p := New(Rules{Apps: map[string]AppRules{"denied": {Deny: []string{"files/*"}}, "asks": {Ask: []string{"files/mcp_prompt"}}}}, nil)
+	m, err := tools.NewManager(tools.Options{Gate: p.Gate(&Approvers{}, time.Minute, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	check := p.CheckWith(m)
+	for _, c := range []struct {
+		app, action string
+		want        Decision
+	}{
+		{"denied", "files/mcp_resource", Deny}, {"denied", "files/mcp_prompt", Deny},
+		{"asks", "files/mcp_prompt", Ask}, {"asks", "files/mcp_resource", Allow},
+		{"nogrants", "files/mcp_resource", Allow}, {"", "files/mcp_prompt", Allow},
+		{"nogrants", "files/unknown", Deny}, {"nogrants", "/mcp_resource", Deny},
+	} {
+		if d, reason := check(c.app, c.action, ""); Decision(d) != c.want {
+			t.Errorf("check(%q, %q) = %s (%s), want %s", c.app, c.action, d, reason, c.want)
+		}
+	}
+}
+
 // TestProbeAsksNoOne: a probe (Manager.Permitted) is refused by a deny
 // only; a call the policy would ask about is permitted, and no one is
 // asked.
