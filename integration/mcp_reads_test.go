@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,10 +74,18 @@ func TestMCPReadsFollowGrants(t *testing.T) {
 		t.Fatalf("GetMcpPrompt by an app with no grants: %v %v", prompt, err)
 	}
 
-	// The gateway, with the app's token.
+	// The gateway, with the app's token, once it serves the hub's
+	// resources and prompts (it takes them in after the server is ready):
+	// seen in the lists of the reader, which may see them.
 	url := d.mcpURL()
-	gw := connectMCP(t, httpMCP(url, d.appToken("denied")))
 	ctx := context.Background()
+	allowed := connectMCP(t, httpMCP(url, d.appToken("reader")))
+	waitFor(func() bool {
+		rs, err := allowed.ListResources(ctx, nil)
+		ps, err2 := allowed.ListPrompts(ctx, nil)
+		return err == nil && err2 == nil && slices.ContainsFunc(rs.Resources, func(r *mcp.Resource) bool { return r.URI == everythingDoc }) && len(ps.Prompts) > 0
+	})
+	gw := connectMCP(t, httpMCP(url, d.appToken("denied")))
 	_, err = gw.ReadResource(ctx, &mcp.ReadResourceParams{URI: everythingDoc})
 	if err == nil || !strings.Contains(err.Error(), "permission_denied") || !strings.Contains(err.Error(), rule) {
 		t.Fatalf("resources/read by the denied app: %v", err)
@@ -91,7 +100,6 @@ func TestMCPReadsFollowGrants(t *testing.T) {
 	if ps, err := gw.ListPrompts(ctx, nil); err != nil || len(ps.Prompts) != 0 {
 		t.Fatalf("prompts/list shows the denied app %v (%v)", ps, err)
 	}
-	allowed := connectMCP(t, httpMCP(url, d.appToken("reader")))
 	read, err := allowed.ReadResource(ctx, &mcp.ReadResourceParams{URI: everythingDoc})
 	if err != nil || len(read.Contents) == 0 {
 		t.Fatalf("resources/read by the reader: %v %v", read, err)
