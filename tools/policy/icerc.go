@@ -162,7 +162,7 @@ func renderCommand(raw json.RawMessage) (s string, ok bool) {
 	return strings.Join(q, " "), len(q) > 0
 }
 
-// quoteWord quotes a word for the shell as the person should read it: a
+// ShellWord quotes a word for the shell as the person should read it: a
 // word with a character that package inert escapes (a line break
 // included) is quoted as bash's $'…', which names each such character.
 func ShellWord(w string) string {
