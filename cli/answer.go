@@ -45,7 +45,7 @@ func (e *env) watchAnswering(ctx context.Context, t nexusv1.ToolManagerClient, a
 	if _, err := ans.Header(); err != nil {
 		return watchEnd(ctx, ans.RecvMsg(new(nexusv1.PermissionQuestion)))
 	}
-	a := &answerer{e: e, stream: ans, answering: true, tty: isTerminal(e.stdin)}
+	a := &answerer{e: e, stream: ans, app: app, answering: true, tty: isTerminal(e.stdin), asking: map[string]bool{}}
 	fmt.Fprintln(e.stderr, "answering the person's permission questions here (y, a, n or N); Ctrl-C stops")
 
 	calls := make(chan recvResult[*nexusv1.ToolCall])
@@ -123,43 +123,55 @@ func recvAll[T any](ctx context.Context, s interface{ RecvMsg(any) error }, ch c
 type answerer struct {
 	e         *env
 	stream    grpc.BidiStreamingClient[nexusv1.PermissionAnswer, nexusv1.PermissionQuestion]
-	tty       bool // stdin is a terminal
-	answering bool // attached: answers are still sent
-	ended     bool // stdin ended
+	app       string // --app: the watch shows this app's calls only
+	tty       bool   // stdin is a terminal
+	answering bool   // attached: answers are still sent
+	ended     bool   // stdin ended
 	open      []*nexusv1.PermissionQuestion
 	held      []*nexusv1.ToolCall
 	queued    []string
+	// The watch and the questions are two streams: a question waits until
+	// the watch has shown its call asking (asking, by call id, until the
+	// call ends), so that it comes after the calls that came before it.
+	asking  map[string]bool
+	waiting []*nexusv1.PermissionQuestion
 }
 
 // call shows a status change, or holds it while a question is shown, so
-// that the question stays the last line.
+// that the question stays the last line; the questions about the call that
+// waited for it come next.
 func (a *answerer) call(c *nexusv1.ToolCall) error {
+	id := c.GetToolCallId()
+	switch c.GetStatus() {
+	case "initiated":
+		if c.GetIcerc() != nil {
+			a.asking[id] = true
+		}
+	case "completed", "error":
+		delete(a.asking, id)
+	}
+	var err error
 	if len(a.open) > 0 && !a.e.json {
 		a.held = append(a.held, c)
-		return nil
+	} else {
+		err = a.e.showCall(c)
 	}
-	return a.e.showCall(c)
-}
-
-// question takes a new question, or the withdrawal of an open one.
-func (a *answerer) question(q *nexusv1.PermissionQuestion) error {
-	if a.e.json {
-		if err := a.e.printJSON(q); err != nil {
-			return err
-		}
-	}
-	if q.GetWithdrawn() {
-		for i, o := range a.open {
-			if o.GetRequestId() == q.GetRequestId() {
-				a.open = append(a.open[:i:i], a.open[i+1:]...)
-				if i == 0 {
-					a.printf("\n(the question about %s was withdrawn: its call ended, or waited too long, and was denied)\n", callName(q.GetToolCall()))
-					a.next()
-				}
-				break
+	for i := 0; i < len(a.waiting); i++ {
+		if q := a.waiting[i]; q.GetToolCall().GetToolCallId() == id {
+			a.waiting = append(a.waiting[:i:i], a.waiting[i+1:]...)
+			i--
+			if err := a.ask(q); err != nil {
+				return err
 			}
 		}
-		return nil
+	}
+	return err
+}
+
+// question takes a new question, or the withdrawal of one.
+func (a *answerer) question(q *nexusv1.PermissionQuestion) error {
+	if q.GetWithdrawn() {
+		return a.withdraw(q)
 	}
 	if !a.answering {
 		if !a.e.json {
@@ -167,11 +179,52 @@ func (a *answerer) question(q *nexusv1.PermissionQuestion) error {
 		}
 		return nil
 	}
+	c := q.GetToolCall()
+	if a.asking[c.GetToolCallId()] || a.app != "" && c.GetAppId() != a.app { // shown, or never to be
+		return a.ask(q)
+	}
+	a.waiting = append(a.waiting, q)
+	return nil
+}
+
+// ask opens a question: shown now when it is the only one.
+func (a *answerer) ask(q *nexusv1.PermissionQuestion) error {
+	if a.e.json {
+		if err := a.e.printJSON(q); err != nil {
+			return err
+		}
+	}
 	a.open = append(a.open, q)
 	if len(a.open) == 1 {
 		a.show()
 	}
 	a.answerQueued()
+	return nil
+}
+
+// withdraw closes a question that is no longer open.
+func (a *answerer) withdraw(q *nexusv1.PermissionQuestion) error {
+	for i, w := range a.waiting {
+		if w.GetRequestId() == q.GetRequestId() {
+			a.waiting = append(a.waiting[:i:i], a.waiting[i+1:]...)
+			return nil // never shown
+		}
+	}
+	for i, o := range a.open {
+		if o.GetRequestId() == q.GetRequestId() {
+			if a.e.json {
+				if err := a.e.printJSON(q); err != nil {
+					return err
+				}
+			}
+			a.open = append(a.open[:i:i], a.open[i+1:]...)
+			if i == 0 {
+				a.printf("\n(the question about %s was withdrawn: its call ended, or waited too long, and was denied)\n", callName(q.GetToolCall()))
+				a.next()
+			}
+			break
+		}
+	}
 	return nil
 }
 
@@ -211,10 +264,10 @@ func (a *answerer) answerQueued() {
 		a.next()
 	}
 	if a.answering && a.ended && len(a.queued) == 0 {
-		for _, q := range a.open {
+		for _, q := range append(a.open, a.waiting...) {
 			a.send(q, string(policy.RejectOnce))
 		}
-		a.open = nil
+		a.open, a.waiting = nil, nil
 		a.answering = false
 		if err := a.stream.CloseSend(); err != nil {
 			fmt.Fprintf(a.e.stderr, "nexus: stop answering: %s\n", errorMessage(context.Background(), err))
