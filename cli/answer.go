@@ -156,7 +156,7 @@ func (a *answerer) call(c *nexusv1.ToolCall) error {
 	} else {
 		err = a.e.showCall(c)
 	}
-	for i := 0; i < len(a.waiting); i++ {
+	for i := 0; a.asking[id] && i < len(a.waiting); i++ {
 		if q := a.waiting[i]; q.GetToolCall().GetToolCallId() == id {
 			a.waiting = append(a.waiting[:i:i], a.waiting[i+1:]...)
 			i--

@@ -74,7 +74,7 @@ nexus def log planner/plans/today.md
 nexus def get planner/plans/today.md
 nexus rt get --app planner current-step; echo
 grep 'plan written' "$ws/nexusd.log"
-git --git-dir "$ws/.nexus/history.git" log --format='%h %an %s' | head -4
+git --git-dir "$ws/.nexus/history.git" log -4 --format='%h %an %s'
 
 step "stop: SIGTERM finishes in-flight writes and releases the lock"
 kill -TERM "$pid"; wait "$pid"; pid=
