@@ -223,3 +223,67 @@ func TestDemo(t *testing.T) {
 		rest = rest[i+len(want):]
 	}
 }
+
+// TestTerminalBeforeEditor: with the editor attached, a terminal that
+// attaches to answer is asked instead of it, the last attached first; once
+// the terminal stops answering, the editor is asked again.
+func TestTerminalBeforeEditor(t *testing.T) {
+	ws := newWorkspace(t, "apps:\n  - id: planner\n")
+	e := startEditor(t, ws)
+	e.permission = "reject_once"
+	res := e.initialize(os.Getpid())
+	conn, _ := grpcAdmin(t, res)
+	tok, err := os.ReadFile(filepath.Join(ws, ".nexus", "run", "apps", "planner.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(path string) *nexusv1.ExecuteToolResponse {
+		t.Helper()
+		r, err := nexusv1.NewCoreFrameworkClient(conn).ExecuteTool(as(strings.TrimSpace(string(tok))), &nexusv1.ExecuteToolRequest{
+			ToolName: "write_file", ArgumentsJson: `{"path":"` + path + `","content":"hi"}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	editorAsked := func() int {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		n := 0
+		for _, r := range e.requests {
+			if r.method == "nexus/requestPermission" {
+				n++
+			}
+		}
+		return n
+	}
+	if r := write("a.txt"); r.Success || !strings.Contains(r.Message, "rejected by the person") || editorAsked() != 1 {
+		t.Fatalf("the editor alone: %v (asked %d)", r, editorAsked())
+	}
+
+	a := startAnswering(t, ws)
+	done := make(chan *nexusv1.ExecuteToolResponse, 1)
+	go func() { done <- write("b.txt") }()
+	a.await("  always:   ")
+	a.answer("y")
+	if r := <-done; !r.Success || editorAsked() != 1 {
+		t.Fatalf("with a terminal attached: %v (the editor asked %d times)", r, editorAsked())
+	}
+
+	a.stdin.Close()
+	a.await("(stdin ended: this terminal no longer answers")
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	a.cmd.Wait() // gone: the daemon has detached it once the stream ends
+	r := write("c.txt")
+	for r.Success || !strings.Contains(r.Message, "rejected by the person") {
+		// The stream's end may reach the daemon after the call asked the
+		// terminal (denied: it no longer answers); the next asks the editor.
+		if !strings.Contains(r.Message, "stopped answering") {
+			t.Fatalf("after the terminal detached: %v", r)
+		}
+		r = write("c.txt")
+	}
+	if editorAsked() != 2 {
+		t.Errorf("the editor was asked %d times, want 2", editorAsked())
+	}
+}
