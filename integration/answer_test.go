@@ -246,19 +246,8 @@ func TestTerminalBeforeEditor(t *testing.T) {
 		}
 		return r
 	}
-	editorAsked := func() int {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		n := 0
-		for _, r := range e.requests {
-			if r.method == "nexus/requestPermission" {
-				n++
-			}
-		}
-		return n
-	}
-	if r := write("a.txt"); r.Success || !strings.Contains(r.Message, "rejected by the person") || editorAsked() != 1 {
-		t.Fatalf("the editor alone: %v (asked %d)", r, editorAsked())
+	if r := write("a.txt"); r.Success || !strings.Contains(r.Message, "rejected by the person") || e.permissionsAsked() != 1 {
+		t.Fatalf("the editor alone: %v (asked %d)", r, e.permissionsAsked())
 	}
 
 	a := startAnswering(t, ws)
@@ -266,8 +255,8 @@ func TestTerminalBeforeEditor(t *testing.T) {
 	go func() { done <- write("b.txt") }()
 	a.await("  always:   ")
 	a.answer("y")
-	if r := <-done; !r.Success || editorAsked() != 1 {
-		t.Fatalf("with a terminal attached: %v (the editor asked %d times)", r, editorAsked())
+	if r := <-done; !r.Success || e.permissionsAsked() != 1 {
+		t.Fatalf("with a terminal attached: %v (the editor asked %d times)", r, e.permissionsAsked())
 	}
 
 	a.stdin.Close()
@@ -283,7 +272,7 @@ func TestTerminalBeforeEditor(t *testing.T) {
 		}
 		r = write("c.txt")
 	}
-	if editorAsked() != 2 {
-		t.Errorf("the editor was asked %d times, want 2", editorAsked())
+	if e.permissionsAsked() != 2 {
+		t.Errorf("the editor was asked %d times, want 2", e.permissionsAsked())
 	}
 }
