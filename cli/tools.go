@@ -211,7 +211,8 @@ one of an agent whose own terminal or editor does not answer, is shown here
 (who asks, what runs, the risk, what "always" would remember) and waits for
 a line: y (allow once), a (always), n (reject once) or N (never). The
 terminal attached last is asked before the editor. Only the admin token
-attaches: apps never answer.
+attaches: apps never answer. Every question comes here, whatever --app
+limits the watch to.
 
 On a terminal a line counts only while a question is shown. From a pipe the
 lines answer the questions in order, one each, so a script answers exactly
