@@ -35,6 +35,10 @@ import (
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
+// appID is the app this program is: its token is the planner's, and the
+// daemon holds it to the planner's grants (apps in .nexus/config.yaml).
+const appID = "planner"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, os.Args[1:], os.Stdout)
@@ -49,9 +53,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("app", flag.ContinueOnError)
 	ws := fs.String("workspace", ".", "the workspace `DIR` whose nexusd to call")
 	addr := fs.String("addr", "", "the daemon's gRPC `ADDRESS` (default: grpcAddress in DIR/.nexus/run/daemon.json)")
-	app := fs.String("app", "planner", "the app `ID` to act as, one of apps in .nexus/config.yaml")
-	tokenFile := fs.String("token-file", "", "the app's token `FILE` (default: DIR/.nexus/run/apps/ID.token, which nexusd writes)")
-	if err := fs.Parse(args); err != nil {
+	tokenFile := fs.String("token-file", "", "the app's token `FILE` (default: DIR/.nexus/run/apps/planner.token, which nexusd writes)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed
+	} else if err != nil {
 		return err
 	}
 	layout := workspace.NewLayout(absolute(*ws))
@@ -67,11 +72,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		*addr = info.GRPCAddress
 	}
 	if *tokenFile == "" {
-		*tokenFile = layout.AppToken(*app)
+		*tokenFile = layout.AppToken(appID)
 	}
 	token, err := os.ReadFile(*tokenFile)
 	if err != nil {
-		return fmt.Errorf("read the token of app %q: %w", *app, err)
+		return fmt.Errorf("read the token of app %q: %w", appID, err)
 	}
 	if strings.TrimSpace(string(token)) == "" {
 		return fmt.Errorf("the token file %s is empty", *tokenFile)
