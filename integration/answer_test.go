@@ -225,8 +225,9 @@ func TestDemo(t *testing.T) {
 }
 
 // TestTerminalBeforeEditor: with the editor attached, a terminal that
-// attaches to answer is asked instead of it, the last attached first; once
-// the terminal stops answering, the editor is asked again.
+// attaches to answer is asked an app's question instead of it; the
+// editor's own call still asks the editor; once the terminal stops
+// answering, the editor is asked again.
 func TestTerminalBeforeEditor(t *testing.T) {
 	ws := newWorkspace(t, "apps:\n  - id: planner\n")
 	e := startEditor(t, ws)
@@ -258,6 +259,14 @@ func TestTerminalBeforeEditor(t *testing.T) {
 	if r := <-done; !r.Success || e.permissionsAsked() != 1 {
 		t.Fatalf("with a terminal attached: %v (the editor asked %d times)", r, e.permissionsAsked())
 	}
+	var own struct {
+		Success bool   `json:"success"`
+		Message string `json:"message"`
+	}
+	e.mustCall("nexus/tools/execute", map[string]any{"toolName": "write_file", "arguments": map[string]any{"path": ".vscode/settings.json", "content": "{}"}}, &own)
+	if own.Success || !strings.Contains(own.Message, "rejected by the person") || e.permissionsAsked() != 2 {
+		t.Fatalf("the editor's own call of a protected path: %+v (the editor asked %d times)", own, e.permissionsAsked())
+	}
 
 	a.stdin.Close()
 	a.await("(stdin ended: this terminal no longer answers")
@@ -272,7 +281,7 @@ func TestTerminalBeforeEditor(t *testing.T) {
 		}
 		r = write("c.txt")
 	}
-	if e.permissionsAsked() != 2 {
-		t.Errorf("the editor was asked %d times, want 2", e.permissionsAsked())
+	if e.permissionsAsked() != 3 {
+		t.Errorf("the editor was asked %d times, want 3", e.permissionsAsked())
 	}
 }

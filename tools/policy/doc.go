@@ -252,7 +252,7 @@
 //
 //	asking party                asked of
 //	the person (admin token)    the person's surface that made the call, else the answering terminal, else the editor
-//	an agent for the person     the terminal or ACP editor or MCP client that prompted it, else the answering terminal, else the editor
+//	an agent for the person     the terminal, editor, ACP editor or MCP client that prompted it, else the answering terminal, else the editor
 //	an app, with or without     the answering terminal (nexus calls --watch --answer), else the editor;
 //	  grants                      never the app, whatever it declared
 //	an agent for an app         the answering terminal, else the editor; never the app's client
