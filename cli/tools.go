@@ -196,15 +196,39 @@ elicitation: a form, or an address to visit), --elicit says who answers:
 
 // callsCommand is "nexus calls": the recent tool calls, or a live view.
 func (e *env) callsCommand() *cobra.Command {
-	var watch bool
+	var watch, answer bool
 	var app, status string
 	var limit int32
 	cmd := &cobra.Command{
-		Use:   "calls [--watch]",
+		Use:   "calls [--watch [--answer]]",
 		Short: "List the recent tool calls, or watch them live",
-		Args:  argsBetween(0, 0),
+		Long: `List the recent tool calls, or with --watch show every status change live,
+until interrupted.
+
+With --answer besides, this terminal answers the person's permission
+questions while it watches: an app's call that the policy asks about, or
+one of an agent whose own terminal or editor does not answer, is shown here
+(who asks, what runs, the risk, what "always" would remember) and waits for
+a line: y (allow once), a (always), n (reject once) or N (never). The
+terminal attached last is asked before the editor. Only the admin token
+attaches: apps never answer. Every question comes here, whatever --app
+limits the watch to.
+
+On a terminal a line counts only while a question is shown. From a pipe the
+lines answer the questions in order, one each, so a script answers exactly
+as many as it has lines for:
+  echo y | nexus calls --watch --answer
+When stdin ends and its lines are used up, the open questions are declined
+and the terminal stops answering; the watch goes on.`,
+		Args: argsBetween(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if answer && !watch {
+				return usagef("--answer needs --watch: questions are answered while the calls are watched")
+			}
 			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
+				if answer {
+					return e.watchAnswering(ctx, t, app)
+				}
 				if watch {
 					stream, err := t.WatchToolCalls(ctx, &nexusv1.WatchToolCallsRequest{AppId: app})
 					if err != nil {
@@ -244,6 +268,7 @@ func (e *env) callsCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "stream every status change until interrupted")
+	cmd.Flags().BoolVar(&answer, "answer", false, "with --watch: answer the person's permission questions here, a line of stdin each (see above)")
 	cmd.Flags().StringVar(&app, "app", "", "only the calls of app `ID`")
 	cmd.Flags().StringVar(&status, "status", "", "only calls with this `STATUS`")
 	cmd.Flags().Int32Var(&limit, "limit", 50, "at most `N` calls")
@@ -254,6 +279,9 @@ func (e *env) callsCommand() *cobra.Command {
 // writes its errors.
 func callLine(c *nexusv1.ToolCall) string {
 	line := fmt.Sprintf("%s %s %s %s", inert.Line(c.GetToolCallId()), inert.Line(orDash(c.GetAppId())), toolLabel(c), inert.Line(c.GetStatus()))
+	if c.GetStatus() == "initiated" && c.GetIcerc() != nil {
+		line += " (asks the person)" // the policy said ask: the record is set before the question goes out
+	}
 	if e := c.GetError(); e != nil {
 		line += fmt.Sprintf(" %s: %s", inert.Line(e.GetCode()), inert.Line(e.GetMessage()))
 	}

@@ -290,6 +290,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 		Tools:          p.Tools,
 		Permissions:    p.permissions,
 		Approvals:      p.Approvals,
+		Approvers:      p.Approvers,
 		MCP:            p.MCP,
 		Agent:          p.Agent,
 	})

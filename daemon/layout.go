@@ -93,7 +93,7 @@ func (l layout) appTokens(cfgApps []workspace.AppConfig) (map[string]*access.App
 			}
 			tok = strings.TrimSpace(string(data))
 		default:
-			p := filepath.Join(l.Apps, a.ID+".token")
+			p := l.AppToken(a.ID)
 			data, err := os.ReadFile(p)
 			switch {
 			case err == nil && strings.TrimSpace(string(data)) != "":

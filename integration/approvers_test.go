@@ -357,17 +357,6 @@ func TestWhoMayAnswer(t *testing.T) {
 		}
 		return strings.TrimSpace(string(data))
 	}
-	editorAsked := func() int {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		n := 0
-		for _, r := range e.requests {
-			if r.method == "nexus/requestPermission" {
-				n++
-			}
-		}
-		return n
-	}
 	var writeArgs map[string]any
 	json.Unmarshal([]byte(write), &writeArgs)
 
@@ -468,10 +457,10 @@ func TestWhoMayAnswer(t *testing.T) {
 			e.mu.Lock()
 			e.permission = map[bool]string{true: "reject_once", false: "allow_once"}[itself]
 			e.mu.Unlock()
-			before := editorAsked()
+			before := e.permissionsAsked()
 			asked := doors[c.door](t, c.party, itself)
 			_, err := os.Stat(target)
-			ran, editor := err == nil, editorAsked()-before
+			ran, editor := err == nil, e.permissionsAsked()-before
 			switch {
 			case c.want == answered && itself && (!ran || asked == 0 || editor != 0):
 				t.Errorf("want the door's own client to answer: ran %v, it was asked %d times, the editor %d", ran, asked, editor)

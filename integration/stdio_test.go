@@ -296,6 +296,19 @@ func (e *editor) answer(m rpcMsg) {
 	e.writeFrame(body)
 }
 
+// permissionsAsked is how many permission requests the daemon has sent.
+func (e *editor) permissionsAsked() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.requests {
+		if r.method == "nexus/requestPermission" {
+			n++
+		}
+	}
+	return n
+}
+
 // writeRaw writes bytes to the daemon's stdin as they are.
 func (e *editor) writeRaw(b []byte) error {
 	e.writeMu.Lock()

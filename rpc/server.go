@@ -30,6 +30,9 @@ type Config struct {
 	Tools       *tools.Manager
 	Permissions Permissions
 	Approvals   *policy.Approvals
+	// Approvers are whom the policy asks; the person's terminals attach
+	// to them with AnswerPermissions. Nil refuses AnswerPermissions.
+	Approvers *policy.Approvers
 	// MCP is the McpHub; nil serves no MCP servers.
 	MCP *mcp.Hub
 	// Agent is the agent core; nil serves no Agent service.
@@ -62,7 +65,7 @@ func NewServer(cfg Config) *grpc.Server {
 		// is reused before a GC shrinks its stack again.
 		grpc.NumStreamWorkers(uint32(8*runtime.NumCPU())),
 	)...)
-	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, bus: cfg.Bus, apps: cfg.Auth.apps, mcp: cfg.MCP,
+	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, approvers: cfg.Approvers, bus: cfg.Bus, apps: cfg.Auth.apps, mcp: cfg.MCP,
 		questions: newQuestions()}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{
 		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps, tools: ts,

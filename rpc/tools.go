@@ -30,6 +30,7 @@ type toolService struct {
 	tools     *tools.Manager
 	perms     Permissions
 	approvals *policy.Approvals
+	approvers *policy.Approvers
 	bus       *events.Bus
 	apps      apps
 	mcp       *mcp.Hub

@@ -116,6 +116,7 @@ func (s *Server) agentPrompt(ctx context.Context, p *agentPromptParams) (*agent.
 	}
 	res, err := svc.Prompt(ctx, editor, p.SessionID, p.Prompt, agent.PromptOptions{
 		OnUpdate: func(u agent.Update) { s.out.agent(agentUpdateParams{SessionID: p.SessionID, Update: u}) },
+		Ask:      s.ownApprover(),
 	})
 	if ferr := s.out.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
 		err = ferr

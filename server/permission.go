@@ -25,11 +25,21 @@ type permissionParams struct {
 var answers = []policy.Answer{policy.AllowOnce, policy.AllowAlways, policy.RejectOnce, policy.RejectAlways}
 
 // attachApprover makes the editor the approver of the policy's "ask"
-// decisions, from initialized until the editor goes.
+// decisions, from initialized until the editor goes; a terminal that
+// attaches to answer (nexus calls --watch --answer) is asked before it,
+// except about the editor's own calls (ownApprover).
 func (s *Server) attachApprover() {
 	if s.opts.Approvers != nil {
-		s.opts.Approvers.Set(policy.Approver{Who: editor, Ask: s.askEditor})
+		s.opts.Approvers.Set(s.ownApprover())
 	}
+}
+
+// ownApprover is the editor as the approver of the calls made through it
+// (nexus/tools/execute, its agent sessions' prompts): the person who
+// works in the editor is asked there, whatever terminal answers the
+// others' questions.
+func (s *Server) ownApprover() policy.Approver {
+	return policy.Approver{Who: editor, Ask: s.askEditor}
 }
 
 // askEditor sends nexus/requestPermission and waits for the answer: a

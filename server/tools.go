@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // The nexus/tools/ and nexus/toolCalls/ methods. A call the editor starts
@@ -140,7 +141,7 @@ func (s *Server) toolsExecute(ctx context.Context, p *toolsExecuteParams) (*tool
 		}
 		defer func() { s.out.progress(tok, workDoneProgress{Kind: "end"}) }()
 	}
-	c := s.opts.Tools.Execute(ctx, req)
+	c := s.opts.Tools.Execute(policy.WithApprover(ctx, s.ownApprover()), req)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // answered -32800; the call ended as cancelled
 	}

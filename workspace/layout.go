@@ -174,6 +174,13 @@ func (l Layout) MakeDirs() error {
 	return nil
 }
 
+// AppToken is where nexusd keeps the token it generated for app id, when
+// the config gives the app none (token, tokenFile): .nexus/run/apps/<id>.token
+// (0600). The app reads it to call the gRPC API as itself.
+func (l Layout) AppToken(id string) string {
+	return filepath.Join(l.Apps, id+".token")
+}
+
 // DaemonInfo is the content of .nexus/run/daemon.json.
 type DaemonInfo struct {
 	PID            int    `json:"pid"`

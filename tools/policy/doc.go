@@ -219,7 +219,8 @@
 // [MayAnswer] is the rule, and an [Approver] carries whom it answers for
 // ([Approver.Who]), so that [Approvers] passes over any approver that is
 // not the person, wherever it came from (the call's context, Route, Set).
-// An app's question goes to the person (the editor attached with
+// An app's question goes to the person (a terminal attached with
+// [Approvers.Attach], the last one first, else the editor attached with
 // [Approvers.Set]), or is denied saying "no editor is attached to ask the
 // person"; an "always" that an app tried to give is never recorded.
 //
@@ -227,7 +228,9 @@
 //	the editor (nexusd --stdio)                 the person        yes
 //	a terminal with the admin token (nexus      the person        yes
 //	  chat: gRPC Agent ask_permissions +
-//	  AnswerPermission; nexus tools run)
+//	  AnswerPermission; nexus tools run;
+//	  nexus calls --watch --answer: gRPC
+//	  ToolManager.AnswerPermissions)
 //	the person's ACP editor (nexusd acp,        the person        yes
 //	  no token): session/request_permission
 //	the person's MCP client (nexusd mcp or      the person        yes
@@ -248,11 +251,11 @@
 // And by asking party (the one whose call it is), on every door:
 //
 //	asking party                asked of
-//	the person (admin token)    the person's surface that made the call, else the editor
-//	an agent for the person     the terminal or ACP editor or MCP client that prompted it, else the editor
-//	an app, with or without     the editor; never the app, whatever it declared
-//	  grants
-//	an agent for an app         the editor; never the app's client
+//	the person (admin token)    the person's surface that made the call, else the answering terminal, else the editor
+//	an agent for the person     the terminal, editor, ACP editor or MCP client that prompted it, else the answering terminal, else the editor
+//	an app, with or without     the answering terminal (nexus calls --watch --answer), else the editor;
+//	  grants                      never the app, whatever it declared
+//	an agent for an app         the answering terminal, else the editor; never the app's client
 //	an MCP server (sampling)    whoever answers for the call it came in
 //
 // # Checking without running

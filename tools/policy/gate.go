@@ -48,12 +48,18 @@ func MayAnswer(who access.Party) error {
 	return fmt.Errorf("%w, and %s is not the person: an app's token opens no door that approves", ErrNotThePerson, who)
 }
 
-// Approvers holds the approver of the moment: one may attach and detach
-// while the daemon runs.
+// Approvers holds the approvers of the moment, which attach and detach
+// while the daemon runs: the editor (Set), and the person's terminals
+// (Attach, nexus calls --watch --answer) on top of it. The terminal
+// attached last is asked, then the one before it, and the editor only when
+// no terminal is attached: the person who attaches a terminal to answer is
+// at that terminal now, and a question is shown in one place, so that it
+// is never answered in one and left open in another.
 type Approvers struct {
-	mu       sync.Mutex
-	approver Approver
-	route    func(call tools.Call) Approver
+	mu        sync.Mutex
+	approver  Approver
+	terminals []*Approver // in the order they attached; the last is asked
+	route     func(call tools.Call) Approver
 }
 
 // approverKey is the context key of a call's own approver.
@@ -99,6 +105,12 @@ func (a *Approvers) forCall(ctx context.Context, call tools.Call) Approver {
 	}
 	a.mu.Lock()
 	route, set := a.route, a.approver
+	for i := len(a.terminals) - 1; i >= 0; i-- {
+		if t := *a.terminals[i]; t.answers() {
+			set = t
+			break
+		}
+	}
 	a.mu.Unlock()
 	if route != nil {
 		if routed := route(call); routed.answers() {
@@ -120,6 +132,28 @@ func (a *Approvers) Set(fn Approver) {
 	a.mu.Lock()
 	a.approver = fn
 	a.mu.Unlock()
+}
+
+// Attach puts a terminal's approver above the editor's until detach is
+// called: it is asked the questions that Set's would be, while it is the
+// last attached ([Approvers]). One that may not answer ([MayAnswer]) is
+// never asked. A question it was asked stays its own after it detaches:
+// its Ask ends with an error, which denies the call.
+func (a *Approvers) Attach(t Approver) (detach func()) {
+	p := &t
+	a.mu.Lock()
+	a.terminals = append(a.terminals, p)
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for i, q := range a.terminals {
+			if q == p {
+				a.terminals = append(a.terminals[:i:i], a.terminals[i+1:]...)
+				return
+			}
+		}
+	}
 }
 
 // Gate returns the permission check of the ToolManager: the policy's
@@ -167,7 +201,7 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	setICERC(record)
 	approver := approvers.forCall(ctx, gr.Call)
 	if approver.Ask == nil {
-		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to ask the person", v.Reason)
+		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to ask the person, nor a terminal (nexus calls --watch --answer)", v.Reason)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

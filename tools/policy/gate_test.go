@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,5 +189,41 @@ func TestGateOnlyThePersonAnswers(t *testing.T) {
 		if err := MayAnswer(who); err != nil {
 			t.Errorf("MayAnswer(%v) = %v, want the person's surface to answer", who, err)
 		}
+	}
+}
+
+// TestGateAsksTheLastTerminal: a terminal attached with Attach is asked
+// before the editor, the last attached first; one that detaches leaves the
+// question to the one before it, in whatever order they detach; an app's
+// approver attached as a terminal is passed over.
+func TestGateAsksTheLastTerminal(t *testing.T) {
+	var approvers Approvers
+	m := gateManager(t, &approvers, time.Minute)
+	var asked []string
+	answerer := func(name string) AskFunc {
+		return func(context.Context, tools.Call, ICERC) (Answer, error) {
+			asked = append(asked, name)
+			return AllowOnce, nil
+		}
+	}
+	approvers.Set(editor(answerer("editor")))
+	first := approvers.Attach(Approver{Who: access.Person("cli"), Ask: answerer("first")})
+	second := approvers.Attach(Approver{Who: access.Person("cli"), Ask: answerer("second")})
+	appDetach := approvers.Attach(Approver{Who: access.ForApp(&access.App{ID: "planner"}), Ask: answerer("app")})
+	for _, step := range []func(){nil, second, first, appDetach} {
+		if step != nil {
+			step()
+		}
+		if c := run(m); c.Status != tools.StatusCompleted {
+			t.Fatalf("call: %+v", c.Error)
+		}
+	}
+	if want := []string{"second", "first", "editor", "editor"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %v, want %v", asked, want)
+	}
+	first() // a second detach changes nothing
+	approvers.Set(Approver{})
+	if c := run(m); c.Error == nil || !strings.Contains(c.Error.Message, "nor a terminal (nexus calls --watch --answer)") {
+		t.Errorf("no one attached: %+v", c.Error)
 	}
 }

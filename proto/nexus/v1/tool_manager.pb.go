@@ -1592,6 +1592,134 @@ func (x *Approval) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// PermissionQuestion is a permission question put to the person: the call
+// with its icerc record (who asks, what runs, the risk, what "always"
+// remembers: show it inert), and the answers it takes.
+type PermissionQuestion struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	ToolCall  *ToolCall              `protobuf:"bytes,2,opt,name=tool_call,json=toolCall,proto3" json:"tool_call,omitempty"`
+	// options are allow_once, allow_always, reject_once, reject_always.
+	Options []string `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	// withdrawn is set when the question is no longer open (its call was
+	// cancelled, or no answer came in time, and it was denied): stop asking.
+	Withdrawn     bool `protobuf:"varint,4,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermissionQuestion) Reset() {
+	*x = PermissionQuestion{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermissionQuestion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermissionQuestion) ProtoMessage() {}
+
+func (x *PermissionQuestion) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermissionQuestion.ProtoReflect.Descriptor instead.
+func (*PermissionQuestion) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PermissionQuestion) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PermissionQuestion) GetToolCall() *ToolCall {
+	if x != nil {
+		return x.ToolCall
+	}
+	return nil
+}
+
+func (x *PermissionQuestion) GetOptions() []string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *PermissionQuestion) GetWithdrawn() bool {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return false
+}
+
+// PermissionAnswer answers the PermissionQuestion request_id.
+type PermissionAnswer struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// answer is one of the question's options.
+	Answer        string `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermissionAnswer) Reset() {
+	*x = PermissionAnswer{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermissionAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermissionAnswer) ProtoMessage() {}
+
+func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
+func (*PermissionAnswer) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *PermissionAnswer) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PermissionAnswer) GetAnswer() string {
+	if x != nil {
+		return x.Answer
+	}
+	return ""
+}
+
 type ListApprovalsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1600,7 +1728,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1740,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1753,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
 }
 
 type ListApprovalsResponse struct {
@@ -1637,7 +1765,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1777,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1790,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -1683,7 +1811,7 @@ type RevokeApprovalRequest struct {
 
 func (x *RevokeApprovalRequest) Reset() {
 	*x = RevokeApprovalRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1823,7 @@ func (x *RevokeApprovalRequest) String() string {
 func (*RevokeApprovalRequest) ProtoMessage() {}
 
 func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1836,7 @@ func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RevokeApprovalRequest) GetAppId() string {
@@ -1741,7 +1869,7 @@ type RevokeApprovalResponse struct {
 
 func (x *RevokeApprovalResponse) Reset() {
 	*x = RevokeApprovalResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1881,7 @@ func (x *RevokeApprovalResponse) String() string {
 func (*RevokeApprovalResponse) ProtoMessage() {}
 
 func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1894,7 @@ func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RevokeApprovalResponse) GetRevoked() bool {
@@ -1810,7 +1938,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +1950,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +1963,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *McpServer) GetName() string {
@@ -1951,7 +2079,7 @@ type McpLaunch struct {
 
 func (x *McpLaunch) Reset() {
 	*x = McpLaunch{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2091,7 @@ func (x *McpLaunch) String() string {
 func (*McpLaunch) ProtoMessage() {}
 
 func (x *McpLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2104,7 @@ func (x *McpLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpLaunch.ProtoReflect.Descriptor instead.
 func (*McpLaunch) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *McpLaunch) GetTransport() string {
@@ -2063,7 +2191,7 @@ type McpOAuth struct {
 
 func (x *McpOAuth) Reset() {
 	*x = McpOAuth{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2203,7 @@ func (x *McpOAuth) String() string {
 func (*McpOAuth) ProtoMessage() {}
 
 func (x *McpOAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2216,7 @@ func (x *McpOAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpOAuth.ProtoReflect.Descriptor instead.
 func (*McpOAuth) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *McpOAuth) GetGrant() string {
@@ -2171,7 +2299,7 @@ type McpIdP struct {
 
 func (x *McpIdP) Reset() {
 	*x = McpIdP{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2183,7 +2311,7 @@ func (x *McpIdP) String() string {
 func (*McpIdP) ProtoMessage() {}
 
 func (x *McpIdP) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2196,7 +2324,7 @@ func (x *McpIdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpIdP.ProtoReflect.Descriptor instead.
 func (*McpIdP) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *McpIdP) GetIssuer() string {
@@ -2249,7 +2377,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2389,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2402,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
 }
 
 type ListMcpServersResponse struct {
@@ -2286,7 +2414,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2426,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2439,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -2330,7 +2458,7 @@ type RestartMcpServerRequest struct {
 
 func (x *RestartMcpServerRequest) Reset() {
 	*x = RestartMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2470,7 @@ func (x *RestartMcpServerRequest) String() string {
 func (*RestartMcpServerRequest) ProtoMessage() {}
 
 func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2483,7 @@ func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RestartMcpServerRequest) GetName() string {
@@ -2373,7 +2501,7 @@ type RestartMcpServerResponse struct {
 
 func (x *RestartMcpServerResponse) Reset() {
 	*x = RestartMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2513,7 @@ func (x *RestartMcpServerResponse) String() string {
 func (*RestartMcpServerResponse) ProtoMessage() {}
 
 func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2526,7 @@ func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
 }
 
 type TrustMcpServerRequest struct {
@@ -2413,7 +2541,7 @@ type TrustMcpServerRequest struct {
 
 func (x *TrustMcpServerRequest) Reset() {
 	*x = TrustMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2553,7 @@ func (x *TrustMcpServerRequest) String() string {
 func (*TrustMcpServerRequest) ProtoMessage() {}
 
 func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2566,7 @@ func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TrustMcpServerRequest) GetName() string {
@@ -2464,7 +2592,7 @@ type TrustMcpServerResponse struct {
 
 func (x *TrustMcpServerResponse) Reset() {
 	*x = TrustMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2604,7 @@ func (x *TrustMcpServerResponse) String() string {
 func (*TrustMcpServerResponse) ProtoMessage() {}
 
 func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2617,7 @@ func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TrustMcpServerResponse) GetServer() *McpServer {
@@ -2508,7 +2636,7 @@ type LoginMcpServerRequest struct {
 
 func (x *LoginMcpServerRequest) Reset() {
 	*x = LoginMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2648,7 @@ func (x *LoginMcpServerRequest) String() string {
 func (*LoginMcpServerRequest) ProtoMessage() {}
 
 func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2661,7 @@ func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LoginMcpServerRequest) GetName() string {
@@ -2558,7 +2686,7 @@ type LoginMcpServerEvent struct {
 
 func (x *LoginMcpServerEvent) Reset() {
 	*x = LoginMcpServerEvent{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2698,7 @@ func (x *LoginMcpServerEvent) String() string {
 func (*LoginMcpServerEvent) ProtoMessage() {}
 
 func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2711,7 @@ func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerEvent.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerEvent) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LoginMcpServerEvent) GetEvent() isLoginMcpServerEvent_Event {
@@ -2637,7 +2765,7 @@ type LoginMcpServerDone struct {
 
 func (x *LoginMcpServerDone) Reset() {
 	*x = LoginMcpServerDone{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2649,7 +2777,7 @@ func (x *LoginMcpServerDone) String() string {
 func (*LoginMcpServerDone) ProtoMessage() {}
 
 func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2662,7 +2790,7 @@ func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerDone.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerDone) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LoginMcpServerDone) GetServer() *McpServer {
@@ -2681,7 +2809,7 @@ type LogoutMcpServerRequest struct {
 
 func (x *LogoutMcpServerRequest) Reset() {
 	*x = LogoutMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +2821,7 @@ func (x *LogoutMcpServerRequest) String() string {
 func (*LogoutMcpServerRequest) ProtoMessage() {}
 
 func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +2834,7 @@ func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LogoutMcpServerRequest) GetName() string {
@@ -2727,7 +2855,7 @@ type LogoutMcpServerResponse struct {
 
 func (x *LogoutMcpServerResponse) Reset() {
 	*x = LogoutMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2739,7 +2867,7 @@ func (x *LogoutMcpServerResponse) String() string {
 func (*LogoutMcpServerResponse) ProtoMessage() {}
 
 func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2752,7 +2880,7 @@ func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LogoutMcpServerResponse) GetServer() *McpServer {
@@ -2783,7 +2911,7 @@ type McpResource struct {
 
 func (x *McpResource) Reset() {
 	*x = McpResource{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +2923,7 @@ func (x *McpResource) String() string {
 func (*McpResource) ProtoMessage() {}
 
 func (x *McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +2936,7 @@ func (x *McpResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
 func (*McpResource) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *McpResource) GetServerName() string {
@@ -2863,7 +2991,7 @@ type ListMcpResourcesRequest struct {
 
 func (x *ListMcpResourcesRequest) Reset() {
 	*x = ListMcpResourcesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3003,7 @@ func (x *ListMcpResourcesRequest) String() string {
 func (*ListMcpResourcesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3016,7 @@ func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListMcpResourcesRequest) GetServerName() string {
@@ -2907,7 +3035,7 @@ type ListMcpResourcesResponse struct {
 
 func (x *ListMcpResourcesResponse) Reset() {
 	*x = ListMcpResourcesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2919,7 +3047,7 @@ func (x *ListMcpResourcesResponse) String() string {
 func (*ListMcpResourcesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2932,7 +3060,7 @@ func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListMcpResourcesResponse) GetResources() []*McpResource {
@@ -2952,7 +3080,7 @@ type ReadMcpResourceRequest struct {
 
 func (x *ReadMcpResourceRequest) Reset() {
 	*x = ReadMcpResourceRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3092,7 @@ func (x *ReadMcpResourceRequest) String() string {
 func (*ReadMcpResourceRequest) ProtoMessage() {}
 
 func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3105,7 @@ func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReadMcpResourceRequest) GetServerName() string {
@@ -3006,7 +3134,7 @@ type ReadMcpResourceResponse struct {
 
 func (x *ReadMcpResourceResponse) Reset() {
 	*x = ReadMcpResourceResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3146,7 @@ func (x *ReadMcpResourceResponse) String() string {
 func (*ReadMcpResourceResponse) ProtoMessage() {}
 
 func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3159,7 @@ func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReadMcpResourceResponse) GetContentsJson() string {
@@ -3055,7 +3183,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3195,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3208,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *McpPrompt) GetServerName() string {
@@ -3127,7 +3255,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3139,7 +3267,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3152,7 +3280,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListMcpPromptsRequest) GetServerName() string {
@@ -3171,7 +3299,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3311,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3324,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -3217,7 +3345,7 @@ type GetMcpPromptRequest struct {
 
 func (x *GetMcpPromptRequest) Reset() {
 	*x = GetMcpPromptRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3229,7 +3357,7 @@ func (x *GetMcpPromptRequest) String() string {
 func (*GetMcpPromptRequest) ProtoMessage() {}
 
 func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3242,7 +3370,7 @@ func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetMcpPromptRequest) GetServerName() string {
@@ -3276,7 +3404,7 @@ type GetMcpPromptResponse struct {
 
 func (x *GetMcpPromptResponse) Reset() {
 	*x = GetMcpPromptResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3288,7 +3416,7 @@ func (x *GetMcpPromptResponse) String() string {
 func (*GetMcpPromptResponse) ProtoMessage() {}
 
 func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3301,7 +3429,7 @@ func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetMcpPromptResponse) GetResultJson() string {
@@ -3326,7 +3454,7 @@ type McpResourceTemplate struct {
 
 func (x *McpResourceTemplate) Reset() {
 	*x = McpResourceTemplate{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3338,7 +3466,7 @@ func (x *McpResourceTemplate) String() string {
 func (*McpResourceTemplate) ProtoMessage() {}
 
 func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3351,7 +3479,7 @@ func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResourceTemplate.ProtoReflect.Descriptor instead.
 func (*McpResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *McpResourceTemplate) GetServerName() string {
@@ -3406,7 +3534,7 @@ type ListMcpResourceTemplatesRequest struct {
 
 func (x *ListMcpResourceTemplatesRequest) Reset() {
 	*x = ListMcpResourceTemplatesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3546,7 @@ func (x *ListMcpResourceTemplatesRequest) String() string {
 func (*ListMcpResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3559,7 @@ func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListMcpResourceTemplatesRequest) GetServerName() string {
@@ -3450,7 +3578,7 @@ type ListMcpResourceTemplatesResponse struct {
 
 func (x *ListMcpResourceTemplatesResponse) Reset() {
 	*x = ListMcpResourceTemplatesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +3590,7 @@ func (x *ListMcpResourceTemplatesResponse) String() string {
 func (*ListMcpResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +3603,7 @@ func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListMcpResourceTemplatesResponse) GetTemplates() []*McpResourceTemplate {
@@ -3498,7 +3626,7 @@ type WatchMcpChangesRequest struct {
 
 func (x *WatchMcpChangesRequest) Reset() {
 	*x = WatchMcpChangesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3510,7 +3638,7 @@ func (x *WatchMcpChangesRequest) String() string {
 func (*WatchMcpChangesRequest) ProtoMessage() {}
 
 func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3523,7 +3651,7 @@ func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMcpChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchMcpChangesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WatchMcpChangesRequest) GetServerName() string {
@@ -3556,7 +3684,7 @@ type McpChange struct {
 
 func (x *McpChange) Reset() {
 	*x = McpChange{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3568,7 +3696,7 @@ func (x *McpChange) String() string {
 func (*McpChange) ProtoMessage() {}
 
 func (x *McpChange) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3581,7 +3709,7 @@ func (x *McpChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpChange.ProtoReflect.Descriptor instead.
 func (*McpChange) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{54}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *McpChange) GetServerName() string {
@@ -3753,7 +3881,17 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"serverName\x12'\n" +
 	"\x0fdefinition_hash\x18\x04 \x01(\tR\x0edefinitionHash\x12\x14\n" +
 	"\x05allow\x18\x05 \x01(\bR\x05allow\x12.\n" +
-	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x16\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x9c\x01\n" +
+	"\x12PermissionQuestion\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12/\n" +
+	"\ttool_call\x18\x02 \x01(\v2\x12.nexus.v1.ToolCallR\btoolCall\x12\x18\n" +
+	"\aoptions\x18\x03 \x03(\tR\aoptions\x12\x1c\n" +
+	"\twithdrawn\x18\x04 \x01(\bR\twithdrawn\"I\n" +
+	"\x10PermissionAnswer\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06answer\x18\x02 \x01(\tR\x06answer\"\x16\n" +
 	"\x14ListApprovalsRequest\"I\n" +
 	"\x15ListApprovalsResponse\x120\n" +
 	"\tapprovals\x18\x01 \x03(\v2\x12.nexus.v1.ApprovalR\tapprovals\"l\n" +
@@ -3904,7 +4042,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"serverName\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03uri\x18\x03 \x01(\tR\x03uri\x12.\n" +
-	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time2\xdb\f\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time2\xae\r\n" +
 	"\vToolManager\x12D\n" +
 	"\tListTools\x12\x1a.nexus.v1.ListToolsRequest\x1a\x1b.nexus.v1.ListToolsResponse\x12\\\n" +
 	"\x11GetToolDefinition\x12\".nexus.v1.GetToolDefinitionRequest\x1a#.nexus.v1.GetToolDefinitionResponse\x12J\n" +
@@ -3913,7 +4051,8 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\rListToolCalls\x12\x1e.nexus.v1.ListToolCallsRequest\x1a\x1f.nexus.v1.ListToolCallsResponse\x12S\n" +
 	"\x0eCancelToolCall\x12\x1f.nexus.v1.CancelToolCallRequest\x1a .nexus.v1.CancelToolCallResponse\x12P\n" +
 	"\rListApprovals\x12\x1e.nexus.v1.ListApprovalsRequest\x1a\x1f.nexus.v1.ListApprovalsResponse\x12S\n" +
-	"\x0eRevokeApproval\x12\x1f.nexus.v1.RevokeApprovalRequest\x1a .nexus.v1.RevokeApprovalResponse\x12S\n" +
+	"\x0eRevokeApproval\x12\x1f.nexus.v1.RevokeApprovalRequest\x1a .nexus.v1.RevokeApprovalResponse\x12Q\n" +
+	"\x11AnswerPermissions\x12\x1a.nexus.v1.PermissionAnswer\x1a\x1c.nexus.v1.PermissionQuestion(\x010\x01\x12S\n" +
 	"\x0eListMcpServers\x12\x1f.nexus.v1.ListMcpServersRequest\x1a .nexus.v1.ListMcpServersResponse\x12Y\n" +
 	"\x10RestartMcpServer\x12!.nexus.v1.RestartMcpServerRequest\x1a\".nexus.v1.RestartMcpServerResponse\x12S\n" +
 	"\x0eTrustMcpServer\x12\x1f.nexus.v1.TrustMcpServerRequest\x1a .nexus.v1.TrustMcpServerResponse\x12R\n" +
@@ -3938,7 +4077,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
@@ -3961,117 +4100,122 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*CancelToolCallRequest)(nil),            // 18: nexus.v1.CancelToolCallRequest
 	(*CancelToolCallResponse)(nil),           // 19: nexus.v1.CancelToolCallResponse
 	(*Approval)(nil),                         // 20: nexus.v1.Approval
-	(*ListApprovalsRequest)(nil),             // 21: nexus.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),            // 22: nexus.v1.ListApprovalsResponse
-	(*RevokeApprovalRequest)(nil),            // 23: nexus.v1.RevokeApprovalRequest
-	(*RevokeApprovalResponse)(nil),           // 24: nexus.v1.RevokeApprovalResponse
-	(*McpServer)(nil),                        // 25: nexus.v1.McpServer
-	(*McpLaunch)(nil),                        // 26: nexus.v1.McpLaunch
-	(*McpOAuth)(nil),                         // 27: nexus.v1.McpOAuth
-	(*McpIdP)(nil),                           // 28: nexus.v1.McpIdP
-	(*ListMcpServersRequest)(nil),            // 29: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),           // 30: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),          // 31: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),         // 32: nexus.v1.RestartMcpServerResponse
-	(*TrustMcpServerRequest)(nil),            // 33: nexus.v1.TrustMcpServerRequest
-	(*TrustMcpServerResponse)(nil),           // 34: nexus.v1.TrustMcpServerResponse
-	(*LoginMcpServerRequest)(nil),            // 35: nexus.v1.LoginMcpServerRequest
-	(*LoginMcpServerEvent)(nil),              // 36: nexus.v1.LoginMcpServerEvent
-	(*LoginMcpServerDone)(nil),               // 37: nexus.v1.LoginMcpServerDone
-	(*LogoutMcpServerRequest)(nil),           // 38: nexus.v1.LogoutMcpServerRequest
-	(*LogoutMcpServerResponse)(nil),          // 39: nexus.v1.LogoutMcpServerResponse
-	(*McpResource)(nil),                      // 40: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),          // 41: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),         // 42: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),           // 43: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),          // 44: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                        // 45: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),            // 46: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),           // 47: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),              // 48: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),             // 49: nexus.v1.GetMcpPromptResponse
-	(*McpResourceTemplate)(nil),              // 50: nexus.v1.McpResourceTemplate
-	(*ListMcpResourceTemplatesRequest)(nil),  // 51: nexus.v1.ListMcpResourceTemplatesRequest
-	(*ListMcpResourceTemplatesResponse)(nil), // 52: nexus.v1.ListMcpResourceTemplatesResponse
-	(*WatchMcpChangesRequest)(nil),           // 53: nexus.v1.WatchMcpChangesRequest
-	(*McpChange)(nil),                        // 54: nexus.v1.McpChange
-	nil,                                      // 55: nexus.v1.McpLaunch.EnvEntry
-	nil,                                      // 56: nexus.v1.McpLaunch.HeadersEntry
-	nil,                                      // 57: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),            // 58: google.protobuf.Timestamp
+	(*PermissionQuestion)(nil),               // 21: nexus.v1.PermissionQuestion
+	(*PermissionAnswer)(nil),                 // 22: nexus.v1.PermissionAnswer
+	(*ListApprovalsRequest)(nil),             // 23: nexus.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),            // 24: nexus.v1.ListApprovalsResponse
+	(*RevokeApprovalRequest)(nil),            // 25: nexus.v1.RevokeApprovalRequest
+	(*RevokeApprovalResponse)(nil),           // 26: nexus.v1.RevokeApprovalResponse
+	(*McpServer)(nil),                        // 27: nexus.v1.McpServer
+	(*McpLaunch)(nil),                        // 28: nexus.v1.McpLaunch
+	(*McpOAuth)(nil),                         // 29: nexus.v1.McpOAuth
+	(*McpIdP)(nil),                           // 30: nexus.v1.McpIdP
+	(*ListMcpServersRequest)(nil),            // 31: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),           // 32: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),          // 33: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),         // 34: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),            // 35: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),           // 36: nexus.v1.TrustMcpServerResponse
+	(*LoginMcpServerRequest)(nil),            // 37: nexus.v1.LoginMcpServerRequest
+	(*LoginMcpServerEvent)(nil),              // 38: nexus.v1.LoginMcpServerEvent
+	(*LoginMcpServerDone)(nil),               // 39: nexus.v1.LoginMcpServerDone
+	(*LogoutMcpServerRequest)(nil),           // 40: nexus.v1.LogoutMcpServerRequest
+	(*LogoutMcpServerResponse)(nil),          // 41: nexus.v1.LogoutMcpServerResponse
+	(*McpResource)(nil),                      // 42: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),          // 43: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),         // 44: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),           // 45: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),          // 46: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                        // 47: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),            // 48: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),           // 49: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),              // 50: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),             // 51: nexus.v1.GetMcpPromptResponse
+	(*McpResourceTemplate)(nil),              // 52: nexus.v1.McpResourceTemplate
+	(*ListMcpResourceTemplatesRequest)(nil),  // 53: nexus.v1.ListMcpResourceTemplatesRequest
+	(*ListMcpResourceTemplatesResponse)(nil), // 54: nexus.v1.ListMcpResourceTemplatesResponse
+	(*WatchMcpChangesRequest)(nil),           // 55: nexus.v1.WatchMcpChangesRequest
+	(*McpChange)(nil),                        // 56: nexus.v1.McpChange
+	nil,                                      // 57: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 58: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 59: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 60: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	11, // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	58, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	58, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	60, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	60, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	12, // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	13, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	8,  // 7: nexus.v1.ToolCall.elicitation:type_name -> nexus.v1.Elicitation
 	14, // 8: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
 	7,  // 9: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	58, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
-	20, // 11: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	58, // 12: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	26, // 13: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	55, // 14: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	56, // 15: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
-	27, // 16: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
-	28, // 17: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
-	25, // 18: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
-	25, // 19: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	37, // 20: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
-	25, // 21: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
-	25, // 22: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	40, // 23: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
-	45, // 24: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	57, // 25: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	50, // 26: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
-	58, // 27: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
-	1,  // 28: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 29: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 30: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	15, // 31: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	16, // 32: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	18, // 33: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	21, // 34: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	23, // 35: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	29, // 36: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	31, // 37: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	33, // 38: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	35, // 39: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
-	38, // 40: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
-	41, // 41: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	43, // 42: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	46, // 43: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	48, // 44: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	51, // 45: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
-	53, // 46: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
-	2,  // 47: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 48: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 49: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 50: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	17, // 51: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	19, // 52: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	22, // 53: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	24, // 54: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	30, // 55: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	32, // 56: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	34, // 57: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	36, // 58: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
-	39, // 59: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
-	42, // 60: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	44, // 61: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	47, // 62: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	49, // 63: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	52, // 64: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
-	54, // 65: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
-	47, // [47:66] is the sub-list for method output_type
-	28, // [28:47] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	60, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	7,  // 11: nexus.v1.PermissionQuestion.tool_call:type_name -> nexus.v1.ToolCall
+	20, // 12: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
+	60, // 13: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	28, // 14: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
+	57, // 15: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	58, // 16: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	29, // 17: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
+	30, // 18: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
+	27, // 19: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
+	27, // 20: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	39, // 21: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
+	27, // 22: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
+	27, // 23: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	42, // 24: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
+	47, // 25: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
+	59, // 26: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	52, // 27: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
+	60, // 28: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	1,  // 29: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 30: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 31: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	15, // 32: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	16, // 33: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	18, // 34: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	23, // 35: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	25, // 36: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	22, // 37: nexus.v1.ToolManager.AnswerPermissions:input_type -> nexus.v1.PermissionAnswer
+	31, // 38: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	33, // 39: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	35, // 40: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	37, // 41: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
+	40, // 42: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
+	43, // 43: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	45, // 44: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	48, // 45: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	50, // 46: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	53, // 47: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	55, // 48: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	2,  // 49: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 50: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 51: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 52: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	17, // 53: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	19, // 54: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	24, // 55: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	26, // 56: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	21, // 57: nexus.v1.ToolManager.AnswerPermissions:output_type -> nexus.v1.PermissionQuestion
+	32, // 58: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	34, // 59: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	36, // 60: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	38, // 61: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
+	41, // 62: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
+	44, // 63: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	46, // 64: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	49, // 65: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	51, // 66: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	54, // 67: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	56, // 68: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	49, // [49:69] is the sub-list for method output_type
+	29, // [29:49] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -4079,7 +4223,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 	if File_nexus_v1_tool_manager_proto != nil {
 		return
 	}
-	file_nexus_v1_tool_manager_proto_msgTypes[36].OneofWrappers = []any{
+	file_nexus_v1_tool_manager_proto_msgTypes[38].OneofWrappers = []any{
 		(*LoginMcpServerEvent_AuthorizationUrl)(nil),
 		(*LoginMcpServerEvent_Done)(nil),
 	}
@@ -4089,7 +4233,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   58,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

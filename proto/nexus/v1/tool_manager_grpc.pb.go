@@ -27,6 +27,7 @@ const (
 	ToolManager_CancelToolCall_FullMethodName           = "/nexus.v1.ToolManager/CancelToolCall"
 	ToolManager_ListApprovals_FullMethodName            = "/nexus.v1.ToolManager/ListApprovals"
 	ToolManager_RevokeApproval_FullMethodName           = "/nexus.v1.ToolManager/RevokeApproval"
+	ToolManager_AnswerPermissions_FullMethodName        = "/nexus.v1.ToolManager/AnswerPermissions"
 	ToolManager_ListMcpServers_FullMethodName           = "/nexus.v1.ToolManager/ListMcpServers"
 	ToolManager_RestartMcpServer_FullMethodName         = "/nexus.v1.ToolManager/RestartMcpServer"
 	ToolManager_TrustMcpServer_FullMethodName           = "/nexus.v1.ToolManager/TrustMcpServer"
@@ -64,6 +65,18 @@ type ToolManagerClient interface {
 	// RevokeApproval forgets the remembered answer of an app for a tool
 	// (admin token only).
 	RevokeApproval(ctx context.Context, in *RevokeApprovalRequest, opts ...grpc.CallOption) (*RevokeApprovalResponse, error)
+	// AnswerPermissions makes the caller, while the stream lasts, the
+	// person's answerer of permission questions (nexus calls --watch
+	// --answer): the questions of apps' calls, and of calls that no other
+	// surface of the person answers, come as PermissionQuestion messages, and
+	// the caller answers each with a PermissionAnswer. Admin token only: an
+	// app token gets PERMISSION_DENIED, since only the person answers. The
+	// stream sends its headers once it is attached. The last attached
+	// answers, before the editor; a question it leaves unanswered when the
+	// stream ends is denied. An answer that is not one of the options ends
+	// the stream with INVALID_ARGUMENT; one to a question no longer open is
+	// ignored (it was withdrawn).
+	AnswerPermissions(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PermissionAnswer, PermissionQuestion], error)
 	// ListMcpServers reports every configured MCP server and its state.
 	ListMcpServers(ctx context.Context, in *ListMcpServersRequest, opts ...grpc.CallOption) (*ListMcpServersResponse, error)
 	// RestartMcpServer stops a server and starts it again, also a failed or
@@ -201,6 +214,19 @@ func (c *toolManagerClient) RevokeApproval(ctx context.Context, in *RevokeApprov
 	return out, nil
 }
 
+func (c *toolManagerClient) AnswerPermissions(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PermissionAnswer, PermissionQuestion], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[1], ToolManager_AnswerPermissions_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PermissionAnswer, PermissionQuestion]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolManager_AnswerPermissionsClient = grpc.BidiStreamingClient[PermissionAnswer, PermissionQuestion]
+
 func (c *toolManagerClient) ListMcpServers(ctx context.Context, in *ListMcpServersRequest, opts ...grpc.CallOption) (*ListMcpServersResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListMcpServersResponse)
@@ -233,7 +259,7 @@ func (c *toolManagerClient) TrustMcpServer(ctx context.Context, in *TrustMcpServ
 
 func (c *toolManagerClient) LoginMcpServer(ctx context.Context, in *LoginMcpServerRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LoginMcpServerEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[1], ToolManager_LoginMcpServer_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[2], ToolManager_LoginMcpServer_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +338,7 @@ func (c *toolManagerClient) ListMcpResourceTemplates(ctx context.Context, in *Li
 
 func (c *toolManagerClient) WatchMcpChanges(ctx context.Context, in *WatchMcpChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[McpChange], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[2], ToolManager_WatchMcpChanges_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ToolManager_ServiceDesc.Streams[3], ToolManager_WatchMcpChanges_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -353,6 +379,18 @@ type ToolManagerServer interface {
 	// RevokeApproval forgets the remembered answer of an app for a tool
 	// (admin token only).
 	RevokeApproval(context.Context, *RevokeApprovalRequest) (*RevokeApprovalResponse, error)
+	// AnswerPermissions makes the caller, while the stream lasts, the
+	// person's answerer of permission questions (nexus calls --watch
+	// --answer): the questions of apps' calls, and of calls that no other
+	// surface of the person answers, come as PermissionQuestion messages, and
+	// the caller answers each with a PermissionAnswer. Admin token only: an
+	// app token gets PERMISSION_DENIED, since only the person answers. The
+	// stream sends its headers once it is attached. The last attached
+	// answers, before the editor; a question it leaves unanswered when the
+	// stream ends is denied. An answer that is not one of the options ends
+	// the stream with INVALID_ARGUMENT; one to a question no longer open is
+	// ignored (it was withdrawn).
+	AnswerPermissions(grpc.BidiStreamingServer[PermissionAnswer, PermissionQuestion]) error
 	// ListMcpServers reports every configured MCP server and its state.
 	ListMcpServers(context.Context, *ListMcpServersRequest) (*ListMcpServersResponse, error)
 	// RestartMcpServer stops a server and starts it again, also a failed or
@@ -424,6 +462,9 @@ func (UnimplementedToolManagerServer) ListApprovals(context.Context, *ListApprov
 }
 func (UnimplementedToolManagerServer) RevokeApproval(context.Context, *RevokeApprovalRequest) (*RevokeApprovalResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RevokeApproval not implemented")
+}
+func (UnimplementedToolManagerServer) AnswerPermissions(grpc.BidiStreamingServer[PermissionAnswer, PermissionQuestion]) error {
+	return status.Errorf(codes.Unimplemented, "method AnswerPermissions not implemented")
 }
 func (UnimplementedToolManagerServer) ListMcpServers(context.Context, *ListMcpServersRequest) (*ListMcpServersResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListMcpServers not implemented")
@@ -615,6 +656,13 @@ func _ToolManager_RevokeApproval_Handler(srv interface{}, ctx context.Context, d
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _ToolManager_AnswerPermissions_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ToolManagerServer).AnswerPermissions(&grpc.GenericServerStream[PermissionAnswer, PermissionQuestion]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolManager_AnswerPermissionsServer = grpc.BidiStreamingServer[PermissionAnswer, PermissionQuestion]
 
 func _ToolManager_ListMcpServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListMcpServersRequest)
@@ -877,6 +925,12 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WatchToolCalls",
 			Handler:       _ToolManager_WatchToolCalls_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "AnswerPermissions",
+			Handler:       _ToolManager_AnswerPermissions_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 		{
 			StreamName:    "LoginMcpServer",
