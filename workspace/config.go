@@ -767,7 +767,9 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		// Decode from the text alone, so a quoted "${N}" works too.
 		plain := *n
 		plain.Tag, plain.Style = "", 0
-		if n.Kind != yaml.ScalarNode || plain.Decode(v.Addr().Interface()) != nil {
+		// yaml decodes 1.5 into an int as 1: a fraction is refused here.
+		fraction := v.Kind() == reflect.Int && plain.ShortTag() == "!!float"
+		if n.Kind != yaml.ScalarNode || fraction || plain.Decode(v.Addr().Interface()) != nil {
 			want := "an integer"
 			if v.Kind() == reflect.Bool {
 				want = "a boolean (true or false)"
@@ -950,9 +952,10 @@ func (d *decoder) check(c *Config) {
 // llm checks the llm section and folds a profile written directly under
 // llm into Profiles as "default".
 func (d *decoder) llm(c *LLMConfig) {
-	if c.LLMProfile.Provider != "" || c.LLMProfile.Model != "" {
+	inline := d.inlineProfile()
+	if inline != "" {
 		if _, ok := c.Profiles["default"]; ok {
-			d.fail("llm.provider", d.nodes["llm.provider"], `a profile under llm itself is the profile "default", and llm.profiles has one too`)
+			d.fail("llm."+inline, d.nodes["llm."+inline], `a profile under llm itself is the profile "default", and llm.profiles has one too`)
 		} else {
 			if c.Profiles == nil {
 				c.Profiles = map[string]LLMProfile{}
@@ -971,13 +974,17 @@ func (d *decoder) llm(c *LLMConfig) {
 		if d.badUnder(pp) || (name == "default" && d.badUnder("llm")) {
 			continue // its own error says what is wrong
 		}
+		where := ""
+		if p.Key == "llm" {
+			where = fmt.Sprintf(" (llm.%s, directly under llm, is a key of the profile %q)", inline, name)
+		}
 		if p.Provider == "" {
-			d.fail(pp, d.nodes[pp], "profile %q names no provider (openai, anthropic, gemini or openai-compatible)", name)
+			d.fail(pp, d.nodes[pp], "profile %q names no provider (openai, anthropic, gemini or openai-compatible)%s", name, where)
 		} else {
 			d.oneOf(pp+".provider", p.Provider, "openai", "anthropic", "gemini", "openai-compatible")
 		}
 		if p.Model == "" {
-			d.fail(pp, d.nodes[pp], "profile %q names no model", name)
+			d.fail(pp, d.nodes[pp], "profile %q names no model%s", name, where)
 		}
 		if p.API != "" {
 			d.oneOf(pp+".api", p.API, "responses", "chat", "messages", "generateContent")
@@ -1009,6 +1016,21 @@ func (d *decoder) llm(c *LLMConfig) {
 	case hasKey(c.Profiles, "default"):
 		c.Default = "default"
 	}
+}
+
+// inlineProfile is the first key of a profile that the file sets directly
+// under llm (a null value sets nothing), or "". Such keys are the profile
+// "default", which needs a provider and a model like any other, rather
+// than being dropped.
+func (d *decoder) inlineProfile() string {
+	t := reflect.TypeFor[LLMProfile]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if n := d.nodes["llm."+name]; name != "-" && n != nil && n.ShortTag() != "!!null" {
+			return name
+		}
+	}
+	return ""
 }
 
 // sampling checks mcp.sampling: the profiles it names are llm profiles.
