@@ -77,6 +77,8 @@ func typeOf(k *key) string {
 		switch {
 		case r.enum != nil:
 			return "string, one of " + list(r.enum)
+		case r.pattern != "" && r.unique:
+			return "string: " + r.patternDoc + "; unique"
 		case r.pattern != "":
 			return "string: " + r.patternDoc
 		case r.nonEmpty:

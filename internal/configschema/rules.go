@@ -18,6 +18,8 @@ type rule struct {
 	// pattern is a regular expression a string matches (RE2 and
 	// ECMA-262 alike), and patternDoc says it in words.
 	pattern, patternDoc string
+	// unique: no two list items have the same value (apps' ids).
+	unique bool
 	// key names a map's keys in paths: "tools.policy.TOOL".
 	key string
 	// required are the keys a mapping must have; object adds the rules
@@ -72,11 +74,13 @@ var rules = map[string]rule{
 	},
 	"AppConfig.ID": {
 		pattern:    "^[a-z0-9][a-z0-9_-]{0,62}$",
-		patternDoc: "1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit; unique",
+		patternDoc: "1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit",
+		unique:     true,
 	},
 	"AppConfig.Certificate": {
 		pattern:    `^$|^\s*([sS][hH][aA]256[^=]*=)?:*([0-9A-Fa-f]:*){64}\s*$`,
-		patternDoc: "64 hex digits, colons allowed, as openssl prints it; unique",
+		patternDoc: "64 hex digits, colons allowed, as openssl prints it",
+		unique:     true,
 	},
 
 	"ToolsConfig.MaxArgumentsSize": {positive: true},

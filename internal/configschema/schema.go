@@ -86,7 +86,10 @@ func schemaOf(k *key, null nullability) *jsonschema.Schema {
 			}
 			return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{e, env}}
 		case r.pattern != "":
-			return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Types: []string{"string", "null"}, Pattern: r.pattern}, env}}
+			// patternErrorMessage is the YAML extension's (and ours): the
+			// pattern in words.
+			p := &jsonschema.Schema{Types: []string{"string", "null"}, Pattern: r.pattern, Extra: map[string]any{"patternErrorMessage": "must be " + r.patternDoc}}
+			return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{p, env}}
 		}
 		// The loader takes a number's or a boolean's text as a string.
 		s := &jsonschema.Schema{Types: []string{"string", "number", "boolean", "null"}}
