@@ -75,7 +75,7 @@ export class ConfigSupport implements vscode.Disposable {
       case 'keys':
         return c.items.map((k, i) => {
           const item = new vscode.CompletionItem({ label: k.key, description: k.detail }, vscode.CompletionItemKind.Property);
-          item.documentation = new vscode.MarkdownString().appendText(k.description);
+          item.documentation = k.description; // plain text: it wraps (appendText's would not)
           item.detail = k.detail;
           item.sortText = order(i);
           item.range = range;
@@ -93,7 +93,7 @@ export class ConfigSupport implements vscode.Disposable {
         return c.values.map((v, i) => {
           const item = new vscode.CompletionItem(v, vscode.CompletionItemKind.EnumMember);
           item.detail = describe(c.schema);
-          item.documentation = new vscode.MarkdownString().appendText(c.schema.description ?? '');
+          item.documentation = c.schema.description;
           item.sortText = order(i);
           item.range = range;
           return item;
