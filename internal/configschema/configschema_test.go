@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,8 +112,17 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	all = append(all, example{"example", "examples/workspace/.nexus/config.yaml", data})
-	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	for _, md := range append(docs, filepath.Join(root, "README.md")) {
+	pages := []string{filepath.Join(root, "README.md")}
+	err = filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			pages = append(pages, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, md := range pages {
 		data, err := os.ReadFile(md)
 		if err != nil {
 			t.Fatal(err)
