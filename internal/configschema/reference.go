@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -155,8 +154,6 @@ func value(v any) string {
 	switch v := v.(type) {
 	case []string:
 		return "`[" + strings.Join(v, ", ") + "]`"
-	case time.Duration:
-		return "`" + formatDuration(v) + "`"
 	}
 	return fmt.Sprintf("`%v`", v)
 }
