@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto bench clean mcp-servers redis local-llm
+.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto schema check-schema bench clean mcp-servers redis local-llm
 
 all: build
 
@@ -95,7 +95,7 @@ test-race: test
 test-short: mcp-servers redis
 	$(GO) test -short ./...
 
-lint: check-proto
+lint: check-proto check-schema
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	bash scripts/check-deps.sh
 	$(GO) vet ./...
@@ -106,6 +106,18 @@ proto:
 
 check-proto:
 	bash scripts/proto.sh check
+
+# The configuration reference (docs/configuration.md) and the JSON Schema of
+# .nexus/config.yaml (editors/vscode/schemas/nexus-config.schema.json),
+# generated from the config types' yaml tags, doc comments and defaults
+# (workspace/config.go) and the loader's rules (internal/configschema).
+schema:
+	$(GO) generate ./workspace
+
+# Fails when either generated file is stale, or the schema and the loader
+# disagree about a value (TestRulesAgree) or an example config.
+check-schema:
+	$(GO) test -count=1 ./internal/configschema
 
 # Prints each figure beside its anchor measured in the same run; then the
 # VS Code extension's, in a real VS Code (skipped without code-server).

@@ -2,6 +2,8 @@
 // Start with [LoadConfig].
 package workspace
 
+//go:generate go run ../internal/configschema/gen ..
+
 import (
 	"bytes"
 	"cmp"
@@ -28,16 +30,18 @@ import (
 type Config struct {
 	Definitions DefinitionsConfig `yaml:"definitions"`
 	Runtime     RuntimeConfig     `yaml:"runtime"`
-	Apps        []AppConfig       `yaml:"apps"`
-	Tools       ToolsConfig       `yaml:"tools"`
-	MCP         MCPConfig         `yaml:"mcp"`
-	LLM         LLMConfig         `yaml:"llm"`
-	Agent       AgentConfig       `yaml:"agent"`
-	Messages    MessagesConfig    `yaml:"messages"`
-	Context     ContextConfig     `yaml:"context"`
-	Log         LogConfig         `yaml:"log"`
-	GRPC        GRPCConfig        `yaml:"grpc"`
-	ACP         ACPConfig         `yaml:"acp"`
+	// Apps are the sandbox applications that use Nexus over gRPC, each
+	// with its token and what it may reach.
+	Apps     []AppConfig    `yaml:"apps"`
+	Tools    ToolsConfig    `yaml:"tools"`
+	MCP      MCPConfig      `yaml:"mcp"`
+	LLM      LLMConfig      `yaml:"llm"`
+	Agent    AgentConfig    `yaml:"agent"`
+	Messages MessagesConfig `yaml:"messages"`
+	Context  ContextConfig  `yaml:"context"`
+	Log      LogConfig      `yaml:"log"`
+	GRPC     GRPCConfig     `yaml:"grpc"`
+	ACP      ACPConfig      `yaml:"acp"`
 }
 
 // ACPConfig is the acp section: the agent in the editors that speak the
@@ -82,8 +86,11 @@ type RuntimeConfig struct {
 	URL string `yaml:"url"`
 	// Prefix starts every Redis key and channel of the runtime values;
 	// daemons with the same URL and prefix share their values.
-	Prefix        string   `yaml:"prefix"`
-	MaxValueSize  Size     `yaml:"maxValueSize"`
+	Prefix string `yaml:"prefix"`
+	// MaxValueSize is the largest runtime value accepted.
+	MaxValueSize Size `yaml:"maxValueSize"`
+	// PurgeInterval is how often the values whose TTL has passed are
+	// removed from the bbolt file (they are never read after it passes).
 	PurgeInterval Duration `yaml:"purgeInterval"`
 	// Cache, for backend redis, keeps the values read in the daemon's
 	// memory until Redis reports a change (client-side caching): reads
@@ -98,25 +105,33 @@ type AppConfig struct {
 	// ID names the app; it owns <definitions root>/<ID>/ and the runtime
 	// namespace ID.
 	ID string `yaml:"id"`
-	// Token and TokenFile are the app's gRPC token or a file holding it;
-	// at most one is set.
-	Token     string `yaml:"token"`
+	// Token is the app's gRPC token; at most one of token and tokenFile
+	// is set. With neither, nexusd generates one into
+	// .nexus/run/apps/ID.token and keeps it.
+	Token string `yaml:"token"`
+	// TokenFile is a file holding the app's gRPC token, relative to the
+	// workspace root.
 	TokenFile string `yaml:"tokenFile"`
 	// Certificate is the SHA-256 fingerprint of the app's TLS client
 	// certificate (64 hex digits, colons allowed, as openssl x509
 	// -fingerprint -sha256 prints it): over gRPC on TCP with client
 	// certificates (grpc.tls.clientCA), a connection that presents it is
 	// this app, with or without the app's token.
-	Certificate string       `yaml:"certificate"`
-	Grants      GrantsConfig `yaml:"grants"`
+	Certificate string `yaml:"certificate"`
+	// Grants is what the app may reach beyond its own directory and
+	// namespace.
+	Grants GrantsConfig `yaml:"grants"`
 }
 
 // GrantsConfig is what an app may reach beyond its own directory and namespace.
 type GrantsConfig struct {
+	// Definitions lists definition paths outside the app's own directory
+	// that it may read or write.
 	Definitions DefinitionGrants `yaml:"definitions"`
 	// Runtime lists other apps' runtime namespaces.
-	Runtime []string   `yaml:"runtime"`
-	Tools   ToolGrants `yaml:"tools"`
+	Runtime []string `yaml:"runtime"`
+	// Tools is the app's own tool policy, over tools.policy.
+	Tools ToolGrants `yaml:"tools"`
 	// Network lets the app's commands use the network; they have none
 	// by default.
 	Network bool `yaml:"network"`
@@ -124,29 +139,47 @@ type GrantsConfig struct {
 
 // DefinitionGrants lists definition paths an app may read or write.
 type DefinitionGrants struct {
-	Read  []string `yaml:"read"`
+	// Read lists patterns of definition paths, relative to the
+	// definitions root, that the app may read: "*" matches within one
+	// name, "**" any number of names ("shared/**"), and a pattern that
+	// names a directory covers everything below it.
+	Read []string `yaml:"read"`
+	// Write lists patterns, as read does, of definition paths the app may
+	// write; write implies read.
 	Write []string `yaml:"write"`
 }
 
 // ToolGrants is an app's tool policy by tool name. A name is in at most one list.
 type ToolGrants struct {
+	// Allow lists the tools (name patterns, as in tools.policy) the app
+	// calls without asking.
 	Allow []string `yaml:"allow"`
-	Ask   []string `yaml:"ask"`
-	Deny  []string `yaml:"deny"`
+	// Ask lists the tools whose calls by the app ask the person first.
+	Ask []string `yaml:"ask"`
+	// Deny lists the tools the app may not call.
+	Deny []string `yaml:"deny"`
 }
 
 // ToolsConfig is the tools section: limits and policy for tool execution.
 type ToolsConfig struct {
-	Timeout     Duration `yaml:"timeout"`
-	OutputLimit Size     `yaml:"outputLimit"`
+	// Timeout bounds a command of execute_command unless its call asks
+	// for another (timeoutSeconds, at most an hour).
+	Timeout Duration `yaml:"timeout"`
+	// OutputLimit bounds a command's stdout and stderr together (the
+	// head and tail are kept), and an MCP tool's result.
+	OutputLimit Size `yaml:"outputLimit"`
 	// MaxArgumentsSize refuses a call whose arguments are larger; by
 	// default 2 × definitions.maxFileSize + 1 MiB, so that write_file
 	// carries a definition file of the largest size even when JSON
 	// escaping doubles it.
 	MaxArgumentsSize Size `yaml:"maxArgumentsSize"`
-	// Sandbox is "read-only", "workspace-write" or "off".
+	// Sandbox is where execute_command's commands run: "read-only" (they
+	// read the workspace and write nowhere), "workspace-write" (they may
+	// write in the workspace) or "off" (no sandbox).
 	Sandbox string `yaml:"sandbox"`
-	Network bool   `yaml:"network"`
+	// Network lets commands use the network; without it they have none
+	// (apps[].grants.network lets one app's commands).
+	Network bool `yaml:"network"`
 	// EnvAllowlist names the environment variables passed to commands. When
 	// set it replaces the default list.
 	EnvAllowlist []string `yaml:"envAllowlist"`
@@ -156,11 +189,17 @@ type ToolsConfig struct {
 
 // MCPConfig is the mcp section: how MCP servers are called and restarted.
 type MCPConfig struct {
-	CallTimeout    Duration `yaml:"callTimeout"`
+	// CallTimeout bounds one call of an MCP server's tool.
+	CallTimeout Duration `yaml:"callTimeout"`
+	// StartupTimeout bounds an MCP server's start, up to its list of
+	// tools.
 	StartupTimeout Duration `yaml:"startupTimeout"`
-	// Restart is "always", "on-failure" or "never".
-	Restart     string `yaml:"restart"`
-	MaxRestarts int    `yaml:"maxRestarts"`
+	// Restart is when a server that exited is started again: "always",
+	// "on-failure" or "never".
+	Restart string `yaml:"restart"`
+	// MaxRestarts bounds the restarts of one server; 0 is restart
+	// "never".
+	MaxRestarts int `yaml:"maxRestarts"`
 	// Separator joins a server name and a tool name; never empty.
 	Separator string `yaml:"separator"`
 	// HTTP is the MCP gateway's Streamable HTTP endpoint (nexusd
@@ -178,10 +217,17 @@ type MCPConfig struct {
 // to that client when it declared sampling, before the profile. With
 // neither a profile nor Client, servers are told the hub does not sample.
 type MCPSamplingConfig struct {
-	Profile   string   `yaml:"profile"`
-	Profiles  []string `yaml:"profiles"`
-	MaxTokens int      `yaml:"maxTokens"`
-	Client    bool     `yaml:"client"`
+	// Profile names the llm profile that answers sampling requests.
+	Profile string `yaml:"profile"`
+	// Profiles are the llm profiles a request's model hints may pick
+	// instead of profile; empty is every llm profile.
+	Profiles []string `yaml:"profiles"`
+	// MaxTokens caps the tokens a request may ask for; 0 is no cap beyond
+	// the profile's maxOutputTokens.
+	MaxTokens int `yaml:"maxTokens"`
+	// Client sends a request made during an MCP gateway client's call to
+	// that client, when it declared sampling, before the profile.
+	Client bool `yaml:"client"`
 }
 
 // MCPHTTPConfig is mcp.http: where the daemon serves MCP clients over
@@ -189,9 +235,13 @@ type MCPSamplingConfig struct {
 // loopback ones it accepts, and how many sessions it keeps, for how long.
 type MCPHTTPConfig struct {
 	// Address is empty for none, or a loopback "host:port".
-	Address        string   `yaml:"address"`
+	Address string `yaml:"address"`
+	// AllowedOrigins are the origins ("https://app.example") a browser
+	// page may call from, besides loopback ones.
 	AllowedOrigins []string `yaml:"allowedOrigins"`
-	AllowedHosts   []string `yaml:"allowedHosts"`
+	// AllowedHosts are the Host header names accepted besides loopback
+	// ones (a name that resolves to this machine).
+	AllowedHosts []string `yaml:"allowedHosts"`
 	// SessionIdleTimeout closes a session that sent no request for that
 	// long (default 30m, at most 24h); its client starts a new one.
 	SessionIdleTimeout Duration `yaml:"sessionIdleTimeout"`
@@ -208,7 +258,8 @@ type MCPHTTPConfig struct {
 type LLMConfig struct {
 	// Default names the profile of new sessions; empty is the only
 	// profile, or "default".
-	Default    string                `yaml:"default"`
+	Default string `yaml:"default"`
+	// Profiles are the models by name.
 	Profiles   map[string]LLMProfile `yaml:"profiles"`
 	LLMProfile `yaml:",inline"`
 }
@@ -218,21 +269,28 @@ type LLMProfile struct {
 	// Provider is "openai", "anthropic", "gemini" or "openai-compatible".
 	Provider string `yaml:"provider"`
 	// API picks the wire API where a provider has several: "responses"
-	// (openai's default) or "chat" (openai-compatible's default), and
-	// "messages" for a compatible server that speaks Anthropic's.
-	API   string `yaml:"api"`
+	// (openai's default) or "chat" (openai-compatible's default),
+	// "messages" for a compatible server that speaks Anthropic's, and
+	// "generateContent" (gemini's).
+	API string `yaml:"api"`
+	// Model is the provider's name of the model ("gpt-5", "claude-sonnet-4-5").
 	Model string `yaml:"model"`
 	// APIKeyEnv names the environment variable that holds the API key
 	// (default OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY).
 	APIKeyEnv string `yaml:"apiKeyEnv"`
 	// BaseURL replaces the provider's endpoint; openai-compatible needs it.
-	BaseURL         string   `yaml:"baseURL"`
-	Temperature     *float64 `yaml:"temperature"`
-	MaxOutputTokens int      `yaml:"maxOutputTokens"`
+	BaseURL string `yaml:"baseURL"`
+	// Temperature is the sampling temperature, 0 to 2; unset is the
+	// provider's default.
+	Temperature *float64 `yaml:"temperature"`
+	// MaxOutputTokens bounds the tokens of one answer; 0 is the
+	// provider's default.
+	MaxOutputTokens int `yaml:"maxOutputTokens"`
 	// ContextWindow is the model's window in tokens: token_budget pruning
 	// keeps the history within it, less maxOutputTokens.
-	ContextWindow int       `yaml:"contextWindow"`
-	Prices        LLMPrices `yaml:"prices"`
+	ContextWindow int `yaml:"contextWindow"`
+	// Prices are what the model costs, to count a session's cost.
+	Prices LLMPrices `yaml:"prices"`
 	// ExtraBody is merged into the JSON body of every request (vendor
 	// parameters: tool_choice, logit_bias, provider routing).
 	ExtraBody map[string]any `yaml:"extraBody"`
@@ -249,7 +307,9 @@ type LLMProfile struct {
 // LLMPrices are the prices of a million tokens; unset prices make the
 // cost of a session unknown (its tokens are still counted).
 type LLMPrices struct {
-	Input  float64 `yaml:"input"`
+	// Input is the price of a million input tokens.
+	Input float64 `yaml:"input"`
+	// Output is the price of a million output tokens.
 	Output float64 `yaml:"output"`
 	// Cached is the price of input tokens read from the prompt cache;
 	// default the input price.
@@ -267,7 +327,7 @@ type AgentConfig struct {
 	// own grants bound them further.
 	Tools []string `yaml:"tools"`
 	// MaxToolResult bounds a tool result as it enters the history; a
-	// longer one keeps its head and tail. Default 32KB.
+	// longer one keeps its head and tail. Default 32KiB.
 	MaxToolResult Size `yaml:"maxToolResult"`
 	// MaxAnswerSize bounds the text and thoughts of one model answer,
 	// together. A longer answer ends that request with an error; nothing
@@ -276,7 +336,7 @@ type AgentConfig struct {
 	MaxAnswerSize Size `yaml:"maxAnswerSize"`
 	// MaxToolCallSize bounds each tool call of one model answer (its
 	// arguments, name and id); the calls of one answer together may have
-	// four times as much. Over it, as for MaxAnswerSize. Default 1MiB; at
+	// four times as much. Over it, as for maxAnswerSize. Default 1MiB; at
 	// most 1GiB.
 	MaxToolCallSize Size `yaml:"maxToolCallSize"`
 }
@@ -292,25 +352,32 @@ type MessagesConfig struct {
 	MaxLength int `yaml:"maxLength"`
 	// Pruning is "remove_oldest" (or its older name "oldest-first"),
 	// "token_budget" (the model's window less the reply's reserve) or "none".
-	Pruning    string `yaml:"pruning"`
-	KeepSystem bool   `yaml:"keepSystem"`
+	Pruning string `yaml:"pruning"`
+	// KeepSystem keeps the system messages whatever the pruning.
+	KeepSystem bool `yaml:"keepSystem"`
 }
 
-// ContextConfig is the context section: the DCM context definition.
+// ContextConfig is the context section: the agent's dynamic context (the
+// DCM): its initial prompt, sections and documents.
 type ContextConfig struct {
-	// File is relative to the workspace root.
+	// File is the context file, relative to the workspace root; the agent
+	// reads it again when it changes, and a missing file is an empty
+	// context.
 	File string `yaml:"file"`
 }
 
-// LogConfig is the log section.
+// LogConfig is the log section: where the daemon writes its log, and how much.
 type LogConfig struct {
-	// Level is "debug", "info", "warn" or "error".
+	// Level is "debug", "info", "warn" or "error"; nexusd --log-level
+	// overrides it.
 	Level string `yaml:"level"`
-	// File is empty for standard error.
+	// File is the log file, relative to the workspace root; empty is
+	// standard error. nexusd --log-file overrides it.
 	File string `yaml:"file"`
 }
 
-// GRPCConfig is the grpc section.
+// GRPCConfig is the grpc section: the gRPC API of apps and the CLI, on the
+// workspace's unix socket and, when set, on a TCP address.
 type GRPCConfig struct {
 	// Address is empty for the unix socket only, or "host:port", served
 	// with TLS.
@@ -326,10 +393,11 @@ type GRPCConfig struct {
 
 // TLSConfig is grpc.tls: PEM files, relative to the workspace root.
 type TLSConfig struct {
-	// Cert and Key are the server's certificate (chain) and private key;
-	// both or neither.
+	// Cert is the server's certificate (chain); cert and key go
+	// together.
 	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
+	// Key is the private key of cert (mode 0600).
+	Key string `yaml:"key"`
 	// ClientCA, when set, makes clients present a certificate signed by
 	// one of its certificates (mutual TLS); apps[].certificate maps a
 	// client certificate to an app.
@@ -767,7 +835,9 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		// Decode from the text alone, so a quoted "${N}" works too.
 		plain := *n
 		plain.Tag, plain.Style = "", 0
-		if n.Kind != yaml.ScalarNode || plain.Decode(v.Addr().Interface()) != nil {
+		// yaml decodes 1.5 into an int as 1: a fraction is refused here.
+		fraction := v.Kind() == reflect.Int && plain.ShortTag() == "!!float"
+		if n.Kind != yaml.ScalarNode || fraction || plain.Decode(v.Addr().Interface()) != nil {
 			want := "an integer"
 			if v.Kind() == reflect.Bool {
 				want = "a boolean (true or false)"
@@ -950,9 +1020,10 @@ func (d *decoder) check(c *Config) {
 // llm checks the llm section and folds a profile written directly under
 // llm into Profiles as "default".
 func (d *decoder) llm(c *LLMConfig) {
-	if c.LLMProfile.Provider != "" || c.LLMProfile.Model != "" {
+	inline := d.inlineProfile()
+	if inline != "" {
 		if _, ok := c.Profiles["default"]; ok {
-			d.fail("llm.provider", d.nodes["llm.provider"], `a profile under llm itself is the profile "default", and llm.profiles has one too`)
+			d.fail("llm."+inline, d.nodes["llm."+inline], `a profile under llm itself is the profile "default", and llm.profiles has one too`)
 		} else {
 			if c.Profiles == nil {
 				c.Profiles = map[string]LLMProfile{}
@@ -971,13 +1042,17 @@ func (d *decoder) llm(c *LLMConfig) {
 		if d.badUnder(pp) || (name == "default" && d.badUnder("llm")) {
 			continue // its own error says what is wrong
 		}
+		where := ""
+		if p.Key == "llm" {
+			where = fmt.Sprintf(" (llm.%s, directly under llm, is a key of the profile %q)", inline, name)
+		}
 		if p.Provider == "" {
-			d.fail(pp, d.nodes[pp], "profile %q names no provider (openai, anthropic, gemini or openai-compatible)", name)
+			d.fail(pp, d.nodes[pp], "profile %q names no provider (openai, anthropic, gemini or openai-compatible)%s", name, where)
 		} else {
 			d.oneOf(pp+".provider", p.Provider, "openai", "anthropic", "gemini", "openai-compatible")
 		}
 		if p.Model == "" {
-			d.fail(pp, d.nodes[pp], "profile %q names no model", name)
+			d.fail(pp, d.nodes[pp], "profile %q names no model%s", name, where)
 		}
 		if p.API != "" {
 			d.oneOf(pp+".api", p.API, "responses", "chat", "messages", "generateContent")
@@ -1009,6 +1084,21 @@ func (d *decoder) llm(c *LLMConfig) {
 	case hasKey(c.Profiles, "default"):
 		c.Default = "default"
 	}
+}
+
+// inlineProfile is the first key of a profile that the file sets directly
+// under llm (a null value sets nothing), or "". Such keys are the profile
+// "default", which needs a provider and a model like any other, rather
+// than being dropped.
+func (d *decoder) inlineProfile() string {
+	t := reflect.TypeFor[LLMProfile]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if n := d.nodes["llm."+name]; name != "-" && n != nil && n.ShortTag() != "!!null" {
+			return name
+		}
+	}
+	return ""
 }
 
 // sampling checks mcp.sampling: the profiles it names are llm profiles.

@@ -394,6 +394,11 @@ func TestParseConfigErrors(t *testing.T) {
 			`c.yaml:2:8: grpc.tls: cert and key go together: give both, or neither for a generated certificate`},
 		{"a field the file does not set", yamlText("llm:", "  provider: openai", "  model: m", "  \"-\": elsewhere"),
 			`c.yaml:4:3: unknown key "-" in llm (known: default, profiles, provider, api, model, apiKeyEnv, baseURL, temperature, maxOutputTokens, contextWindow, prices, extraBody, images)`},
+		{"a fraction for an integer", yamlText("agent:", "  maxSteps: 2.5"),
+			`c.yaml:2:13: agent.maxSteps: "2.5" is not an integer`},
+		{"a profile's key under llm without provider", yamlText("llm:", "  profiles: {p: {provider: openai, model: m}}", "  temperature: 0.2"),
+			`c.yaml:2:3: llm: profile "default" names no provider (openai, anthropic, gemini or openai-compatible) (llm.temperature, directly under llm, is a key of the profile "default")` + "\n" +
+				`c.yaml:2:3: llm: profile "default" names no model (llm.temperature, directly under llm, is a key of the profile "default")`},
 		{"unknown TLS key", yamlText("grpc:", "  tls: {ca: ca.pem}"),
 			`c.yaml:2:9: unknown key "ca" in grpc.tls (known: cert, key, clientCA)`},
 		{"app certificate not a fingerprint", yamlText("apps:", "  - id: a", "    certificate: /etc/a.pem"),

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
 import { ChatView } from './chat';
+import { ConfigSupport } from './config';
 import { ElicitationView } from './elicitation';
 import { benchInit, benchMark } from './bench';
 import { daemonId, Daemons } from './daemon';
@@ -31,6 +32,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new DefinitionsView(daemons),
     new McpView(daemons),
     new ChatView(context.extensionUri, daemons, approvals),
+    new ConfigSupport(context.asAbsolutePath('schemas/nexus-config.schema.json')),
     vscode.commands.registerCommand('nexus.focusChat', () => vscode.commands.executeCommand('nexus.chat.focus')),
     // The walkthrough's first step is done once a daemon is ready.
     daemons.onDidChangeState(() => {
