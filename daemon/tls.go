@@ -335,10 +335,7 @@ func generateCert(l layout, names certNames, now time.Time) (tls.Certificate, er
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	if err := os.MkdirAll(l.TLS, 0o700); err != nil {
-		return tls.Certificate{}, err
-	}
-	if err := os.Chmod(l.TLS, 0o700); err != nil {
+	if err := workspace.MakePrivateDir(l.TLS); err != nil {
 		return tls.Certificate{}, err
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
