@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -31,6 +32,25 @@ func CheckPrivateDir(dir string) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ok || st.Uid != uint32(os.Getuid()) {
 		return fmt.Errorf("%s must be a directory of this user with mode 0700", dir)
+	}
+	return nil
+}
+
+// CheckPrivate refuses a path that is not a file (mode 0600) or directory
+// (mode 0700) of this user, or is a symlink; on Windows, one whose owner
+// is not this user or whose ACL grants anyone else.
+func CheckPrivate(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	want := fs.FileMode(0o600)
+	if fi.IsDir() {
+		want = 0o700
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.Mode().IsRegular() && !fi.IsDir() || fi.Mode().Perm() != want || !ok || st.Uid != uint32(os.Getuid()) {
+		return fmt.Errorf("%s must be of this user with mode %04o, it is %v", path, want, fi.Mode())
 	}
 	return nil
 }

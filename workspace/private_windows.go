@@ -122,6 +122,47 @@ func CheckPrivateDir(dir string) error {
 	return nil
 }
 
+// CheckPrivate refuses a path that is not a file or directory owned by
+// this user whose ACL grants this user alone (and LocalSystem, the system
+// itself, which no ACL keeps out), or is a link or junction (on unix: mode
+// 0600, 0700 for a directory). An ACE inherited from above is one more
+// grant, so a DACL that passes needs no protected flag to be private now.
+func CheckPrivate(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 {
+		return fmt.Errorf("%s must be a file or directory of this user, not a link or junction", path)
+	}
+	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
+	if err != nil {
+		return fmt.Errorf("security of %s: %w", path, err)
+	}
+	me, err := userSID()
+	if err != nil {
+		return err
+	}
+	sddl := sd.String()
+	owner, _, err := sd.Owner()
+	if err != nil || owner == nil || owner.String() != me {
+		return fmt.Errorf("%s must be owned by this user (%s): %s", path, me, sddl)
+	}
+	_, dacl, ok := strings.Cut(sddl, "D:")
+	if !ok {
+		return fmt.Errorf("%s has no ACL: everyone may use it", path)
+	}
+	dacl, _, _ = strings.Cut(dacl, "S:") // the audit ACL, if shown
+	for _, ace := range strings.Split(dacl, "(")[1:] {
+		// type;flags;rights;object;inherited object;SID
+		f := strings.Split(strings.TrimSuffix(ace, ")"), ";")
+		if len(f) != 6 || f[0] != "D" && f[5] != me && f[5] != "SY" {
+			return fmt.Errorf("%s must grant this user alone: %s", path, sddl)
+		}
+	}
+	return nil
+}
+
 // createPrivateTemp creates a new file in dir, named pattern with its
 // "*" replaced, made with an ACL granting this user alone: no moment
 // exists when another user could open it.
