@@ -320,7 +320,11 @@ func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []
 	if err != nil {
 		return fmt.Errorf("definition %q: %w", path, err)
 	}
-	dw.lazy = append(dw.lazy, f)
+	if syncWorkingFilesLater {
+		dw.lazy = append(dw.lazy, f)
+	} else {
+		dw.files = append(dw.files, f)
+	}
 	dw.rootRenames = append(dw.rootRenames, dirRename{dir: d, from: tmp, to: base})
 	dw.rootDirs[dir] = true
 	if _, err := f.Write(content); err != nil {

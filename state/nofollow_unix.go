@@ -10,6 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// syncWorkingFilesLater: a working file stays open after its rename, for
+// the checkpointer to sync (see durableWrite).
+const syncWorkingFilesLater = true
+
 // heldDir holds a directory descriptor: every call is an *at system call
 // relative to it, with O_NOFOLLOW.
 type heldDir struct{ f *os.File }

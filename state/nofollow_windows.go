@@ -7,6 +7,13 @@ import (
 	"os"
 )
 
+// syncWorkingFilesLater is false on Windows: a file held open (without
+// FILE_SHARE_DELETE, as Go opens files) cannot be replaced by a rename, so
+// the next write of the same definition would fail with "Access denied".
+// A working file is synced and closed before its rename, as the history's
+// files are, which costs a flush per write.
+const syncWorkingFilesLater = false
+
 // heldDir holds a directory as an os.Root, whose calls go through its
 // handle (NtCreateFile relative to it) and refuse to leave it. os.Root
 // follows a symlink or junction that stays inside, so openDir and

@@ -31,7 +31,7 @@ func cleanPath(p string, dirOK bool) (string, error) {
 	switch {
 	case strings.IndexByte(p, 0) >= 0:
 		return "", invalidf("path %q contains a NUL byte", p)
-	case strings.HasPrefix(p, "/"):
+	case strings.HasPrefix(p, "/"), filepath.IsAbs(p), filepath.VolumeName(p) != "":
 		return "", invalidf("path %q is absolute; paths are relative to the workspace root", p)
 	}
 	for c := range strings.SplitSeq(p, "/") {
