@@ -82,7 +82,7 @@ func NewService(opts Options) (*Service, error) {
 		}
 	}
 	s := &Service{opts: opts, logger: opts.Logger, sessions: map[string]*Session{}}
-	if err := os.MkdirAll(opts.Layout.Sessions, 0o700); err != nil {
+	if err := workspace.MakePrivateDir(opts.Layout.Sessions); err != nil {
 		return nil, &ComponentInitError{Component: "sessions", Err: err}
 	}
 	loaded, err := loadSessions(s)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/internal/durable"
 )
 
 // A session is saved as .nexus/sessions/<id>.jsonl, one JSON record a
@@ -73,7 +74,7 @@ func (l *sessionLog) sync() error {
 		return err
 	}
 	if l.dir != "" {
-		if err := syncDir(l.dir); err != nil {
+		if err := durable.SyncDir(l.dir); err != nil {
 			return err
 		}
 		l.dir = ""
@@ -126,15 +127,6 @@ func (ss *Session) syncLocked() error {
 		return nil
 	}
 	return ss.log.sync()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // transcript reads the messages of a session's file since its last /clear

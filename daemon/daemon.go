@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/nexuscocreate/nexus/access"
@@ -424,7 +425,14 @@ func (p *Parts) Serve(ctx context.Context) error {
 		})
 	}
 	for _, lis := range listeners {
-		g.Go(func() error { return srv.Serve(lis) })
+		g.Go(func() error {
+			// A stop before Serve began (the context ended at once: seen
+			// under emulation, where the goroutines start late) is a stop.
+			if err := srv.Serve(lis); !errors.Is(err, grpc.ErrServerStopped) {
+				return err
+			}
+			return nil
+		})
 	}
 	g.Go(func() error {
 		<-gctx.Done()
@@ -555,7 +563,7 @@ func listenUnix(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := restrictSocket(path); err != nil {
 		lis.Close()
 		return nil, err
 	}

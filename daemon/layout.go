@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/workspace"
@@ -40,13 +39,14 @@ func (l layout) socketPath() (string, error) {
 	if base == "" {
 		base = os.TempDir()
 	}
-	dir := filepath.Join(base, "nexus-"+strconv.Itoa(os.Getuid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+	dir := filepath.Join(base, "nexus-"+userName())
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := workspace.MakePrivateDir(dir); err != nil {
+			return "", fmt.Errorf("socket directory: %w", err)
+		}
 	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 ||
-		fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
-		return "", fmt.Errorf("socket directory %s must be a directory of this user with mode 0700", dir)
+	if err := workspace.CheckPrivateDir(dir); err != nil {
+		return "", fmt.Errorf("socket directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(l.Workspace))
 	p = filepath.Join(dir, hex.EncodeToString(sum[:8])+".sock")

@@ -6,13 +6,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
-// workspaceLock is an exclusive flock on .nexus/run/lock that holds the pid
-// of its owner. The kernel releases it when the process dies, so a crash
-// never leaves the workspace locked.
+// workspaceLock is an exclusive lock on .nexus/run/lock, a file that holds
+// the pid of its owner: flock on unix, LockFileEx on Windows
+// (lock_unix.go, lock_windows.go). The system releases it when the process
+// dies, so a crash never leaves the workspace locked.
 type workspaceLock struct{ f *os.File }
 
 func acquireLock(path string) (*workspaceLock, error) {
@@ -20,10 +19,10 @@ func acquireLock(path string) (*workspaceLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		data, _ := os.ReadFile(path)
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, errHeld) {
 			pid := strings.TrimSpace(string(data))
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
@@ -40,9 +39,12 @@ func acquireLock(path string) (*workspaceLock, error) {
 
 func (l *workspaceLock) release() {
 	l.f.Truncate(0)
-	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	unlockFile(l.f)
 	l.f.Close()
 }
+
+// errHeld is lockFile's error when another process holds the lock.
+var errHeld = errors.New("held by another process")
 
 // ErrLocked is the error of Open when another daemon holds the
 // workspace's lock (errors.Is).

@@ -163,12 +163,8 @@ func loadKeyPair(s tlsSources) (tls.Certificate, error) {
 	if err := checkCertificate(certPEM); err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", s.certFrom, err)
 	}
-	fi, err := os.Stat(s.key)
-	if err != nil {
+	if err := checkKeyPrivate(s.key); err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", s.keyFrom, err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return tls.Certificate{}, fmt.Errorf("%s: the private key may be read or written by other users (mode %04o): chmod 600 %s", s.keyFrom, perm, s.key)
 	}
 	keyPEM, err := os.ReadFile(s.key)
 	if err != nil {
@@ -335,10 +331,7 @@ func generateCert(l layout, names certNames, now time.Time) (tls.Certificate, er
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	if err := os.MkdirAll(l.TLS, 0o700); err != nil {
-		return tls.Certificate{}, err
-	}
-	if err := os.Chmod(l.TLS, 0o700); err != nil {
+	if err := workspace.MakePrivateDir(l.TLS); err != nil {
 		return tls.Certificate{}, err
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})

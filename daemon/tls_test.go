@@ -39,12 +39,12 @@ func TestGeneratedCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{l.TLSCert, l.TLSKey} {
-		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: %v %v; want mode 0600", f, fi.Mode(), err)
+		if err := workspace.CheckPrivate(f); err != nil {
+			t.Error(err)
 		}
 	}
-	if fi, err := os.Stat(l.TLS); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("%s: %v %v; want mode 0700", l.TLS, fi.Mode(), err)
+	if err := workspace.CheckPrivate(l.TLS); err != nil {
+		t.Error(err)
 	}
 	leaf := first.Leaf
 	if _, ok := leaf.PublicKey.(*ecdsa.PublicKey); !ok || leaf.PublicKey.(*ecdsa.PublicKey).Curve != elliptic.P256() {

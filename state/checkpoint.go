@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/nexuscocreate/nexus/internal/durable"
 )
 
 // Checkpoints. A write is durable once its commit is: the group's pack,
@@ -285,7 +286,7 @@ func (s *Definitions) recoverWorkingFiles(onDisk map[string]diskFile) error {
 	// killed daemon leaves them in the page cache.
 	files, dirs := []*os.File{}, map[string]bool{}
 	for _, p := range synced {
-		if f, err := s.root.Open(p); err == nil {
+		if f, err := durable.OpenToSync(s.root, p); err == nil {
 			files = append(files, f)
 		}
 		dirs[parentDir(p)] = true

@@ -15,7 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"golang.org/x/sys/unix"
 )
 
 // Set writes a file as one commit and returns the new revision. Writing the
@@ -301,7 +300,7 @@ func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []
 		return fmt.Errorf("definition %q: %w", path, err)
 	}
 	dw.open = append(dw.open, d)
-	if st, err := lstatAt(d, base); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if mode, err := d.lstat(base); err == nil && !mode.IsRegular() {
 		return fmt.Errorf("%w: definition %q on disk is not a regular file", ErrInvalid, path)
 	}
 	if del {
@@ -317,11 +316,15 @@ func (s *Definitions) stageWorkingFile(dw *durableWrite, path string, content []
 		dw.rootDirs[parentDir(made[0])] = true
 	}
 	tmp := tmpPrefix + randomHex(8)
-	f, err := createAt(d, tmp)
+	f, err := d.create(tmp)
 	if err != nil {
 		return fmt.Errorf("definition %q: %w", path, err)
 	}
-	dw.lazy = append(dw.lazy, f)
+	if syncWorkingFilesLater {
+		dw.lazy = append(dw.lazy, f)
+	} else {
+		dw.files = append(dw.files, f)
+	}
 	dw.rootRenames = append(dw.rootRenames, dirRename{dir: d, from: tmp, to: base})
 	dw.rootDirs[dir] = true
 	if _, err := f.Write(content); err != nil {

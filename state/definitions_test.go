@@ -218,6 +218,46 @@ func TestApplyDiff(t *testing.T) {
 	}
 }
 
+// TestApplyDiffCRLF: a file with CRLF line ends (as Windows editors write
+// them) keeps them through a diff and its apply: the diff carries each
+// "\r" as git's does, the applied content is byte for byte the intended
+// one, on disk too, and a hunk whose lines lack the "\r" does not match.
+func TestApplyDiffCRLF(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	r1 := mustSetDef(t, s, "p.md", "a\r\nb\r\nc\r\n")
+	mustSetDef(t, s, "p.md", "a\r\nB\r\nc\r\nd\r\n")
+	d, err := s.Diff("p.md", "", r1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs := s.git(t, "diff", "--abbrev=7", r1, s.Head(), "--", "p.md"); d != theirs {
+		t.Errorf("diff differs from git:\n--- ours\n%q\n--- git\n%q", d, theirs)
+	}
+	if !strings.Contains(d, "-b\r\n+B\r\n") {
+		t.Errorf("the diff lost the CRs: %q", d)
+	}
+	mustSetDef(t, s, "q.md", "a\r\nb\r\nc\r\n")
+	if _, content, err := s.ApplyDiff("q.md", d, WriteOptions{Author: "cli"}); err != nil || string(content) != "a\r\nB\r\nc\r\nd\r\n" {
+		t.Fatalf("ApplyDiff = %q, %v", content, err)
+	}
+	if _, content, err := s.ApplyDiff("q.md", "@@ -4 +4 @@\n-d\r\n+D\r\n", WriteOptions{Author: "cli"}); err != nil || string(content) != "a\r\nB\r\nc\r\nD\r\n" {
+		t.Fatalf("bare CRLF hunk: %q, %v", content, err)
+	}
+	if _, _, err := s.ApplyDiff("q.md", "@@ -4 +4 @@\n-D\n+E\n", WriteOptions{Author: "cli"}); !errors.Is(err, ErrPatch) {
+		t.Errorf("a hunk without the CRs = %v, want ErrPatch", err)
+	}
+	// Mixed line ends: each line keeps its own.
+	mustSetDef(t, s, "m.md", "one\r\ntwo\nthree\r\n")
+	if _, content, err := s.ApplyDiff("m.md", "@@ -2 +2 @@\n-two\n+TWO\n", WriteOptions{Author: "cli"}); err != nil || string(content) != "one\r\nTWO\nthree\r\n" {
+		t.Fatalf("mixed line ends: %q, %v", content, err)
+	}
+	for p, want := range map[string]string{"q.md": "a\r\nB\r\nc\r\nD\r\n", "m.md": "one\r\nTWO\nthree\r\n"} {
+		if got, err := os.ReadFile(filepath.Join(s.dir, p)); err != nil || string(got) != want {
+			t.Errorf("%s on disk = %q, %v; want %q", p, got, err, want)
+		}
+	}
+}
+
 func TestCompareAndSwap(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
 	r1 := mustSetDef(t, s, "c.yaml", "v1")

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"golang.org/x/sys/unix"
 )
 
 // reconcileDisk commits, authored "disk", what changed under the root while
@@ -363,14 +362,13 @@ func (s *Definitions) readDisk(path string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("definition %q on disk: %w", path, err)
 	}
 	defer d.Close()
-	fd, err := unix.Openat(int(d.Fd()), baseName(path), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	f, err := d.openRegular(baseName(path))
 	switch {
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP):
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("definition %q on disk: %w", path, err)
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
@@ -379,7 +377,7 @@ func (s *Definitions) readDisk(path string) ([]byte, bool, error) {
 	if !info.Mode().IsRegular() {
 		return nil, false, nil
 	}
-	if err := singleLink(path, info); err != nil {
+	if err := singleLink(path, f, info); err != nil {
 		return nil, false, err
 	}
 	if info.Size() > s.opts.MaxFileSize {
@@ -394,8 +392,8 @@ func (s *Definitions) readDisk(path string) ([]byte, bool, error) {
 }
 
 // singleLink refuses a file with more than one hard link.
-func singleLink(path string, info fs.FileInfo) error {
-	if n, ok := linkCount(info); ok && n > 1 {
+func singleLink(path string, f *os.File, info fs.FileInfo) error {
+	if n, ok := openLinkCount(f, info); ok && n > 1 {
 		return fmt.Errorf("%w: definition %q on disk has %d hard links; files with more than one are not recorded, since their other names may lie anywhere", ErrInvalid, path, n)
 	}
 	return nil

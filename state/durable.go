@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/nexuscocreate/nexus/internal/durable"
 )
 
 // durableWrite collects temporary files that must reach the disk together:
@@ -36,19 +36,19 @@ type durableWrite struct {
 	rootRenames []dirRename
 	rootRemoves []dirRemove // files to remove, then their emptied directories
 	rootDirs    map[string]bool
-	// open are the directory descriptors to close at the end.
-	open []*os.File
+	// open are the directories to close at the end.
+	open []heldDir
 }
 
 // dirRename renames from to to in dir.
 type dirRename struct {
-	dir      *os.File
+	dir      heldDir
 	from, to string
 }
 
 // dirRemove removes name from dir; path is its path in the root.
 type dirRemove struct {
-	dir  *os.File
+	dir  heldDir
 	name string
 	path string
 }
@@ -91,7 +91,7 @@ func (w *durableWrite) abort() {
 		os.Remove(p)
 	}
 	for _, r := range w.rootRenames {
-		unix.Unlinkat(int(r.dir.Fd()), r.from, 0)
+		r.dir.remove(r.from)
 	}
 	w.closeDirs()
 }
@@ -147,16 +147,13 @@ func (w *durableWrite) place() error {
 	// directories of their own, whose locks the kernel takes apart.
 	if err := parallel(len(w.rootRenames), func(i int) error {
 		r := w.rootRenames[i]
-		if err := unix.Renameat(int(r.dir.Fd()), r.from, int(r.dir.Fd()), r.to); err != nil {
-			return &os.LinkError{Op: "rename", Old: r.from, New: r.to, Err: err}
-		}
-		return nil
+		return r.dir.rename(r.from, r.to)
 	}); err != nil {
 		w.abort()
 		return err
 	}
 	for _, r := range w.rootRemoves {
-		if err := unix.Unlinkat(int(r.dir.Fd()), r.name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := r.dir.remove(r.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			w.closeDirs()
 			return &os.PathError{Op: "remove", Path: r.path, Err: err}
 		}
@@ -218,7 +215,7 @@ func (w *durableWrite) removeDir(d string) error {
 		return err
 	}
 	defer parent.Close()
-	return unix.Unlinkat(int(parent.Fd()), baseName(d), unix.AT_REMOVEDIR)
+	return parent.removeDir(baseName(d))
 }
 
 // parallel runs fn(0..n-1) concurrently and returns the first error.
@@ -238,16 +235,11 @@ func parallel(n int, fn func(int) error) error {
 	return errors.Join(errs...)
 }
 
-// syncDirs fsyncs directories, so that the names created in them are durable.
+// syncDirs fsyncs directories, so that the names created in them are
+// durable (nothing on Windows: see package durable).
 func syncDirs(dirs ...string) error {
 	for _, d := range dirs {
-		f, err := os.Open(d)
-		if err != nil {
-			return err
-		}
-		err = f.Sync()
-		f.Close()
-		if err != nil {
+		if err := durable.SyncDir(d); err != nil {
 			return err
 		}
 	}
@@ -258,12 +250,7 @@ func syncRootDir(root *os.Root, dir string) error {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+	return durable.SyncRootDir(root, dir)
 }
 
 // writeFileSync writes a file through a temporary name and renames it into
@@ -281,7 +268,7 @@ func writeFileSync(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), path)
+		err = durable.Rename(f.Name(), path)
 	}
 	if err != nil {
 		os.Remove(f.Name())

@@ -67,6 +67,9 @@ func checkPath(p string) error {
 		case strings.HasPrefix(c, tmpPrefix):
 			return fmt.Errorf("%w: path %q uses the reserved prefix %s", ErrInvalid, p, tmpPrefix)
 		}
+		if err := CheckName(c); err != nil {
+			return fmt.Errorf("%w: path %q: %v", ErrInvalid, p, err)
+		}
 	}
 	return nil
 }

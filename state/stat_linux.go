@@ -12,11 +12,3 @@ func changeTimeAndInode(info fs.FileInfo) (ctime int64, ino uint64, ok bool) {
 	}
 	return st.Ctim.Nano(), st.Ino, true
 }
-
-func linkCount(info fs.FileInfo) (uint64, bool) {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return st.Nlink, true
-}

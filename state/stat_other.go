@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build unix && !linux && !darwin
 
 package state
 
@@ -8,6 +8,3 @@ import "io/fs"
 func changeTimeAndInode(fs.FileInfo) (ctime int64, ino uint64, ok bool) {
 	return 0, 0, false
 }
-
-// linkCount is not known here.
-func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nexuscocreate/nexus/internal/durable"
 )
 
 // NexusDir is the daemon's directory in a workspace.
@@ -158,16 +160,14 @@ func Launchers(ws string) []Launcher {
 	return out
 }
 
-// MakeDirs creates .nexus/ and the private run directories (0700).
+// MakeDirs creates .nexus/ and the private run directories (see
+// [MakePrivateDir]).
 func (l Layout) MakeDirs() error {
-	if err := os.MkdirAll(l.Nexus, 0o755); err != nil {
+	if err := makeNexusDir(l.Nexus); err != nil {
 		return err
 	}
 	for _, d := range []string{l.Run, l.Apps} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
-		if err := os.Chmod(d, 0o700); err != nil {
+		if err := MakePrivateDir(d); err != nil {
 			return err
 		}
 	}
@@ -201,17 +201,20 @@ type DaemonInfo struct {
 	MCPURL    string `json:"mcpUrl,omitempty"`
 }
 
-// WriteFileAtomic writes a file readable only by this user (0600), so that
-// a crash leaves the old content or the new, never a mix, and a nil return
-// means the new content is on disk: a temporary file in the same directory
-// (made 0700 when missing), synced, renamed over path, and the directory
-// synced. The one atomic write of the daemon's files.
+// WriteFileAtomic writes a file readable only by this user (0600; on
+// Windows an ACL granting this user alone), so that a crash leaves the old
+// content or the new, never a mix, and a nil return means the new content
+// is on disk: a temporary file in the same directory (made private when
+// missing), synced, renamed over path, and the directory synced (see
+// package durable for Windows). The one atomic write of the daemon's files.
 func WriteFileAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := MakePrivateDir(dir); err != nil {
+			return err
+		}
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := createPrivateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
@@ -221,9 +224,6 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
 	if _, err := tmp.Write(data); err != nil {
 		return err
 	}
@@ -233,15 +233,10 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := durable.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.SyncDir(dir)
 }
 
 // ReadJSONFile reads the one JSON value in path into v, strictly: an

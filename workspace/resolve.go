@@ -50,10 +50,13 @@ func ResolveInside(ws, rel string) (string, bool) {
 		}
 		if filepath.IsAbs(target) {
 			r, err := filepath.Rel(ws, filepath.Clean(target))
+			r = filepath.ToSlash(r)
 			if err != nil || r == ".." || strings.HasPrefix(r, "../") {
 				return "", false
 			}
 			done, target = nil, r
+		} else if strings.HasPrefix(filepath.ToSlash(target), "/") || filepath.VolumeName(target) != "" {
+			return "", false // rooted on the current drive, or relative to a drive's directory (Windows)
 		}
 		rest = append(strings.Split(filepath.ToSlash(target), "/"), rest...)
 	}

@@ -227,7 +227,7 @@ func (w *watcher) drainErrors() {
 			// when the kernel had already dropped it (the directory was
 			// removed after its move): nothing was lost.
 			continue
-		case errors.Is(err, fsnotify.ErrEventOverflow):
+		case lostEvents(err):
 			w.errMu.Lock()
 			w.errOverflow = true
 			w.errMu.Unlock()
@@ -521,4 +521,12 @@ func (w *watcher) deliver() {
 			w.opts.OnChange(paths)
 		}
 	}
+}
+
+// lostEvents reports whether an error of fsnotify says that events were
+// lost: the kernel's queue overflowed (inotify), or, on Windows, the
+// ReadDirectoryChangesW buffer held less than it announced, which fsnotify
+// reports with a message of its own, not ErrEventOverflow.
+func lostEvents(err error) bool {
+	return errors.Is(err, fsnotify.ErrEventOverflow) || strings.Contains(err.Error(), "events have likely been missed")
 }

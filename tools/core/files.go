@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/internal/durable"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -530,7 +531,7 @@ func (t *Tools) writeAtomic(p, canon string, content []byte, o writeOptions) (bo
 		if err := regular(p, fi); err != nil {
 			return false, err
 		}
-		if err := singleLink(p, fi); err != nil {
+		if err := singleLink(p, nil, fi); err != nil {
 			return false, err
 		}
 		perm = execMode(fi.Mode().Perm(), o.executable)
@@ -567,12 +568,8 @@ func (t *Tools) writeAtomic(p, canon string, content []byte, o writeOptions) (bo
 		parent.Remove(tmp)
 		return false, fsError("write", p, err)
 	}
-	if d, err := parent.Open("."); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return false, fsError("sync directory of", p, err)
-		}
+	if err := durable.SyncRootDir(parent, "."); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fsError("sync directory of", p, err)
 	}
 	return created, nil
 }

@@ -6,11 +6,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -31,12 +31,15 @@ func cleanPath(p string, dirOK bool) (string, error) {
 	switch {
 	case strings.IndexByte(p, 0) >= 0:
 		return "", invalidf("path %q contains a NUL byte", p)
-	case strings.HasPrefix(p, "/"):
+	case strings.HasPrefix(p, "/"), filepath.IsAbs(p), filepath.VolumeName(p) != "":
 		return "", invalidf("path %q is absolute; paths are relative to the workspace root", p)
 	}
 	for c := range strings.SplitSeq(p, "/") {
 		if c == ".." {
 			return "", invalidf("path %q contains \"..\"; paths must stay inside the workspace", p)
+		}
+		if err := state.CheckName(c); err != nil {
+			return "", invalidf("path %q: %v; paths are slash-separated and relative to the workspace root", p, err)
 		}
 	}
 	clean := path.Clean(p)
@@ -208,7 +211,8 @@ func (t *Tools) resolve(p string) (string, error) {
 		if err != nil {
 			return "", fsError("resolve", p, err)
 		}
-		if target == "" || filepath.IsAbs(target) {
+		target = filepath.ToSlash(target) // Windows' links use "\"
+		if target == "" || filepath.IsAbs(target) || strings.HasPrefix(target, "/") || filepath.VolumeName(target) != "" {
 			return "", invalidf("path %q goes through symlink %q to an absolute path; only relative symlinks inside the workspace are followed", p, cur)
 		}
 		rest = append(strings.Split(target, "/"), rest...)
@@ -224,31 +228,20 @@ func (t *Tools) verify(f *os.File, p, canon string) error {
 	if err != nil {
 		return tools.Errorf(tools.CodeExecutionFailed, "path %q: cannot check the opened file: %v", p, err)
 	}
-	if got != t.abs(canon) {
-		return tools.Errorf(tools.CodeExecutionFailed, "path %q changed while it was being opened; try again", p)
+	want := t.abs(canon)
+	switch {
+	case got == want:
+		return nil
+	case strings.EqualFold(got, want):
+		// A file system that ignores case (macOS, Windows) opened it.
+		return invalidf("path %q names the file %q in other letter case; give the name as it is on disk", p, got)
 	}
-	return nil
+	return tools.Errorf(tools.CodeExecutionFailed, "path %q changed while it was being opened; try again", p)
 }
 
 // abs is the absolute path of a canonical path, as the kernel names it.
 func (t *Tools) abs(canon string) string {
 	return filepath.Join(t.rootReal, filepath.FromSlash(canon))
-}
-
-// fdPath asks the kernel for the path of an open file.
-func fdPath(f *os.File) (string, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return "", err
-	}
-	var p string
-	var rerr error
-	if err := rc.Control(func(fd uintptr) {
-		p, rerr = os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
-	}); err != nil {
-		return "", err
-	}
-	return p, rerr
 }
 
 // openRegular opens the regular file at canonical path canon for reading,
@@ -264,7 +257,7 @@ func (t *Tools) openRegular(p, canon string) (*os.File, fs.FileInfo, error) {
 	if err := regular(p, fi); err != nil {
 		return nil, nil, err
 	}
-	f, err := t.root.OpenFile(canon, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := t.root.OpenFile(canon, os.O_RDONLY|openFileFlags, 0)
 	if err != nil {
 		return nil, nil, fsError("open", p, err)
 	}
@@ -276,7 +269,7 @@ func (t *Tools) openRegular(p, canon string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	if err := singleLink(p, fi); err != nil {
+	if err := singleLink(p, f, fi); err != nil {
 		f.Close()
 		return nil, nil, err
 	}
@@ -302,10 +295,11 @@ func regular(p string, fi fs.FileInfo) error {
 // singleLink refuses a file with more than one hard link: another name of
 // it may lie where the caller may not reach (a token in .nexus/run, another
 // app's definition), and a hard link carries no trace of where it points.
-func singleLink(p string, fi fs.FileInfo) error {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+// f is the open file, or nil (see linkCount).
+func singleLink(p string, f *os.File, fi fs.FileInfo) error {
+	if n, ok := linkCount(f, fi); ok && n > 1 {
 		return tools.Errorf(tools.CodePermissionDenied,
-			"file %q has %d hard links; files with more than one are refused, since another of their names may be out of the caller's reach", p, st.Nlink)
+			"file %q has %d hard links; files with more than one are refused, since another of their names may be out of the caller's reach", p, n)
 	}
 	return nil
 }
@@ -323,7 +317,7 @@ func (t *Tools) openDir(p, canon string) (*os.File, error) {
 	if !fi.IsDir() {
 		return nil, invalidf("path %q is not a directory", p)
 	}
-	d, err := t.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	d, err := t.root.OpenFile(name, os.O_RDONLY|openDirFlags, 0)
 	if err != nil {
 		return nil, fsError("open", p, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nexuscocreate/nexus/workspace"
 )
 
 func TestApprovalsPersist(t *testing.T) {
@@ -89,12 +91,8 @@ func TestApprovalsPersist(t *testing.T) {
 		t.Errorf("after revoke and reopen List = %+v", got)
 	}
 
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("file mode %v, want 0600", fi.Mode().Perm())
+	if err := workspace.CheckPrivate(path); err != nil {
+		t.Error(err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

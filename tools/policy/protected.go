@@ -78,21 +78,28 @@ func (p *Policy) launcherWrite(args map[string]json.RawMessage) (string, bool) {
 
 // workspaceRelative cleans a path argument to a slash-separated path
 // relative to the workspace ("" is the root); an absolute path counts only
-// inside the workspace.
+// inside the workspace. On Windows "\" separates too, and a path rooted
+// without a drive ("/ws/x") is on the current drive.
 func (p *Policy) workspaceRelative(raw string) (string, bool) {
 	if raw == "" || strings.IndexByte(raw, 0) >= 0 {
 		return "", false
 	}
-	if strings.HasPrefix(raw, "/") {
+	if filepath.IsAbs(raw) || strings.HasPrefix(filepath.ToSlash(raw), "/") || filepath.VolumeName(raw) != "" {
 		if p.workspace == "" {
 			return "", false
 		}
-		rel, err := filepath.Rel(p.workspace, filepath.Clean(raw))
+		abs, err := filepath.Abs(raw)
+		if err != nil {
+			return "", false
+		}
+		rel, err := filepath.Rel(p.workspace, abs)
+		rel = filepath.ToSlash(rel)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return "", false
 		}
-		raw = filepath.ToSlash(rel)
+		raw = rel
 	}
+	raw = filepath.ToSlash(raw)
 	clean := path.Clean(raw)
 	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", false
