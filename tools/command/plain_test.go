@@ -118,9 +118,11 @@ func TestPlainRun(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	// Exactly the spec's environment (os/exec adds SYSTEMROOT on Windows).
+	// Exactly the spec's environment. On Windows os/exec adds SYSTEMROOT,
+	// and wine its own (WINE*, SystemDrive) to every process.
 	env = slices.DeleteFunc(env, func(kv string) bool {
-		return runtime.GOOS == "windows" && strings.HasPrefix(strings.ToUpper(kv), "SYSTEMROOT=")
+		name, _, _ := strings.Cut(strings.ToUpper(kv), "=")
+		return runtime.GOOS == "windows" && (name == "SYSTEMROOT" || name == "SYSTEMDRIVE" || strings.HasPrefix(name, "WINE"))
 	})
 	slices.Sort(env)
 	if !slices.Equal(env, spec.Env) {
