@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto schema check-schema bench clean mcp-servers redis local-llm
+.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto schema check-schema bench clean mcp-servers redis local-llm cross test-arm64
 
 all: build
 
@@ -91,6 +91,19 @@ local-llm:
 	bash scripts/local-llm.sh install
 
 test-race: test
+
+# go build ./... and go vet ./... (tests type-checked too) for each target:
+# linux/amd64, linux/arm64, darwin/amd64, darwin/arm64, windows/amd64; a
+# line per target with its time.
+cross:
+	bash scripts/cross.sh
+
+# The portable packages' tests (state, workspace, tools/policy, agent,
+# events, ...) as linux/arm64 binaries under qemu-aarch64 (Debian's
+# qemu-user, installed with apt-get as root when missing), each from its
+# package directory; the total time at the end.
+test-arm64:
+	bash scripts/test-arm64.sh
 
 test-short: mcp-servers redis
 	$(GO) test -short ./...

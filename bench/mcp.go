@@ -10,13 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/gateway"
+	"github.com/nexuscocreate/nexus/internal/proctree"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools"
 	hub "github.com/nexuscocreate/nexus/tools/mcp"
@@ -84,11 +84,11 @@ func benchMCP(tmp string) error {
 	l.Close()
 	web := exec.Command(everything, "streamableHttp")
 	web.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	web.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := web.Start(); err != nil {
+	tree, err := proctree.Start(web, proctree.Options{})
+	if err != nil {
 		return err
 	}
-	defer func() { syscall.Kill(-web.Process.Pid, syscall.SIGKILL); web.Wait() }()
+	defer func() { tree.Kill(); web.Wait(); tree.Release() }()
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")); err == nil {

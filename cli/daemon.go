@@ -8,14 +8,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"syscall"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/nexuscocreate/nexus/internal/proctree"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
@@ -101,17 +102,10 @@ func (e *env) locateDaemon() (string, *daemonInfo, error) {
 	if info.GRPCAddress == "" {
 		return ws, nil, fmt.Errorf("%s: no grpcAddress", name)
 	}
-	if info.PID <= 0 || !processAlive(info.PID) {
+	if info.PID <= 0 || !proctree.Exists(info.PID) {
 		return ws, nil, &notRunningError{workspace: ws}
 	}
 	return ws, &info, nil
-}
-
-// processAlive reports whether a process with this pid exists. A process of
-// another user counts: signalling it fails with EPERM, not ESRCH.
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return !errors.Is(err, syscall.ESRCH)
 }
 
 // readToken reads the admin token of a workspace.
@@ -216,6 +210,7 @@ func unreachable(err error) bool {
 		return false
 	}
 	msg := st.Message()
-	return strings.Contains(msg, "while dialing") &&
-		(strings.Contains(msg, syscall.ECONNREFUSED.Error()) || strings.Contains(msg, syscall.ENOENT.Error()))
+	return strings.Contains(msg, "while dialing") && slices.ContainsFunc(noListener, func(e error) bool {
+		return strings.Contains(msg, e.Error())
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,6 +29,16 @@ import (
 // connection only says how long it lasts: the daemon closes it when the
 // session ends, and ends the session when nexusd mcp goes. No process
 // copies the client's bytes on the way (HandshakeStdio).
+//
+// Windows cannot pass descriptors on a unix socket: there the daemon
+// refuses the descriptor forms, naming the platform, and nexusd mcp and
+// nexusd acp copy their client's bytes over the connection instead
+// (HandshakeInline).
+
+// ErrNoFilePassing means the platform cannot pass file descriptors on a
+// unix socket (Windows); the descriptor forms of the handshake are
+// refused there.
+var ErrNoFilePassing = errors.New("file descriptors cannot be passed on a unix socket")
 
 // maxHandshake bounds the handshake line.
 const maxHandshake = 4 << 10
@@ -63,7 +72,7 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 	fields := strings.Fields(line)
 	if len(fields) == 3 && fields[0] == "Bearer" && fields[2] != stdioMode {
 		if door, ok := doors[fields[2]]; ok {
-			return serveDoor(ctx, conn, door, fields[1], files)
+			return serveDoor(ctx, conn, door, fields[1], files, rest)
 		}
 	}
 	var party access.Party
@@ -84,6 +93,9 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 		}
 		io.WriteString(conn, "error: the handshake is "+strings.Join(words, " or ")+"\n")
 		return fmt.Errorf("MCP socket: a handshake of %d words", len(fields))
+	case stdio && errNoFiles != nil:
+		io.WriteString(conn, "error: \"stdio\" comes with two file descriptors, and "+errNoFiles.Error()+"\n")
+		return fmt.Errorf("MCP socket: stdio: %w", errNoFiles)
 	case stdio && len(files) != 2:
 		io.WriteString(conn, "error: \"stdio\" comes with two file descriptors, stdin and stdout\n")
 		return fmt.Errorf("MCP socket: stdio with %d file descriptors", len(files))
@@ -118,16 +130,18 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 	return session.Wait()
 }
 
-// serveDoor serves a door's client on files, its stdin and stdout, until
-// it goes, ctx ends or the connection (the client's launcher) goes.
-func serveDoor(ctx context.Context, conn net.Conn, door Door, token string, files []*os.File) error {
+// serveDoor serves a door's client until it goes, ctx ends or the
+// connection (the client's launcher) goes: on files, its stdin and stdout,
+// or without files on the connection itself, rest being what came after
+// the handshake line.
+func serveDoor(ctx context.Context, conn net.Conn, door Door, token string, files []*os.File, rest []byte) error {
 	party, ok := door.Authenticate(token)
 	if !ok {
 		io.WriteString(conn, "error: unknown token\n")
 		return errors.New("MCP socket: unknown token")
 	}
-	if len(files) != 2 {
-		io.WriteString(conn, "error: the handshake comes with two file descriptors, stdin and stdout\n")
+	if len(files) != 2 && len(files) != 0 {
+		io.WriteString(conn, "error: the handshake comes with two file descriptors, stdin and stdout, or none\n")
 		return fmt.Errorf("MCP socket: a door with %d file descriptors", len(files))
 	}
 	if _, err := io.WriteString(conn, "ok\n"); err != nil {
@@ -135,6 +149,12 @@ func serveDoor(ctx context.Context, conn net.Conn, door Door, token string, file
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if len(files) == 0 {
+		// The client's bytes come and go on the connection.
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		defer stop()
+		return door.Serve(ctx, party, io.MultiReader(bytes.NewReader(rest), conn), conn)
+	}
 	go func() {
 		io.Copy(io.Discard, conn) // the launcher sends nothing more: its going away ends the session
 		cancel()
@@ -158,8 +178,11 @@ type writeCloser struct {
 // that came with it, and what came after it in the same read.
 func readHandshake(conn net.Conn) (line string, files []*os.File, rest []byte, err error) {
 	uc, _ := conn.(*net.UnixConn)
+	if errNoFiles != nil {
+		uc = nil // no descriptors can come
+	}
 	buf := make([]byte, 0, 512)
-	oob := make([]byte, syscall.CmsgSpace(2*4))
+	oob := make([]byte, oobSpace)
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) >= maxHandshake {
@@ -190,31 +213,6 @@ func readHandshake(conn net.Conn) (line string, files []*os.File, rest []byte, e
 	}
 }
 
-// filesOf returns the file descriptors of the SCM_RIGHTS messages of oob,
-// as files, set non-blocking so that closing them ends a pending read.
-func filesOf(oob []byte) ([]*os.File, error) {
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil, err
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := syscall.ParseUnixRights(&m)
-		if err != nil {
-			return files, err
-		}
-		for _, fd := range fds {
-			syscall.CloseOnExec(fd)
-			if err := syscall.SetNonblock(fd, true); err != nil {
-				syscall.Close(fd)
-				continue
-			}
-			files = append(files, os.NewFile(uintptr(fd), "mcp-client"))
-		}
-	}
-	return files, nil
-}
-
 // Handshake is the client's side of the MCP socket's handshake: it sends
 // the token and reads the answer; the MCP session follows on conn.
 func Handshake(conn net.Conn, token string) (*bufio.Reader, error) {
@@ -234,24 +232,36 @@ func HandshakeStdio(conn *net.UnixConn, token string, in, out *os.File) error {
 
 // HandshakeDoor hands in and out, a client's stdin and stdout, to the
 // daemon's door named word (see [Door]; "stdio" is the MCP gateway's).
+// Where descriptors cannot be passed (Windows) it fails with
+// [ErrNoFilePassing] and sends nothing: use [HandshakeInline].
 func HandshakeDoor(conn *net.UnixConn, token, word string, in, out *os.File) error {
-	// Not File.Fd, which would make the files blocking.
-	var fds [2]int
-	for i, f := range []*os.File{in, out} {
-		rc, err := f.SyscallConn()
-		if err != nil {
-			return err
-		}
-		if err := rc.Control(func(fd uintptr) { fds[i] = int(fd) }); err != nil {
-			return err
-		}
+	if errNoFiles != nil {
+		return errNoFiles
 	}
-	rights := syscall.UnixRights(fds[0], fds[1])
+	rights, err := unixRights(in, out)
+	if err != nil {
+		return err
+	}
 	if _, _, err := conn.WriteMsgUnix([]byte("Bearer "+token+" "+word+"\n"), rights, nil); err != nil {
 		return fmt.Errorf("the daemon's MCP socket: %w", err)
 	}
-	_, err := answer(conn)
+	_, err = answer(conn)
 	return err
+}
+
+// HandshakeInline opens the daemon's door named word ("stdio" for the MCP
+// gateway) for a client whose bytes the caller copies over conn: after
+// it, conn carries the session both ways (what the daemon sent already is
+// in the returned reader), until either end closes it.
+func HandshakeInline(conn net.Conn, token, word string) (*bufio.Reader, error) {
+	line := "Bearer " + token + " " + word + "\n"
+	if word == stdioMode {
+		line = "Bearer " + token + "\n"
+	}
+	if _, err := io.WriteString(conn, line); err != nil {
+		return nil, fmt.Errorf("the daemon's MCP socket: %w", err)
+	}
+	return answer(conn)
 }
 
 // answer reads the daemon's answer to the handshake.

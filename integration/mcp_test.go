@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -268,7 +267,9 @@ func TestMCPServerKilledAndConfigEdited(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the request is at the server
 	killed := time.Now()
-	syscall.Kill(int(st.Pid), syscall.SIGKILL)
+	if p, err := os.FindProcess(int(st.Pid)); err == nil {
+		p.Kill()
+	}
 	var last *nexusv1.ToolCall
 	for {
 		c, err := stream.Recv()

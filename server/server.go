@@ -58,7 +58,8 @@ type Options struct {
 	MaxPendingCalls     int
 	MaxPendingCallBytes int
 	// WatchParent polls the editor's process (processId of initialize);
-	// default 1s when pidfd is not available.
+	// default 1s, where the process cannot be waited on (no pidfd on
+	// Linux; macOS).
 	WatchParent time.Duration
 }
 

@@ -144,8 +144,14 @@ func bridge(ctx context.Context, d door, ws, token string, stdio *daemon.Stdio) 
 		return fmt.Errorf("%s: stdin and stdout are not files", d.name) // stdioConn's are
 	}
 	// The daemon serves the client on this process's stdin and stdout
-	// directly; the connection lasts as long as the session.
-	if err := gateway.HandshakeDoor(c.(*net.UnixConn), token, d.word, in, out); err != nil {
+	// directly; the connection lasts as long as the session. Where
+	// descriptors cannot be passed (Windows), this process copies the
+	// client's bytes over the connection instead.
+	err = gateway.HandshakeDoor(c.(*net.UnixConn), token, d.word, in, out)
+	if errors.Is(err, gateway.ErrNoFilePassing) {
+		return copyBridge(ctx, d, c, token, stdio)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", d.name, err)
 	}
 	ended := make(chan struct{})
@@ -156,6 +162,34 @@ func bridge(ctx context.Context, d door, ws, token string, stdio *daemon.Stdio) 
 	select {
 	case <-ctx.Done():
 	case <-ended: // the session ended, or the daemon went
+	}
+	stdio.Close()
+	return nil
+}
+
+// copyBridge opens the daemon's door d on c and copies the client's bytes
+// both ways until the session ends (the daemon closes c, or the client
+// closes stdin) or ctx does.
+func copyBridge(ctx context.Context, d door, c net.Conn, token string, stdio *daemon.Stdio) error {
+	fromDaemon, err := gateway.HandshakeInline(c, token, d.word)
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.name, err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		io.Copy(stdio.Out, fromDaemon)
+		close(ended)
+	}()
+	go func() {
+		io.Copy(c, stdio.In)
+		// The client is done: the daemon ends the session on end of file.
+		if uc, ok := c.(*net.UnixConn); !ok || uc.CloseWrite() != nil {
+			c.Close()
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case <-ended:
 	}
 	stdio.Close()
 	return nil

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command escape is the hostile command of the root escape corpus
 // (integration/sandbox_root_test.go): run by execute_command in a sandboxed
 // mode, it tries one way out of the sandbox, named by its argument, and

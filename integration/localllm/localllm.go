@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -37,6 +36,9 @@ func Repo() string {
 // the test is skipped, saying so.
 func Install(tb testing.TB) {
 	tb.Helper()
+	if errNotHere != nil {
+		tb.Skip(errNotHere)
+	}
 	if os.Geteuid() != 0 {
 		tb.Skip("llama-server runs in a chroot that needs root (scripts/local-llm.sh); run the tests as root")
 	}
@@ -72,6 +74,9 @@ func Start(tb testing.TB) string {
 // Serve installs (cached) and starts a llama-server outside a test (the
 // bench): its base URL, and a stop that waits for it to exit.
 func Serve() (base string, stop func(), err error) {
+	if errNotHere != nil {
+		return "", nil, errNotHere
+	}
 	if os.Geteuid() != 0 {
 		return "", nil, fmt.Errorf("llama-server runs in a chroot that needs root (scripts/local-llm.sh)")
 	}
@@ -85,14 +90,14 @@ func Serve() (base string, stop func(), err error) {
 	var out bytes.Buffer
 	cmd := exec.Command("bash", filepath.Join(Repo(), "scripts", "local-llm.sh"), "serve", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = serverAttr()
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(stopSignal)
 		<-exited
 	}
 	base = fmt.Sprintf("http://127.0.0.1:%d", port)

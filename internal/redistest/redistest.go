@@ -21,9 +21,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nexuscocreate/nexus/internal/proctree"
 )
 
 // Server is one redis-server process, restartable on the same port and data.
@@ -164,8 +165,8 @@ func (s *Server) start() error {
 		return err
 	}
 	cmd.Stderr = cmd.Stdout
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Killed with the tests on Linux and Windows (proctree).
+	if _, err := proctree.Start(cmd, proctree.Options{}); err != nil {
 		return fmt.Errorf("start %s: %w", s.path, err)
 	}
 	// Redis logs "Ready to accept connections" once it listens and has
@@ -208,29 +209,34 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 // Dir is the server's data directory.
 func (s *Server) Dir() string { return s.dir }
 
-// Pause stops the server with SIGSTOP: its connections stay open and
-// nothing answers, as on a network that drops packets. Resume continues it.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+// Pause stops the server (SIGSTOP): its connections stay open and nothing
+// answers, as on a network that drops packets. Resume continues it. Not
+// on Windows, which has no such signal.
+func (s *Server) Pause() error { return s.signal(sigStop) }
 
-// Resume continues a paused server with SIGCONT.
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(sigCont) }
 
-func (s *Server) signal(sig syscall.Signal) error {
+func (s *Server) signal(sig os.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return fmt.Errorf("redis-server on port %d is not running", s.port)
 	}
+	if sig == nil {
+		return fmt.Errorf("redistest: pausing redis-server needs SIGSTOP and SIGCONT, which %s has not", runtime.GOOS)
+	}
 	return s.cmd.Process.Signal(sig)
 }
 
 // Kill ends the server with SIGKILL, as a crash would, and waits for it.
-func (s *Server) Kill() error { return s.end(syscall.SIGKILL) }
+func (s *Server) Kill() error { return s.end(os.Kill) }
 
-// Stop ends the server with SIGTERM (a clean shutdown) and waits for it.
-func (s *Server) Stop() error { return s.end(syscall.SIGTERM) }
+// Stop ends the server with SIGTERM (a clean shutdown; on Windows, which
+// has none, a kill) and waits for it.
+func (s *Server) Stop() error { return s.end(sigTerm) }
 
-func (s *Server) end(sig syscall.Signal) error {
+func (s *Server) end(sig os.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
@@ -239,7 +245,9 @@ func (s *Server) end(sig syscall.Signal) error {
 	if err := s.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("signal redis-server: %w", err)
 	}
-	s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
+	if sigCont != nil {
+		s.cmd.Process.Signal(sigCont) // a paused server cannot act on SIGTERM
+	}
 	select {
 	case <-s.done:
 	case <-time.After(30 * time.Second):

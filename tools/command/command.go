@@ -2,7 +2,20 @@
 // time-limited, output-capped, and killed as a whole tree. Start with
 // [Runner.Run].
 //
-// A command does not run as a child of the daemon directly. The daemon
+// The confinement (the sandboxed modes [ReadOnly] and [WorkspaceWrite])
+// is Linux's, and what follows describes Linux. Elsewhere (macOS,
+// Windows) Run refuses the sandboxed modes with [ErrSandboxUnavailable],
+// naming the platform, and runs [Off] mode as a plain child of the daemon
+// in a process tree of its own (internal/proctree: a process group on
+// unix, a Job Object that kills on close on Windows): exactly its
+// environment, the timeout, the output cap and the kill of the whole tree
+// on timeout, cancellation and exit apply; the process limit only on
+// Windows (the job's active process limit); no core dump limit. A shell
+// script runs as /bin/sh -c there, as cmd.exe /d /s /c on Windows. If the
+// daemon dies while such a command runs, Windows kills its tree with the
+// job; macOS has no way to, and the command runs on until it ends.
+//
+// On Linux, a command does not run as a child of the daemon directly. The daemon
 // re-executes itself as a helper ([HelperMain], selected by [HelperArg]) in
 // a new session and, where the kernel allows it, in a new PID namespace
 // (and a new network namespace when a sandboxed command has no network).
@@ -80,7 +93,8 @@ const (
 	// temporary directory and /dev/shm.
 	WorkspaceWrite Mode = "workspace-write"
 	// Off runs the command without Landlock; the tree kill, the timeout,
-	// the output cap and the resource limits still apply.
+	// the output cap and the resource limits still apply (outside Linux,
+	// see the package documentation for which).
 	Off Mode = "off"
 )
 
@@ -94,10 +108,13 @@ var ErrSandboxUnavailable = errors.New("command sandbox unavailable")
 // Spec is a command to run and the limits it runs under.
 type Spec struct {
 	// Argv is the program and its arguments; a program name without a
-	// slash is looked up in the PATH of Env. Exactly one of Argv or
-	// Shell is set.
+	// slash (or, on Windows, a backslash or colon) is looked up in the
+	// PATH of Env (with its PATHEXT on Windows, where a batch file is
+	// refused: cmd.exe would parse its arguments again). Exactly one of
+	// Argv or Shell is set.
 	Argv []string
-	// Shell is a script run by /bin/sh -c.
+	// Shell is a script run by /bin/sh -c, or on Windows by
+	// cmd.exe /d /s /c.
 	Shell string
 	// Dir is the absolute working directory; the caller has confined it
 	// to the workspace.
@@ -199,13 +216,6 @@ func (s *Spec) validate() error {
 
 func validEnv(kv string) bool {
 	return strings.IndexByte(kv, '=') > 0 && !strings.ContainsRune(kv, 0)
-}
-
-func (s *Spec) argv() []string {
-	if s.Shell != "" {
-		return []string{"/bin/sh", "-c", s.Shell}
-	}
-	return s.Argv
 }
 
 // view is the spec's View where it applies.

@@ -14,12 +14,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/internal/proctree"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
@@ -258,7 +258,9 @@ func TestServerKilledMidCall(t *testing.T) {
 	<-running
 	time.Sleep(100 * time.Millisecond) // the request is at the server
 	killed := time.Now()
-	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+	if p, err := os.FindProcess(st.PID); err != nil {
+		t.Fatal(err)
+	} else if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	c := <-done
@@ -591,8 +593,8 @@ func startHTTPEverything(t *testing.T) string {
 }
 
 // startHTTPEverythingProc is startHTTPEverything that also returns the
-// server's process (the leader of its process group).
-func startHTTPEverythingProc(t *testing.T) (string, int) {
+// server's process tree.
+func startHTTPEverythingProc(t *testing.T) (string, *proctree.Tree) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -602,16 +604,17 @@ func startHTTPEverythingProc(t *testing.T) (string, int) {
 	l.Close()
 	cmd := exec.Command(serverBin(t, "mcp-server-everything"), "streamableHttp")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if testing.Verbose() {
 		cmd.Stderr = os.Stderr
 	}
-	if err := cmd.Start(); err != nil {
+	tree, err := proctree.Start(cmd, proctree.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		tree.Kill()
 		cmd.Wait()
+		tree.Release()
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
@@ -625,7 +628,7 @@ func startHTTPEverythingProc(t *testing.T) (string, int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp", cmd.Process.Pid
+	return "http://" + addr + "/mcp", tree
 }
 
 func TestEverythingOverStreamableHTTP(t *testing.T) {

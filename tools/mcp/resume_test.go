@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -117,7 +116,7 @@ func TestHTTPServerGoneMidCall(t *testing.T) {
 // The same with a real server process killed with SIGKILL: the npm
 // server-everything over Streamable HTTP.
 func TestHTTPServerProcessKilledMidCall(t *testing.T) {
-	url, pid := startHTTPEverythingProc(t)
+	url, server := startHTTPEverythingProc(t)
 	counter := &countingTransport{}
 	th := newTestHub(t, Options{HTTPTransport: counter, MaxRestarts: 1})
 	th.applyTrusted(map[string]ServerConfig{"web": httpEntry("web", url)})
@@ -138,7 +137,7 @@ func TestHTTPServerProcessKilledMidCall(t *testing.T) {
 	}()
 	<-running // the server is at work on it
 	before := counter.GETs()
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+	if err := server.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, <-done, tools.CodeServerUnavailable, "ended during the call")

@@ -13,12 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 
+	"github.com/nexuscocreate/nexus/internal/proctree"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
@@ -337,6 +336,7 @@ type conn struct {
 	heard   *heard
 
 	cmd     *exec.Cmd
+	tree    *proctree.Tree // the server and its children
 	exited  chan struct{}
 	exitErr error
 	stderr  *tailWriter
@@ -378,7 +378,8 @@ func (c *conn) cleanExit() bool {
 }
 
 // close ends the session; a stdio server gets its input closed, then
-// SIGTERM, then SIGKILL, and its whole process group goes with it.
+// SIGTERM (not on Windows, which has none), then SIGKILL, and its whole
+// process tree goes with it.
 func (c *conn) close() {
 	if c.stderr != nil {
 		c.stderr.quiet.Store(true) // what it says while we stop it is noise
@@ -392,23 +393,17 @@ func (c *conn) close() {
 	if c.cmd == nil {
 		return
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	defer c.tree.Release()
+	for _, stop := range []func() error{c.tree.Terminate, c.tree.Kill} {
 		select {
 		case <-c.exited:
-			syscall.Kill(-c.pid, syscall.SIGKILL) // what it left behind
+			c.tree.Kill() // what it left behind
 			return
 		case <-time.After(2 * time.Second):
-			syscall.Kill(-c.pid, sig)
+			stop()
 		}
 	}
 	<-c.exited
-}
-
-func describeExit(st *os.ProcessState) string {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "was killed by " + unix.SignalName(ws.Signal())
-	}
-	return fmt.Sprintf("exited with code %d", st.ExitCode())
 }
 
 // connect starts or reaches the server and initializes a session.
@@ -481,9 +476,6 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client, heard *he
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Dir = s.cfg.Cwd
 	cmd.Env = s.environ()
-	// Its own process group, so that closing it takes its children too;
-	// killed with the daemon.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Wait closes the pipes at most this long after the server exits,
 	// even if a child it left behind holds them open.
 	cmd.WaitDelay = 500 * time.Millisecond
@@ -497,10 +489,16 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client, heard *he
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	// A process tree of its own, so that closing the server takes its
+	// children too. If the daemon dies: on Linux the kernel kills the
+	// server; on Windows the job's handle closes, which kills its tree;
+	// elsewhere the server sees its stdin end, and an MCP server exits
+	// then.
+	tree, err := proctree.Start(cmd, proctree.Options{})
+	if err != nil {
 		return nil, fmt.Errorf("starting %q: %w", s.cfg.Command, err)
 	}
-	c := &conn{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), stderr: stderr, heard: heard}
+	c := &conn{cmd: cmd, tree: tree, pid: cmd.Process.Pid, exited: make(chan struct{}), stderr: stderr, heard: heard}
 	go func() {
 		c.exitErr = cmd.Wait()
 		stderr.Flush()
@@ -508,9 +506,9 @@ func (s *server) connectStdio(ctx context.Context, client *mcp.Client, heard *he
 	}()
 	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: newWireReader(stdout, heard), Writer: stdin}, sessionOptions())
 	if err != nil {
-		c.cmd.Process.Kill()
-		syscall.Kill(-c.pid, syscall.SIGKILL)
+		c.tree.Kill()
 		<-c.exited
+		c.tree.Release()
 		msg := fmt.Sprintf("initializing %q: %v", s.cfg.Command, err)
 		if st := cmd.ProcessState; st != nil {
 			msg = fmt.Sprintf("%q %s before it answered initialize", s.cfg.Command, describeExit(st))

@@ -2,12 +2,12 @@ package mcp
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/nexuscocreate/nexus/internal/proctree"
 )
 
 // TestSessionServers: the servers a session brings wait for approval and
@@ -111,8 +111,8 @@ func TestSessionServers(t *testing.T) {
 	if err := th.SetSessionServers("s1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("the session's server process %d is still there: %v", pid, err)
+	if proctree.Exists(pid) {
+		t.Errorf("the session's server process %d is still there", pid)
 	}
 	if th.OwnerOf("sess") != "" {
 		t.Error("OwnerOf(sess) after the session removed its servers")

@@ -66,8 +66,9 @@ func startDaemon(ctx context.Context, b bins, ws string, env map[string]string) 
 		d.cmd.Env = append(d.cmd.Env, k+"="+env[k])
 	}
 	d.cmd.Stdout, d.cmd.Stderr = os.Stderr, os.Stderr
-	// Gone with the driver, even when the suite kills it at its timeout.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// Gone with the driver, even when the suite kills it at its timeout
+	// (on Linux).
+	d.cmd.SysProcAttr = daemonAttr()
 	if err := d.cmd.Start(); err != nil {
 		return nil, err
 	}

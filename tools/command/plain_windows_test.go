@@ -1,0 +1,6 @@
+package command
+
+import "github.com/nexuscocreate/nexus/internal/proctree"
+
+// processRunning reports whether pid is a process that has not exited.
+func processRunning(pid int) bool { return proctree.Exists(pid) }
