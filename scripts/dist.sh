@@ -24,7 +24,7 @@
 # and VSIXes date their entries at the commit's time (SOURCE_DATE_EPOCH):
 # two runs from the same commit make the same files. When a target does not
 # build, nothing is packaged and the script fails naming each such target
-# with the compiler's last words.
+# with the compiler's first words.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,7 +80,7 @@ build() {
 	if [ ${#failed[@]} -gt 0 ]; then
 		for t in "${failed[@]}"; do
 			echo "dist: $t did not build:" >&2
-			tail -n 20 "$work/${t/\//_}.log" | sed 's/^/    /' >&2
+			head -n 25 "$work/${t/\//_}.log" | sed 's/^/    /' >&2
 		done
 		echo "dist: FAILED: ${failed[*]} did not build; nothing was packaged" >&2
 		exit 1
