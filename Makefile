@@ -4,7 +4,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION) -X github.com/nexuscocreate/nexus/cli.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto schema check-schema bench clean mcp-servers redis local-llm cross test-arm64
+.PHONY: all build dist demo test test-race test-short test-editor test-extension test-vscode test-mcp-conformance vsix lint proto check-proto schema check-schema bench clean mcp-servers redis local-llm cross test-arm64
 
 all: build
 
@@ -59,6 +59,20 @@ test-extension:
 # pinned by editors/vscode/package-lock.json.
 vsix:
 	bash scripts/extension.sh vsix
+
+# What a person installs Nexus from without Go, into dist/: for each of
+# linux/amd64, linux/arm64, darwin/amd64, darwin/arm64 and windows/amd64 an
+# archive with nexusd and nexus (-trimpath, CGO_ENABLED=0, the version from
+# git) and the VS Code extension's VSIX for that platform with them inside;
+# the universal VSIX without a binary; SHA256SUMS over them. A target that
+# does not build fails it, named. DIST_TARGETS="linux/amd64" builds fewer.
+dist:
+	VERSION=$(VERSION) bash scripts/dist.sh
+
+# One platform VSIX into dist/, e.g. make vsix-linux-x64 (the VS Code
+# end-to-end test installs that one).
+vsix-%:
+	VERSION=$(VERSION) bash scripts/dist.sh vsix $*
 
 # The VS Code extension (editors/vscode/nexus.vsix, else the e2e fixture) in
 # a real VS Code: code-server in Chromium driven by playwright-core, against
@@ -139,4 +153,4 @@ bench: mcp-servers redis
 	bash scripts/vscode-e2e.sh bench
 
 clean:
-	rm -rf bin .cache editors/vscode/dist editors/vscode/node_modules editors/vscode/nexus.vsix
+	rm -rf bin dist .cache editors/vscode/dist editors/vscode/node_modules editors/vscode/nexus.vsix editors/vscode/bin

@@ -6,7 +6,15 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	nexusversion "github.com/nexuscocreate/nexus/internal/version"
 )
+
+// A nexus built without -ldflags -X …cli.Version (go install …@v1.2.3)
+// reports the module version the go command stamped, not "dev".
+func init() {
+	Version = nexusversion.Of(Version)
+}
 
 // versionCommand is "nexus version": the version of nexus and of the daemon.
 func (e *env) versionCommand() *cobra.Command {

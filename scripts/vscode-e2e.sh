@@ -141,22 +141,25 @@ run_all() {
 	local vsix
 	vsix=$(pick_vsix)
 	echo "vscode-e2e: testing $vsix"
-	# One extensions dir for every scenario, fresh each run; each scenario
-	# has its own user data dir and workspace (run.mjs).
-	local ext=$dest/extensions
-	rm -rf "$ext" "$dest/install"
-	mkdir -p "$dest/install"
-	printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' >"$dest/install/config.yaml"
-	"$code_server" --config "$dest/install/config.yaml" --user-data-dir "$dest/install/data" \
-		--extensions-dir "$ext" --install-extension "$vsix" >"$dest/install/log" 2>&1 ||
-		{ cat "$dest/install/log" >&2; exit 1; }
+	# One extensions dir for every scenario, fresh each run and its own (in
+	# /tmp, not in .cache, which worktrees share); each scenario has its own
+	# user data dir and workspace (run.mjs).
+	local run_dir ext
+	run_dir=$(mktemp -d "${TMPDIR:-/tmp}/nexus-vscode-e2e-XXXXXX")
+	trap "rm -rf '$run_dir'" EXIT
+	ext=$run_dir/extensions
+	mkdir -p "$run_dir/install"
+	printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' >"$run_dir/install/config.yaml"
+	"$code_server" --config "$run_dir/install/config.yaml" --user-data-dir "$run_dir/install/data" \
+		--extensions-dir "$ext" --install-extension "$vsix" >"$run_dir/install/log" 2>&1 ||
+		{ cat "$run_dir/install/log" >&2; exit 1; }
 	local fixture=
 	case "$vsix" in *fixture*) fixture=1 ;; esac
 	NEXUS_VSIX="$vsix" \
 		CODE_SERVER="$code_server" \
 		NEXUS_BIN="$PWD/bin" \
 		NEXUS_E2E_FIXTURE="$fixture" \
-		NEXUS_E2E_EXTENSIONS="$PWD/$ext" \
+		NEXUS_E2E_EXTENSIONS="$ext" \
 		VSCODE_E2E_CACHE="$PWD/$dest" \
 		VSCODE_E2E_SCREENSHOTS="${VSCODE_E2E_SCREENSHOTS:-$PWD/$dest/screenshots}" \
 		node "$src/run.mjs" "$@"

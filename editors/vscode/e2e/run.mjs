@@ -145,10 +145,12 @@ const alive = (pid) => {
 class Session {
   /** folders: more workspace folders, by name, each with its own
    * {config, files} as the first folder's; with any, code-server opens a .code-workspace of
-   * ws and them (a multi-root workspace). */
-  constructor(name, { config = '', files = {}, env = {}, folders = {} } = {}) {
+   * ws and them (a multi-root workspace). settings: user settings over the
+   * defaults (undefined drops one); extensions: another extensions dir. */
+  constructor(name, { config = '', files = {}, env = {}, folders = {}, settings = {}, extensions = extensionsDir } = {}) {
     this.name = name;
     this.env = env;
+    this.extensions = extensions;
     this.root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `nexus-vscode-e2e-${name}-`)));
     this.ws = path.join(this.root, 'ws');
     fs.mkdirSync(path.join(this.ws, '.nexus'), { recursive: true });
@@ -186,6 +188,7 @@ class Session {
       'git.enabled': false,
       'window.commandCenter': false,
       'chat.commandCenter.enabled': false,
+      ...settings,
     }, null, 2));
     this.nexusds = new Set();
     /** What stop() undoes besides code-server (a scenario's own processes). */
@@ -201,7 +204,7 @@ class Session {
     // detached: setsid, so that the whole group can be killed at the end
     // (the extension host outlives the browser tab).
     this.proc = spawn(codeServer, ['--config', config, '--auth', 'none', '--bind-addr', `127.0.0.1:${this.port}`,
-      '--user-data-dir', this.data, '--extensions-dir', extensionsDir, '--disable-telemetry',
+      '--user-data-dir', this.data, '--extensions-dir', this.extensions, '--disable-telemetry',
       '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override',
       '--ignore-last-opened', this.workspaceFile ?? this.ws], { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...this.env } });
     fs.closeSync(log);
@@ -1485,7 +1488,89 @@ const scenarios = [
       await waitFor('the prompt to read "/system "', async () => (await prompt.inputValue()) === '/system ');
     },
   },
+  {
+    name: 'bundled-daemon',
+    about: 'the linux-x64 VSIX, no nexusd on PATH, no nexus.daemonPath: nexusd starts from the extension; nexus runs in the integrated terminal',
+    skip: !(process.platform === 'linux' && process.arch === 'x64') && 'the linux-x64 VSIX runs on linux/amd64 only',
+    setup: bundledVsix,
+    async run(s) {
+      await ready(s);
+      const [d] = await waitFor('nexusd under code-server', () => s.daemons().length > 0 && s.daemons());
+      const exe = fs.readlinkSync(`/proc/${d.pid}/exe`);
+      if (!exe.startsWith(s.extensions + path.sep) || !exe.endsWith(`${path.sep}bin${path.sep}nexusd`)) {
+        throw new Error(`nexusd (pid ${d.pid}) runs ${exe}, not the bin/nexusd of the extension in ${s.extensions}`);
+      }
+      const log = await nexusLog(s.page);
+      if (!log.includes('nexusd from the extension')) {
+        throw new Error(`the log does not say nexusd is the extension's:\n${log}`);
+      }
+      // A new terminal: its PATH starts with the extension's bin/.
+      await runCommand(s.page, 'Terminal: Create New Terminal');
+      await s.page.locator('.part.panel .terminal-wrapper .xterm-rows').first().waitFor({ timeout: HANG });
+      await s.page.locator('.part.panel .terminal-wrapper').first().click();
+      await waitFor('the shell\'s prompt', async () => (await terminalText(s.page)).trim() !== '');
+      await s.page.keyboard.type('nexus version && command -v nexus && nexus tools run get_current_time >/dev/null && echo ran-$((6*7))');
+      await s.page.keyboard.press('Enter');
+      const text = await waitFor('nexus version, its path and the call in the terminal', async () => {
+        const t = await terminalText(s.page);
+        return t.includes('ran-42') && t;
+      });
+      const lines = text.split('\n');
+      if (!lines.some((l) => /^nexus \S+$/.test(l))) {
+        throw new Error(`the terminal does not show nexus's version:\n${text}`);
+      }
+      if (!lines.some((l) => l.startsWith('nexusd ') && l.endsWith(` (pid ${d.pid}, workspace ${s.ws})`))) {
+        throw new Error(`the terminal does not show the daemon's version, pid ${d.pid} and workspace:\n${text}`);
+      }
+      const which = lines.find((l) => l.endsWith(`${path.sep}bin${path.sep}nexus`));
+      if (!which?.startsWith(s.extensions + path.sep)) {
+        throw new Error(`nexus in the terminal is not the extension's (${which}):\n${text}`);
+      }
+      await waitTreeItem(s.page, 'Tool Activity', currentTime, (desc) => desc.includes('completed'));
+      await s.page.mouse.move(700, 300);
+      await s.screenshot('bundled-daemon.png');
+    },
+  },
 ];
+
+/** bundledVsix is the setup of the bundled-daemon scenario: it builds the
+ * linux-x64 VSIX with scripts/dist.sh (that target only) and installs it
+ * in an extensions dir of its own; the session's code-server gets a PATH
+ * without any nexusd or nexus, and no nexus.daemonPath. Terminals use the
+ * DOM renderer, whose text can be read. */
+async function bundledVsix() {
+  const t0 = Date.now();
+  // The first build with -trimpath compiles everything: minutes.
+  const built = await run('bash', [path.join(repo, 'scripts', 'dist.sh'), 'vsix', 'linux-x64'], { cwd: repo, timeout: 30 * 60_000 });
+  if (built.code !== 0) {
+    throw new Error(`scripts/dist.sh vsix linux-x64 failed:\n${built.stdout}${built.stderr}`);
+  }
+  const vsix = path.join(repo, 'dist', 'nexus-linux-x64.vsix');
+  console.log(`    built ${path.relative(repo, vsix)} (${(fs.statSync(vsix).size / 2 ** 20).toFixed(1)} MiB) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'nexus-vscode-e2e-bundle-')));
+  const extensions = path.join(root, 'extensions');
+  fs.writeFileSync(path.join(root, 'config.yaml'), 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n');
+  const installed = await run(codeServer, ['--config', path.join(root, 'config.yaml'), '--user-data-dir', path.join(root, 'data'),
+    '--extensions-dir', extensions, '--install-extension', vsix]);
+  if (installed.code !== 0) {
+    throw new Error(`code-server --install-extension ${vsix}: ${installed.stdout}${installed.stderr}`);
+  }
+  const clean = (process.env.PATH ?? '').split(path.delimiter)
+    .filter((dir) => dir !== '' && !['nexusd', 'nexus'].some((b) => fs.existsSync(path.join(dir, b))));
+  return {
+    extensions,
+    env: { PATH: clean.join(path.delimiter) },
+    settings: { 'nexus.daemonPath': undefined, 'terminal.integrated.gpuAcceleration': 'off' },
+    teardown: () => fs.rmSync(root, { recursive: true, force: true }),
+  };
+}
+
+/** terminalText is the text of the terminal in the panel, a line per row
+ * (the DOM renderer: terminal.integrated.gpuAcceleration off). */
+function terminalText(page) {
+  return page.evaluate(() => [...document.querySelectorAll('.part.panel .terminal-wrapper .xterm-rows > div')]
+    .map((r) => r.textContent.replace(/\u00a0/g, ' ').trimEnd()).join('\n'));
+}
 
 /** spawnNexus runs the CLI against the daemon of a workspace folder. */
 function spawnNexus(dir, ...args) {
@@ -1833,7 +1918,14 @@ async function main() {
         failures.push(sc.name);
         continue;
       }
-      const s = new Session(sc.name, { config: setup?.config ?? sc.config, files: sc.files, folders: sc.folders });
+      const s = new Session(sc.name, {
+        config: setup?.config ?? sc.config,
+        files: sc.files,
+        folders: sc.folders,
+        env: setup?.env,
+        settings: setup?.settings,
+        extensions: setup?.extensions,
+      });
       let err;
       try {
         await sc.beforeStart?.(s);

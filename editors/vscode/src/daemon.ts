@@ -20,7 +20,7 @@ import {
   RevealOutputChannelOn,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { classifyStderr, type DaemonState, type Fatal, findDaemon, INSTALL_HINT, RestartBudget, servedFolders } from './lifecycle';
+import { classifyStderr, type DaemonState, type Fatal, findDaemon, notFoundMessage, RestartBudget, servedFolders } from './lifecycle';
 import { benchMark } from './bench';
 import { mcpLogLine } from './logs';
 import { type InitializeResult, type LogEntry, Notifications } from './protocol';
@@ -69,11 +69,12 @@ export class Daemon implements vscode.Disposable {
   info: InitializeResult | undefined;
 
   /** first: the daemon's channels are "Nexus" and "Nexus (trace)"; others
-   * name their folder. */
+   * name their folder. bundled: the nexusd the extension carries, if any. */
   constructor(
     readonly folder: vscode.WorkspaceFolder,
     first: boolean,
     private readonly multi: () => boolean = () => false,
+    private readonly bundled?: string,
   ) {
     this.id = daemonId(folder);
     this.output = vscode.window.createOutputChannel(first ? 'Nexus' : `Nexus (${folder.name})`);
@@ -111,10 +112,9 @@ export class Daemon implements vscode.Disposable {
     }
     const folder = this.folder;
     const cfg = vscode.workspace.getConfiguration('nexus', folder);
-    const bin = findDaemon(cfg.get<string>('daemonPath') || undefined);
-    if (!bin) {
-      const configured = cfg.get<string>('daemonPath');
-      this.lastError = configured ? `nexusd not found at ${configured}. ${INSTALL_HINT}` : `nexusd is not on PATH. ${INSTALL_HINT}`;
+    const found = findDaemon({ configured: cfg.get<string>('daemonPath') || undefined, bundled: this.bundled });
+    if (found.path === undefined) {
+      this.lastError = notFoundMessage(found.tried);
       this.output.appendLine(this.lastError);
       this.setState('stopped');
       void vscode.window.showErrorMessage(`Nexus: ${this.lastError}`, 'Open Settings').then((pick) => {
@@ -124,6 +124,7 @@ export class Daemon implements vscode.Disposable {
       });
       return;
     }
+    const bin = found.path;
     const args = ['--stdio', '--workspace', folder.uri.fsPath, '--log-level', cfg.get<string>('logLevel') || 'info', ...(cfg.get<string[]>('args') ?? [])];
 
     this.stderrTail = '';
@@ -132,6 +133,7 @@ export class Daemon implements vscode.Disposable {
     this.setState('starting');
     const serverOptions: ServerOptions = async () => {
       this.output.appendLine(`[nexus] starting ${bin} ${args.join(' ')}`);
+      this.output.appendLine(`[nexus] nexusd from ${found.source === 'bundled' ? 'the extension' : found.source}`);
       benchMark('spawn');
       const proc = spawn(bin, args, { cwd: folder.uri.fsPath, stdio: ['pipe', 'pipe', 'pipe'] });
       proc.stderr.on('data', (chunk: Buffer) => {
@@ -327,7 +329,9 @@ export class Daemons implements vscode.Disposable {
   /** A daemon was added or removed (a folder came or went). */
   readonly onDidChangeDaemons = this.didChange.event;
 
-  constructor() {
+  /** bundled: the nexusd the extension carries, run unless
+   * nexus.daemonPath names another. */
+  constructor(private readonly bundled?: string) {
     this.disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(() => void this.sync()));
   }
 
@@ -390,7 +394,7 @@ export class Daemons implements vscode.Disposable {
   }
 
   private add(folder: vscode.WorkspaceFolder): Daemon {
-    const d = new Daemon(folder, this.byId.size === 0, () => this.multi);
+    const d = new Daemon(folder, this.byId.size === 0, () => this.multi, this.bundled);
     const subs = [
       d.onWillStart((client) => this.willStart.fire({ daemon: d, client })),
       d.onDidStart((client) => this.didStart.fire({ daemon: d, client })),

@@ -1,6 +1,7 @@
 // Activation and wiring only: the daemons, the views, the status bar and the
 // commands that are not a view's own.
 
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
@@ -9,6 +10,7 @@ import { ConfigSupport } from './config';
 import { ElicitationView } from './elicitation';
 import { benchInit, benchMark } from './bench';
 import { daemonId, Daemons } from './daemon';
+import { type Bundle, findBundle } from './lifecycle';
 import { DefinitionsView, McpView } from './workspaceViews';
 import { StatusBar } from './status';
 import { completeStep } from './walkthrough';
@@ -17,7 +19,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const t0 = Date.now();
   benchInit();
   benchMark('activate', t0);
-  const daemons = new Daemons();
+  // A platform VSIX carries nexusd and nexus in bin/: the daemon runs from
+  // there unless nexus.daemonPath names another, and terminals find nexus.
+  const bundle = findBundle(context.extensionPath);
+  terminalPath(context.environmentVariableCollection, bundle);
+  for (const p of bundle?.fixed ?? []) {
+    // In the Extension Host log: the VSIX was unpacked without file modes.
+    console.warn(`Nexus: ${p} was not executable; its mode is now 0755`);
+  }
+  const daemons = new Daemons(bundle?.nexusd);
   const activity = new ActivityView(daemons);
   const remembered = new RememberedView(daemons);
   const elicitation = new ElicitationView(context.extensionUri, daemons);
@@ -59,6 +69,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   await daemons.sync();
+}
+
+/** terminalPath puts the bundled nexus first on the PATH of the integrated
+ * terminals, or takes back what an earlier install put there when there is
+ * no bundle (VS Code keeps a collection across sessions). */
+function terminalPath(env: vscode.GlobalEnvironmentVariableCollection, bundle: Bundle | undefined): void {
+  env.clear();
+  if (!bundle) {
+    return;
+  }
+  env.description = `Puts the nexus command that comes with the Nexus extension (${bundle.dir}) first on PATH.`;
+  env.prepend('PATH', bundle.dir + path.delimiter);
 }
 
 /** serveFolder starts Nexus in a workspace folder that has no daemon yet

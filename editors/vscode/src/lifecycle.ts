@@ -6,33 +6,110 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 export const INSTALL_HINT =
-  'Install it with `go install github.com/nexuscocreate/nexus/cmd/nexusd@latest` (or `make build` in a clone), ' +
+  'Install the Nexus extension for your platform (its VSIX carries nexusd), ' +
+  'or nexusd from a release archive or with `go install github.com/nexuscocreate/nexus/cmd/nexusd@latest` (or `make build` in a clone), ' +
   'or set nexus.daemonPath.';
 
-/** findDaemon is the nexusd to run: the configured path, else nexusd on
- * PATH; undefined when there is none. */
-export function findDaemon(configured: string | undefined, envPath: string | undefined = process.env.PATH): string | undefined {
-  const exe = (p: string) => {
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return fs.statSync(p).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (configured) {
-    return exe(configured) ? configured : undefined;
+/** exeName is a program's file name on the platform: with .exe on Windows. */
+export function exeName(name: string, platform: NodeJS.Platform = process.platform): string {
+  return platform === 'win32' ? `${name}.exe` : name;
+}
+
+/** isExecutable tells whether p is a file this process may run. */
+function isExecutable(p: string): boolean {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
   }
-  for (const dir of (envPath ?? '').split(path.delimiter)) {
+}
+
+/** Bundle is the nexusd and nexus that a platform VSIX carries in its
+ * bin/ (scripts/dist.sh puts them there); the universal VSIX has none. */
+export interface Bundle {
+  /** dir is the extension's bin/, for the terminals' PATH. */
+  dir: string;
+  nexusd: string;
+  nexus: string;
+  /** fixed names the files whose executable bit was restored. */
+  fixed: string[];
+}
+
+/** findBundle is the bundle in the extension's directory, or undefined
+ * when it carries no nexusd. vsce keeps a file's mode in the VSIX and VS
+ * Code's installer restores it, but an unzip that drops modes leaves the
+ * binaries unrunnable: on unix a bundled binary that is not executable
+ * gets mode 0755 (listed in fixed). A chmod that fails leaves it as it is;
+ * findDaemon then passes it over and names it. */
+export function findBundle(extensionPath: string, platform: NodeJS.Platform = process.platform): Bundle | undefined {
+  const dir = path.join(extensionPath, 'bin');
+  const bundle: Bundle = { dir, nexusd: path.join(dir, exeName('nexusd', platform)), nexus: path.join(dir, exeName('nexus', platform)), fixed: [] };
+  if (!fs.existsSync(bundle.nexusd)) {
+    return undefined;
+  }
+  if (platform !== 'win32') {
+    for (const p of [bundle.nexusd, bundle.nexus]) {
+      try {
+        if (fs.statSync(p).isFile() && !isExecutable(p)) {
+          fs.chmodSync(p, 0o755);
+          bundle.fixed.push(p);
+        }
+      } catch {
+        // Missing, or not ours to change: findDaemon says so.
+      }
+    }
+  }
+  return bundle;
+}
+
+/** Where the nexusd to run was found. */
+export type DaemonSource = 'nexus.daemonPath' | 'bundled' | 'PATH';
+
+/** DaemonChoice is the nexusd to run and where it was found; without one,
+ * what was tried, for the error. */
+export type DaemonChoice = { path: string; source: DaemonSource } | { path: undefined; tried: string[] };
+
+/** findDaemon is the nexusd to run: nexus.daemonPath when it is set (and
+ * then nothing else: a setting that names no program is an error, not a
+ * reason to run another nexusd), else the bundled one (a platform VSIX's
+ * bin/nexusd), else nexusd on PATH. */
+export function findDaemon(opts: {
+  configured?: string;
+  bundled?: string;
+  envPath?: string;
+  platform?: NodeJS.Platform;
+}): DaemonChoice {
+  const { configured, bundled, envPath = process.env.PATH, platform = process.platform } = opts;
+  if (configured) {
+    return isExecutable(configured) ? { path: configured, source: 'nexus.daemonPath' } : { path: undefined, tried: [`${configured} (nexus.daemonPath)`] };
+  }
+  const tried: string[] = [];
+  if (bundled) {
+    if (isExecutable(bundled)) {
+      return { path: bundled, source: 'bundled' };
+    }
+    tried.push(`${bundled} (bundled with the extension, not executable)`);
+  }
+  const name = exeName('nexusd', platform);
+  const delimiter = platform === 'win32' ? ';' : ':';
+  for (const dir of (envPath ?? '').split(delimiter)) {
     if (dir === '') {
       continue;
     }
-    const p = path.join(dir, process.platform === 'win32' ? 'nexusd.exe' : 'nexusd');
-    if (exe(p)) {
-      return p;
+    const p = path.join(dir, name);
+    if (isExecutable(p)) {
+      return { path: p, source: 'PATH' };
     }
   }
-  return undefined;
+  tried.push(`${name} on PATH`);
+  return { path: undefined, tried };
+}
+
+/** notFoundMessage says that no nexusd was found, what was tried and how
+ * to install one. */
+export function notFoundMessage(tried: string[]): string {
+  return `nexusd was not found: tried ${tried.join(', then ')}. ${INSTALL_HINT}`;
 }
 
 /** servedFolders are the workspace folders that get a daemon: each local
