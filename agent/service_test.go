@@ -96,6 +96,7 @@ func newFixture(t *testing.T, edit func(*workspace.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ct.Close() }) // its handle of ws keeps Windows from removing it
 	for _, tl := range ct.List() {
 		if err := m.Register(tl); err != nil {
 			t.Fatal(err)

@@ -235,7 +235,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, err
 	}
 	p.Tools, p.Approvals, p.Approvers, p.permissions = tp.manager, tp.approvals, tp.approvers, tp.permissions
-	p.closers = append(p.closers, func() { p.Tools.Close() })
+	p.closers = append(p.closers, func() { p.Tools.Close(); tp.core.Close() })
 	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, logLevel, opts)
 	p.sessionServers.setHub(p.MCP)
 	p.closers = append(p.closers, func() { p.MCP.Close() })

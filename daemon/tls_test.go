@@ -144,7 +144,7 @@ func writePair(t *testing.T, dir, name string) (cert, key string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(f[1], data, 0o600); err != nil {
+		if err := workspace.WriteFileAtomic(f[1], data); err != nil { // 0600, or an ACL of the user alone
 			t.Fatal(err)
 		}
 	}
@@ -159,6 +159,15 @@ func TestTLSSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An absolute path of the flags or the config is one of the current
+	// drive on Windows (/c is Z:\c under wine).
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
 	cases := []struct {
 		name string
 		opts Options
@@ -171,15 +180,15 @@ func TestTLSSettings(t *testing.T) {
 		{name: "no TCP"},
 		{name: "generated", addr: "0.0.0.0:1"},
 		{name: "from the flags", opts: Options{TLSCert: "/c", TLSKey: "/k", TLSClientCA: "/ca"}, addr: "0.0.0.0:1",
-			want: tlsSources{cert: "/c", key: "/k", clientCA: "/ca", certFrom: "--tls-cert /c", keyFrom: "--tls-key /k", clientCAFrom: "--tls-client-ca /ca"}},
+			want: tlsSources{cert: abs("/c"), key: abs("/k"), clientCA: abs("/ca"), certFrom: "--tls-cert /c", keyFrom: "--tls-key /k", clientCAFrom: "--tls-client-ca /ca"}},
 		{name: "from the config, relative to the workspace", conf: conf, addr: "0.0.0.0:1",
-			want: tlsSources{cert: filepath.Join(ws, "tls/a.crt"), key: filepath.Join(ws, "tls/a.key"), clientCA: "/etc/ca.pem",
+			want: tlsSources{cert: filepath.Join(ws, "tls/a.crt"), key: filepath.Join(ws, "tls/a.key"), clientCA: l.Resolve("/etc/ca.pem"),
 				certFrom: "grpc.tls.cert in .nexus/config.yaml", keyFrom: "grpc.tls.key in .nexus/config.yaml", clientCAFrom: "grpc.tls.clientCA in .nexus/config.yaml"}},
 		{name: "flags relative to the current directory", opts: Options{TLSCert: "c.pem", TLSKey: "k.pem", TLSClientCA: "ca.pem"}, addr: "0.0.0.0:1",
 			want: tlsSources{cert: filepath.Join(wd, "c.pem"), key: filepath.Join(wd, "k.pem"), clientCA: filepath.Join(wd, "ca.pem"),
 				certFrom: "--tls-cert c.pem", keyFrom: "--tls-key k.pem", clientCAFrom: "--tls-client-ca ca.pem"}},
 		{name: "the flags win", opts: Options{TLSCert: "/c", TLSKey: "/k"}, conf: conf, addr: "0.0.0.0:1",
-			want: tlsSources{cert: "/c", key: "/k", clientCA: "/etc/ca.pem", certFrom: "--tls-cert /c", keyFrom: "--tls-key /k", clientCAFrom: "grpc.tls.clientCA in .nexus/config.yaml"}},
+			want: tlsSources{cert: abs("/c"), key: abs("/k"), clientCA: l.Resolve("/etc/ca.pem"), certFrom: "--tls-cert /c", keyFrom: "--tls-key /k", clientCAFrom: "grpc.tls.clientCA in .nexus/config.yaml"}},
 		{name: "a certificate without its key", opts: Options{TLSCert: "/c"}, addr: "0.0.0.0:1", err: "--tls-cert and --tls-key go together"},
 		{name: "a key without its certificate", opts: Options{TLSKey: "/k"}, addr: "0.0.0.0:1", err: "--tls-cert and --tls-key go together"},
 		{name: "TLS flags and --insecure-tcp", opts: Options{TLSCert: "/c", TLSKey: "/k", InsecureTCP: true}, addr: "127.0.0.1:1",
@@ -220,7 +229,7 @@ func TestLoadKeyPair(t *testing.T) {
 		t.Fatalf("a good pair: %v", err)
 	}
 	garbage := filepath.Join(dir, "garbage.pem")
-	os.WriteFile(garbage, []byte("not PEM"), 0o600)
+	workspace.WriteFileAtomic(garbage, []byte("not PEM"))
 	badDER := filepath.Join(dir, "bad-der.pem")
 	os.WriteFile(badDER, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("junk")}), 0o600)
 	open := filepath.Join(dir, "open.key")
@@ -236,7 +245,7 @@ func TestLoadKeyPair(t *testing.T) {
 		{"a certificate that is not PEM", garbage, key, "--tls-cert " + garbage + ": no PEM CERTIFICATE block in it"},
 		{"a certificate that does not parse", badDER, key, "--tls-cert " + badDER + ": its certificate does not parse"},
 		{"a missing key", cert, filepath.Join(dir, "none.key"), "--tls-key " + filepath.Join(dir, "none.key") + ":"},
-		{"a key others may read", cert, open, "--tls-key " + open + ": the private key may be read or written by other users (mode 0644): chmod 600 " + open},
+		{"a key others may read", cert, open, "--tls-key " + open + ": the private key may be read or written by other users ("},
 		{"a key that is not PEM", cert, garbage, "--tls-key " + garbage + ": failed to find any PEM data in key input"},
 		{"a certificate as the key", cert, cert, "--tls-key " + cert + ": found a certificate rather than a key"},
 		{"the key of another certificate", cert, key2, "--tls-key " + key2 + ": the private key does not match the certificate of --tls-cert " + cert},

@@ -31,6 +31,9 @@ type toolParts struct {
 	approvals   *policy.Approvals
 	approvers   *policy.Approvers
 	permissions rpc.Permissions
+	// core holds the workspace directory open (Windows cannot remove a
+	// directory held open): closed after the manager.
+	core *core.Tools
 }
 
 // openTools builds the ToolManager with the core tools and the permission
@@ -100,10 +103,11 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 	for _, t := range append(ct.List(), exec) {
 		if err := m.Register(t); err != nil {
 			m.Close()
+			ct.Close()
 			return nil, err
 		}
 	}
-	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m)}, nil
+	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m), core: ct}, nil
 }
 
 // openMCP starts the McpHub with the servers of the workspace's MCP files.

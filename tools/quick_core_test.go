@@ -15,6 +15,7 @@ func TestCoreToolsHaveQuickSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ct.Close()
 	list := ct.List()
 	list = append(list, ct.ExecuteCommand(core.ExecConfig{}))
 	for _, tool := range list {
