@@ -41,14 +41,6 @@ func (m *scriptedModel) next(name, args string) {
 	m.mu.Unlock()
 }
 
-// say makes the model answer text after a tool result (or when next
-// set no call).
-func (m *scriptedModel) say(text string) {
-	m.mu.Lock()
-	m.text = text
-	m.mu.Unlock()
-}
-
 // config is the llm section of a workspace whose model is m.
 func (m *scriptedModel) config() string {
 	return fmt.Sprintf("llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: %s/v1\n  model: scripted\nagent:\n  maxSteps: 3\n", m.url)

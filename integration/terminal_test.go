@@ -26,6 +26,14 @@ import (
 // The hostile parties are played by the test: a model server (scripted
 // Chat Completions answers) and an MCP server choosing what they write.
 
+// say makes the model answer text after a tool result (or when next
+// set no call). Only the terminal tests, unix's, use it.
+func (m *scriptedModel) say(text string) {
+	m.mu.Lock()
+	m.text = text
+	m.mu.Unlock()
+}
+
 // scriptedConfig is a workspace config whose agent uses the scripted
 // model and offers tools, each asked.
 func scriptedConfig(base string, tools ...string) string {

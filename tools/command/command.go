@@ -218,14 +218,6 @@ func validEnv(kv string) bool {
 	return strings.IndexByte(kv, '=') > 0 && !strings.ContainsRune(kv, 0)
 }
 
-// view is the spec's View where it applies.
-func (s *Spec) view() *View {
-	if s.Mode == Off {
-		return nil
-	}
-	return s.View
-}
-
 func (s *Spec) maxProcs() int {
 	if s.MaxProcs == 0 {
 		return DefaultMaxProcs

@@ -24,6 +24,14 @@ var tempDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 // which Landlock refuses only from ABI 9.
 const runDir = "/run"
 
+// view is the spec's View where it applies.
+func (s *Spec) view() *View {
+	if s.Mode == Off {
+		return nil
+	}
+	return s.View
+}
+
 // writablePaths are the paths Landlock must let the command write besides
 // the workspace and the temporary directories: writable binds outside the
 // workspace (a definitions root elsewhere).
