@@ -331,7 +331,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 		acpClient = acpParty(id)
 	}
 	listeners := []net.Listener{unixLis}
-	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: "unix://" + sock, AdminTokenFile: l.AdminToken,
+	info := Info{PID: os.Getpid(), Version: opts.Version, Workspace: ws, GRPCAddress: unixTarget(sock), AdminTokenFile: l.AdminToken,
 		MCPSocket: doors.sock.Addr().String(), MCPURL: doors.url()}
 	if p.tcpAddr != "" {
 		tl, err := net.Listen("tcp", p.tcpAddr)
@@ -600,4 +600,14 @@ func openRuntime(cfg workspace.RuntimeConfig, l layout, bus *events.Bus, logger 
 		return nil, err
 	}
 	return r, nil
+}
+
+// unixTarget is gRPC's target for the unix socket at sock: "unix:///run/x.sock"
+// on unix; on Windows "unix:C:\\…", since "unix://C:\\…" does not parse as a
+// URL (its drive would be read as a host).
+func unixTarget(sock string) string {
+	if strings.HasPrefix(sock, "/") {
+		return "unix://" + sock
+	}
+	return "unix:" + sock
 }

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # What passes under qemu-aarch64 here; add a package once it does.
-default_packages=(./state ./workspace ./tools/policy ./agent/... ./events ./access ./tools ./internal/inert)
+default_packages=(./state ./workspace ./tools/policy ./tools/core ./daemon ./agent/... ./events ./access ./tools ./internal/inert)
 
 die() {
 	echo "test-arm64: $*" >&2
