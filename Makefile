@@ -17,7 +17,8 @@ demo: build
 
 # The whole suite, always with the race detector: unit tests, and integration
 # tests that spawn the real nexusd and nexus binaries and real MCP servers;
-# then the official MCP conformance suite's client scenarios against the
+# then the portable packages' tests as linux/arm64 binaries under qemu
+# (test-arm64), then the official MCP conformance suite's client scenarios against the
 # McpHub and its server scenarios against nexusd's gateway
 # (test-mcp-conformance), the editor's own client (vscode-jsonrpc)
 # against nexusd --stdio, the VS Code extension's typecheck, lint and tests,
@@ -25,6 +26,7 @@ demo: build
 # backend's tests run a real redis-server (the redis target).
 test: mcp-servers redis
 	$(GO) test -race -count=1 ./...
+	bash scripts/test-arm64.sh
 	bash scripts/mcp-conformance.sh client
 	bash scripts/mcp-conformance.sh server
 	bash scripts/editor-tests.sh
@@ -122,7 +124,7 @@ test-arm64:
 test-short: mcp-servers redis
 	$(GO) test -short ./...
 
-lint: check-proto check-schema
+lint: check-proto check-schema cross
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	bash scripts/check-deps.sh
 	$(GO) vet ./...

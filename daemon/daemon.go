@@ -603,7 +603,7 @@ func openRuntime(cfg workspace.RuntimeConfig, l layout, bus *events.Bus, logger 
 }
 
 // unixTarget is gRPC's target for the unix socket at sock: "unix:///run/x.sock"
-// on unix; on Windows "unix:C:\\…", since "unix://C:\\…" does not parse as a
+// on unix; on Windows "unix:C:\…", since "unix://C:\…" does not parse as a
 // URL (its drive would be read as a host).
 func unixTarget(sock string) string {
 	if strings.HasPrefix(sock, "/") {
