@@ -2,6 +2,7 @@ package command
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -17,5 +18,20 @@ func TestNoSandboxNamesThePlatform(t *testing.T) {
 		if want := "no command sandbox on " + p[0] + "/" + p[1] + " yet"; !strings.Contains(err.Error(), want) {
 			t.Errorf("%s/%s: %q does not say %q", p[0], p[1], err, want)
 		}
+	}
+}
+
+// TestSandboxOnPlatform: Linux has the sandbox; every other platform is
+// refused by the same error Run gives, naming the platform.
+func TestSandboxOnPlatform(t *testing.T) {
+	err := SandboxOnPlatform()
+	if runtime.GOOS == "linux" {
+		if err != nil {
+			t.Fatalf("linux: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, ErrSandboxUnavailable) || !strings.Contains(err.Error(), runtime.GOOS+"/"+runtime.GOARCH) {
+		t.Fatalf("%s/%s: %v", runtime.GOOS, runtime.GOARCH, err)
 	}
 }

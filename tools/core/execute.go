@@ -173,6 +173,9 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 	}
 	var view *command.View
 	if cfg.Mode != command.Off {
+		if err := command.SandboxOnPlatform(); err != nil {
+			return nil, sandboxUnavailable(err)
+		}
 		if view, err = t.view(cfg, party); err != nil {
 			return nil, err
 		}
@@ -189,7 +192,7 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 	})
 	if err != nil {
 		if errors.Is(err, command.ErrSandboxUnavailable) {
-			return nil, tools.Errorf(tools.CodeSandboxUnavailable, "%v (set tools.sandbox: off in .nexus/config.yaml to run commands unconfined)", err)
+			return nil, sandboxUnavailable(err)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -368,4 +371,11 @@ func (t *Tools) executeInClient(ctx context.Context, ct tools.ClientTerminal, cf
 		return nil, &tools.Error{Code: tools.CodeOutputLimit, Message: fmt.Sprintf("the output was over %d bytes; the editor's terminal kept part of it", cfg.OutputLimit), Output: out}
 	}
 	return out, nil
+}
+
+// sandboxUnavailable is the error of a command whose sandbox cannot be
+// built, with what the person may do about it.
+func sandboxUnavailable(err error) error {
+	return tools.Errorf(tools.CodeSandboxUnavailable,
+		"%v (set tools.sandbox: off in .nexus/config.yaml to run the person's own commands unconfined; an app's never run so)", err)
 }
