@@ -29,7 +29,7 @@ import (
 )
 
 // appToken is an app's token as per-RPC credentials: what a client over TLS
-// sends with every call (the README's Go client).
+// sends with every call (the Go client of docs/beyond-one-machine.md).
 type appToken string
 
 func (b appToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
@@ -39,7 +39,7 @@ func (appToken) RequireTransportSecurity() bool { return true }
 
 // pinned is a TLS client configuration that accepts the one certificate
 // whose SHA-256 fingerprint is fp (as daemon.json writes it), whatever
-// names it has (the README's Go client).
+// names it has (the Go client of docs/beyond-one-machine.md).
 func pinned(fp string) *tls.Config {
 	return &tls.Config{
 		InsecureSkipVerify: true, // the pin below is the check

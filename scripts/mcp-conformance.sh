@@ -20,7 +20,7 @@
 # server: the scenarios an MCP server must pass, compared with
 # integration/mcpconformance/expected-server.txt (or FILE). Without --url
 # (--nexusd) the script sets up nexusd's gateway (/mcp) fronting the go-sdk's
-# everything-server through the McpHub, as README "Nexus as an MCP server"
+# everything-server through the McpHub, as docs/mcp-server.md
 # says; --url URL runs them against another endpoint. --go-sdk proves the
 # harness on the go-sdk's everything-server (the go.mod version), compared
 # with expected-server-go-sdk.txt.
@@ -187,7 +187,7 @@ else
 		exit 1
 	}
 	if [ -n "$nexusd" ]; then
-		# README "Nexus as an MCP server": the go-sdk's everything-server
+		# docs/mcp-server.md: the go-sdk's everything-server
 		# (stdio) behind the hub, unprefixed and allowed, served by nexusd's
 		# /mcp, its sampling requests passed on to the suite's client
 		# (mcp.sampling.client); the suite sends no token, so tokenproxy
@@ -262,7 +262,7 @@ for s in "${scenarios[@]}"; do
 	run_one
 	# Server mode: about one request in a few hundred gets no answer
 	# within the suite's 60 s ("Request timed out"), though nexusd served
-	# it (see README, "Nexus as an MCP server"); not found yet. Such a
+	# it (see docs/mcp-server.md); not found yet. Such a
 	# scenario runs once more, and the run says so; a second failure fails.
 	if [ "$mode" = server ] && [ -n "$why" ] && [ -z "${reason[$s]:-}" ] && grep -q 'Request timed out' <<<"$why"; then
 		echo "retry $s: a request timed out (the first run's log: $out.timed-out/suite.log)"

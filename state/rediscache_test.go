@@ -77,7 +77,7 @@ func wantGet(t *testing.T, r Runtime, ns, key, want string) {
 // TestRedisCacheShared: two stores with the cache on share a Redis, as two
 // daemons. Reads are served from memory; a write through one is read by
 // the other once Redis's invalidation is applied, and not before (the
-// trade-off the README states); each reads its own writes at once.
+// trade-off docs/beyond-one-machine.md states); each reads its own writes at once.
 func TestRedisCacheShared(t *testing.T) {
 	srv := redistest.New(t)
 	hooks, inval := invalidations(t)
@@ -115,7 +115,7 @@ func TestRedisCacheShared(t *testing.T) {
 
 	// Held: a's subscriber stops at the invalidation of an own write, so
 	// b's next write is not reported to a yet. a reads the old value (the
-	// window the README states) but its own writes at once.
+	// window docs/beyond-one-machine.md states) but its own writes at once.
 	mustSet(t, a, "app", "hold", "x", 0)
 	mustSet(t, b, "app", "k", "v3", 0)
 	wantGet(t, a, "app", "k", "v2")

@@ -76,7 +76,7 @@ export const Requests = {
   requestElicitation: 'nexus/requestElicitation',
 } as const;
 
-/** JSON-RPC error codes of nexus/ methods (README, "The editor protocol"). */
+/** JSON-RPC error codes of nexus/ methods (docs/editor-protocol.md). */
 export const ErrorCodes = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
