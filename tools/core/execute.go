@@ -45,7 +45,7 @@ type ExecConfig struct {
 const executeSchema = `{
   "type": "object",
   "properties": {
-    "command": {"type": "string", "minLength": 1, "description": "A command line, run by /bin/sh -c."},
+    "command": {"type": "string", "minLength": 1, "description": "A command line, run by the shell (/bin/sh -c; cmd.exe /d /s /c on Windows)."},
     "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "A program and its arguments, run without a shell."},
     "cwd": {"type": "string", "description": "Working directory relative to the workspace root (default: the root)."},
     "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Environment variables for the command, besides the allowlisted ones."},
@@ -91,10 +91,10 @@ func (t *Tools) ExecuteCommand(cfg ExecConfig) tools.Tool {
 		Definition: tools.Definition{
 			Name:  "execute_command",
 			Title: "Run a command",
-			Description: fmt.Sprintf("Run a command in the workspace, either a command line (run by /bin/sh -c) or an argv array. "+
+			Description: fmt.Sprintf("Run a command in the workspace, either a command line (run by %s) or an argv array. "+
 				"Sandbox: %s. The environment holds only %v and the variables given in env. "+
 				"The whole process tree is killed on timeout (default %v) or cancel; output over %d bytes keeps its head and tail. "+
-				"The result has the exit code (or the signal), stdout and stderr.", cfg.Mode, cfg.EnvAllowlist, cfg.Timeout, cfg.OutputLimit),
+				"The result has the exit code (or the signal), stdout and stderr.", command.Shell, cfg.Mode, cfg.EnvAllowlist, cfg.Timeout, cfg.OutputLimit),
 			InputSchema:  json.RawMessage(executeSchema),
 			OutputSchema: json.RawMessage(executeOutputSchema),
 			Kind:         tools.KindExecute,
@@ -157,7 +157,7 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 		}
 	}
 	env := map[string]string{}
-	for _, name := range cfg.EnvAllowlist {
+	for _, name := range slices.Concat(systemEnv, cfg.EnvAllowlist) {
 		if v, ok := cfg.Getenv(name); ok {
 			env[name] = v
 		}
@@ -338,7 +338,8 @@ func (t *Tools) executeInClient(ctx context.Context, ct tools.ClientTerminal, cf
 	}
 	cmd := tools.TerminalCommand{CallID: callID, Cwd: dir, Env: a.Env, OutputLimit: cfg.OutputLimit, Timeout: timeout}
 	if a.Command != "" {
-		cmd.Command, cmd.Args = "/bin/sh", []string{"-c", a.Command}
+		argv := command.ShellArgv(a.Command)
+		cmd.Command, cmd.Args = argv[0], argv[1:]
 	} else {
 		cmd.Command, cmd.Args = a.Argv[0], a.Argv[1:]
 	}
