@@ -7,25 +7,16 @@
 #                              install redis-server (Debian's package; root)
 #   scripts/redis.sh path      print the redis-server that the tests run
 set -euo pipefail
+. "$(dirname "$0")/deb.sh"
 
 die() {
 	echo "redis: $*" >&2
 	exit 1
 }
 
-install() {
-	if command -v redis-server >/dev/null; then
-		return
-	fi
-	[ "$(id -u)" = 0 ] || die "redis-server is not installed and installing it needs root: sudo apt-get install -y redis-server"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y --no-install-recommends redis-server >/dev/null ||
-		{ apt-get update >/dev/null && apt-get install -y --no-install-recommends redis-server >/dev/null; } ||
-		die "apt-get install redis-server failed"
-	# The package starts a system-wide redis on port 6379; the tests run
-	# their own, so leave the service as the package set it up.
-	command -v redis-server >/dev/null || die "redis-server is still not on PATH after apt-get install"
-}
+# The package starts a system-wide redis on port 6379; the tests run their
+# own, so the service is left as the package set it up.
+install() { need_deb redis redis-server redis-server; }
 
 case "${1:-}" in
 install) install ;;

@@ -12,6 +12,7 @@
 #   scripts/test-arm64.sh install        only install qemu-user
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/deb.sh
 
 # What passes under qemu-aarch64 here; add a package once it does.
 default_packages=(./state ./workspace ./tools/policy ./tools/core ./daemon ./agent/... ./events ./access ./tools ./internal/inert)
@@ -21,17 +22,7 @@ die() {
 	exit 1
 }
 
-install() {
-	if command -v qemu-aarch64 >/dev/null; then
-		return
-	fi
-	[ "$(id -u)" = 0 ] || die "qemu-aarch64 is not installed and installing it needs root: sudo apt-get install -y qemu-user"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y --no-install-recommends qemu-user >/dev/null ||
-		{ apt-get update >/dev/null && apt-get install -y --no-install-recommends qemu-user >/dev/null; } ||
-		die "apt-get install qemu-user failed"
-	command -v qemu-aarch64 >/dev/null || die "qemu-aarch64 is still not on PATH after apt-get install qemu-user"
-}
+install() { need_deb test-arm64 qemu-aarch64 qemu-user; }
 
 if [ "${1:-}" = install ]; then
 	install
