@@ -164,17 +164,54 @@ func (g *Gateway) capSessions(next http.Handler, opts HTTPOptions) http.Handler 
 				"limit", "mcp.http.maxSessionsPerToken", "max", opts.MaxSessionsPerToken)
 			s.Close()
 		}
-		next.ServeHTTP(w, r)
-		mu.Lock()
-		if opening[key]--; opening[key] == 0 {
-			delete(opening, key)
+		// The request stops counting as opening when its answer starts,
+		// not when the handler returns: its client may open the next
+		// session before then, and the session would count twice (once
+		// live, once opening), closing a live one below the cap.
+		var once sync.Once
+		opened := func() {
+			once.Do(func() {
+				mu.Lock()
+				if opening[key]--; opening[key] == 0 {
+					delete(opening, key)
+				}
+				if id := w.Header().Get("Mcp-Session-Id"); id != "" && lastUse[key] != nil {
+					lastUse[key][id] = time.Now()
+				}
+				mu.Unlock()
+			})
 		}
-		if id := w.Header().Get("Mcp-Session-Id"); id != "" && lastUse[key] != nil {
-			lastUse[key][id] = time.Now()
-		}
-		mu.Unlock()
+		next.ServeHTTP(&answerStart{ResponseWriter: w, start: opened}, r)
+		opened()
 	})
 }
+
+// answerStart calls start once, just before the first byte of the answer
+// (its header) is written.
+type answerStart struct {
+	http.ResponseWriter
+	start func()
+}
+
+func (a *answerStart) WriteHeader(code int) {
+	a.start()
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answerStart) Write(b []byte) (int, error) {
+	a.start()
+	return a.ResponseWriter.Write(b)
+}
+
+func (a *answerStart) Flush() {
+	a.start()
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (a *answerStart) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // httpSessions are the open Streamable HTTP sessions of the party of key:
 // those of its server that have a session id (a stdio session has none).
