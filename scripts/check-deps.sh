@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The domain packages (access, events, state, workspace, tools, agent) never
+# The domain packages (access, events, state, workspace, tools, checkpoints, agent) never
 # import a transport: not rpc, server, cli, daemon or the generated
 # protobuf, not gRPC, protobuf or JSON-RPC. Transports convert at the edge
 # (DESIGN.md, "Layout"). Fails naming each package and what it pulls in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(go list -m)
-pkgs=$(go list ./access/... ./events/... ./state/... ./workspace/... ./tools/... $(ls -d agent 2>/dev/null | sed 's#$#/...#; s#^#./#'))
+pkgs=$(go list ./access/... ./events/... ./state/... ./workspace/... ./tools/... ./checkpoints/... $(ls -d agent 2>/dev/null | sed 's#$#/...#; s#^#./#'))
 transports="^($mod/(rpc|server|cli|daemon|proto)(/|\$)|google\.golang\.org/grpc(/|\$)|google\.golang\.org/protobuf(/|\$)|go\.lsp\.dev/)"
 bad=0
 for pkg in $pkgs; do

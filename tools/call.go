@@ -34,9 +34,12 @@ type Call struct {
 	AppID         string          `json:"appId,omitempty"`
 	// Author is who made the call: "cli", "editor", "app:<id>",
 	// "agent:<session>".
-	Author    string    `json:"author,omitempty"`
-	TaskID    string    `json:"taskId,omitempty"`
-	RequestID string    `json:"requestId,omitempty"`
+	Author    string `json:"author,omitempty"`
+	TaskID    string `json:"taskId,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+	// Session and Turn: see ExecuteRequest.
+	Session   string    `json:"session,omitempty"`
+	Turn      string    `json:"turn,omitempty"`
 	Title     string    `json:"title,omitempty"`
 	Kind      Kind      `json:"kind,omitempty"`
 	StartedAt time.Time `json:"startedAt"`

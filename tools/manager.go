@@ -41,6 +41,17 @@ type GateRequest struct {
 	Probe bool
 }
 
+// Recorder records what calls change in the workspace (package
+// checkpoints): Begin is called once the gate has allowed a call whose
+// tool may change files, before its handler runs, and captures what they
+// hold; the end it returns is called after the handler, with the call's
+// error (nil when it succeeded), and records what changed. An error from
+// Begin fails the call before it runs: a change that could not be undone
+// is not made.
+type Recorder interface {
+	Begin(ctx context.Context, c Call, touch Touch, party access.Party) (end func(err error), err error)
+}
+
 // Options configure NewManager. Zero values get defaults.
 type Options struct {
 	Bus    *events.Bus
@@ -64,6 +75,9 @@ type Options struct {
 	AuditFile    string
 	AuditMaxSize int64
 	Now          func() time.Time
+	// Recorder, when set, records the changes of every call whose tool
+	// says it touches the workspace (see Tool.Touches).
+	Recorder Recorder
 }
 
 // ExecuteRequest is one request to run a tool.
@@ -80,6 +94,11 @@ type ExecuteRequest struct {
 	Author    string
 	TaskID    string
 	RequestID string
+	// Session and Turn name what the call's changes are undone with (see
+	// package checkpoints): an agent session and its turn, a gateway
+	// client's MCP session; empty for an app's or the person's own calls.
+	Session string
+	Turn    string
 	// Intent and ExpectedOutcome go into the ICERC record.
 	Intent          string
 	ExpectedOutcome string
@@ -388,6 +407,7 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 		ArgumentsJSON: kept, ArgumentsTruncated: cut, Status: StatusInitiated, AppID: req.AppID,
 		Author: keepText(req.Author, maxIDSize),
 		TaskID: keepText(req.TaskID, maxIDSize), RequestID: keepText(req.RequestID, maxIDSize),
+		Session: keepText(req.Session, maxIDSize), Turn: keepText(req.Turn, maxIDSize),
 		StartedAt: m.opts.Now().UTC(),
 	}}
 	if cut {
@@ -478,7 +498,19 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		lc.update(func(c *Call) { c.Progress = &Progress{Progress: p, Total: total, Message: msg} })
 		m.publish(lc)
 	}}
+	var end func(error)
+	if m.opts.Recorder != nil && t.Touches != nil {
+		if touch := t.Touches(args); !touch.Empty() {
+			var err error
+			if end, err = m.opts.Recorder.Begin(ctx, lc.snapshot(), touch, req.Party); err != nil {
+				return nil, Errorf(CodeExecutionFailed, "the call was not run: its checkpoint could not be taken: %v", err)
+			}
+		}
+	}
 	out, err := t.Handler(ctx, inv, args)
+	if end != nil {
+		end(err)
+	}
 	// A result that made it in time is kept even if the timer fired after.
 	if ctx.Err() != nil && (err != nil || !errors.Is(context.Cause(ctx), errTimeout)) {
 		return nil, m.ctxError(ctx, "")

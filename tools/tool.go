@@ -127,4 +127,19 @@ type Tool struct {
 	// Timeout bounds a call: 0 is the manager's default, negative none (a
 	// tool that enforces its own limit, like execute_command).
 	Timeout time.Duration
+	// Touches says what a call with these (valid) arguments may change in
+	// the workspace, for its checkpoint (see [Recorder]); nil, or a zero
+	// Touch, is nothing: a read.
+	Touches func(args json.RawMessage) Touch
 }
+
+// Touch is what a call may change in the workspace: the files of Paths
+// (slash-separated, relative to the workspace root), or any file when All
+// is set (a command, a tool of an MCP server that runs on this machine).
+type Touch struct {
+	Paths []string
+	All   bool
+}
+
+// Empty reports whether the call changes nothing.
+func (t Touch) Empty() bool { return len(t.Paths) == 0 && !t.All }
