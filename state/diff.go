@@ -241,3 +241,22 @@ func quoteGitPath(p string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// FileDiff renders the change of the file at path (slash-separated) from
+// before to after the way `git diff` does (see unifiedDiff); a nil side is
+// an absent file. It is "" when nothing changed. Binary content gives git's
+// "Binary files ... differ" line.
+func FileDiff(path string, before, after []byte) string {
+	a, b := side{exists: before != nil, content: before}, side{exists: after != nil, content: after}
+	if a.exists {
+		a.hash = blobHash(before)
+	}
+	if b.exists {
+		b.hash = blobHash(after)
+	}
+	return unifiedDiff(path, a, b, func(h plumbing.Hash) string { return h.String()[:7] })
+}
+
+// IsBinary reports whether content is binary as git decides it: a NUL in
+// its first 8000 bytes.
+func IsBinary(content []byte) bool { return isBinary(content) }
