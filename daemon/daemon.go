@@ -421,6 +421,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 			Approvers:   p.Approvers,
 			Agent:       p.Agent,
 			Approvals:   p.Approvals,
+			Checkpoints: p.Checkpoints,
 			Apps:        appIDs(p.apps),
 			Logger:      logger,
 			MaxMessage:  maxMsg,
