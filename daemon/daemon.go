@@ -262,7 +262,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.apps, p.appTokens, err = l.appTokens(cfg.Apps); err != nil {
 		return nil, err
 	}
-	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.apps, p.sessionServers, opts, logger); err != nil {
+	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.Checkpoints, p.apps, p.sessionServers, opts, logger); err != nil {
 		return nil, err
 	}
 	p.closers = append(p.closers, func() { p.Agent.Close() })
