@@ -26,9 +26,9 @@ func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Defin
 	}
 	svc, err := agent.NewService(agent.Options{
 		Checkpoints: undo,
-		Layout: l.Layout,
-		Config: cfg,
-		Tools:  tp.manager,
+		Layout:      l.Layout,
+		Config:      cfg,
+		Tools:       tp.manager,
 		MayUse: func(party access.Party, d tools.Definition) bool {
 			if !ss.allowed(party.Author(), d.ServerName) {
 				return false // an MCP server another editor connection brought
