@@ -197,4 +197,3 @@ var ErrNotFound = errors.New("no such checkpoint")
 // ErrConflict is the error of an undo or redo that left everything alone
 // because files changed since; the Result lists them.
 var ErrConflict = errors.New("files changed since the checkpoint")
-

@@ -83,8 +83,8 @@ type scanner struct {
 	s    *Store
 	file string
 
-	ready chan struct{} // closed once the first baseline is built
-	done  chan struct{} // closed by stop
+	ready    chan struct{} // closed once the first baseline is built
+	done     chan struct{} // closed by stop
 	stopOnce sync.Once
 
 	// mu guards the baseline and the claims, and serialises scans.

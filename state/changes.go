@@ -57,10 +57,13 @@ type Changes struct {
 // names.
 type ChangeRecord struct {
 	Manifest []byte
-	Blobs    [][]byte
-	Author   string
-	Message  string
-	Time     time.Time
+	// Blobs are contents to store; Stored are ids of blobs already in the
+	// repository (see Put) that the record keeps too.
+	Blobs   [][]byte
+	Stored  []string
+	Author  string
+	Message string
+	Time    time.Time
 }
 
 // ChangeEntry is one record of a ref: its commit and tree, and its
@@ -203,7 +206,7 @@ func (c *Changes) commitOps(ops []*changeOp) {
 					return err
 				}
 			}
-			o, entry, err := encodeChange(op.rec, parent)
+			o, entry, err := c.encodeChange(op.rec, parent)
 			if err != nil {
 				return err
 			}
@@ -267,7 +270,7 @@ func (c *Changes) writeRefs(objs []pendingObject, heads map[string]plumbing.Hash
 }
 
 // encodeChange encodes a record's blobs, tree and commit.
-func encodeChange(rec ChangeRecord, parent plumbing.Hash) ([]pendingObject, ChangeEntry, error) {
+func (c *Changes) encodeChange(rec ChangeRecord, parent plumbing.Hash) ([]pendingObject, ChangeEntry, error) {
 	manifest := encodeBlob(rec.Manifest)
 	objs := []pendingObject{manifest}
 	entries := []object.TreeEntry{{Name: ManifestName, Mode: filemode.Regular, Hash: manifest.hash}}
@@ -280,6 +283,20 @@ func encodeChange(rec ChangeRecord, parent plumbing.Hash) ([]pendingObject, Chan
 		seen[o.hash] = true
 		objs = append(objs, o)
 		entries = append(entries, object.TreeEntry{Name: o.hash.String(), Mode: filemode.Regular, Hash: o.hash})
+	}
+	for _, id := range rec.Stored {
+		h, ok := parseHash(id)
+		if !ok {
+			return nil, ChangeEntry{}, fmt.Errorf("%w: %q is not a blob id", ErrInvalid, id)
+		}
+		if seen[h] {
+			continue
+		}
+		if !c.r.hasObject(h) {
+			return nil, ChangeEntry{}, fmt.Errorf("checkpoint content %s: %w", id, ErrNotFound)
+		}
+		seen[h] = true
+		entries = append(entries, object.TreeEntry{Name: id, Mode: filemode.Regular, Hash: h})
 	}
 	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
 	tree, err := encodeTree(entries)
