@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
@@ -50,7 +51,8 @@ type Store struct {
 	// undoMu serialises undos, redos and prunes.
 	undoMu sync.Mutex
 
-	scan *scanner
+	scan    *scanner
+	pruning atomic.Bool // a prune runs
 
 	bg sync.WaitGroup // the first baseline, prunes
 }
