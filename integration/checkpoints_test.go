@@ -337,3 +337,16 @@ func TestCheckpointsGatewayClient(t *testing.T) {
 		t.Errorf("the undo is not recorded")
 	}
 }
+
+// TestCheckpointsOff: with checkpoints.enabled: false nothing is recorded,
+// and every door says checkpoints are off.
+func TestCheckpointsOff(t *testing.T) {
+	ws := newWorkspace(t, "checkpoints:\n  enabled: false\n")
+	startDaemon(t, ws)
+	for _, args := range [][]string{{"checkpoints", "ls"}, {"undo"}, {"redo"}, {"checkpoints", "gc"}} {
+		_, errOut, code := nexus(t, ws, "", args...)
+		if code != 1 || !strings.Contains(errOut, "checkpoints are off (checkpoints.enabled: false") || !strings.Contains(errOut, "failed_precondition") {
+			t.Errorf("nexus %v: exit %d, %q", args, code, errOut)
+		}
+	}
+}
