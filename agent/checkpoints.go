@@ -29,15 +29,10 @@ func (ss *Session) undoCommand(ctx context.Context, arg string, say func(string,
 	if err != nil {
 		return err
 	}
-	st, err := ss.checkpoints()
+	st, turns, err := ss.turns()
 	if err != nil {
 		return err
 	}
-	list, err := st.List(ss.owner, checkpoints.Filter{Session: ss.id})
-	if err != nil {
-		return err
-	}
-	turns := turnsOf(list)
 	last := -1
 	for i, t := range turns {
 		if t.standing {
@@ -57,15 +52,10 @@ func (ss *Session) undoCommand(ctx context.Context, arg string, say func(string,
 // changed) and /rewind N [--force] (turns N to the last undone, the last
 // first).
 func (ss *Session) rewindCommand(ctx context.Context, arg string, say func(string, ...any)) error {
-	st, err := ss.checkpoints()
+	st, turns, err := ss.turns()
 	if err != nil {
 		return err
 	}
-	list, err := st.List(ss.owner, checkpoints.Filter{Session: ss.id})
-	if err != nil {
-		return err
-	}
-	turns := turnsOf(list)
 	words := strings.Fields(arg)
 	if len(words) == 0 {
 		if len(turns) == 0 {
@@ -112,12 +102,18 @@ func (ss *Session) rewindCommand(ctx context.Context, arg string, say func(strin
 	return nil
 }
 
-// checkpoints is the store, or the error saying there is none.
-func (ss *Session) checkpoints() (Checkpoints, error) {
-	if ss.svc.opts.Checkpoints == nil {
-		return nil, commandErr("checkpoints are off (checkpoints.enabled: false in .nexus/config.yaml): there is nothing to undo")
+// turns are the session's turns that changed files, as its owner sees
+// them, with the store; an error when checkpoints are off.
+func (ss *Session) turns() (Checkpoints, []turnChanges, error) {
+	st := ss.svc.opts.Checkpoints
+	if st == nil {
+		return nil, nil, commandErr("checkpoints are off (checkpoints.enabled: false in .nexus/config.yaml): there is nothing to undo")
 	}
-	return ss.svc.opts.Checkpoints, nil
+	list, err := st.List(ss.owner, checkpoints.Filter{Session: ss.id})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, turnsOf(list), nil
 }
 
 // forceFlag reads the argument of /undo: nothing or --force.

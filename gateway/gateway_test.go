@@ -81,7 +81,10 @@ func waitReady(t *testing.T, h *mcp.Hub, name string) {
 // TestSessionServersAreNotExposed: the tools, prompts and resources of a
 // server an editor's session brought are not the gateway's clients': they
 // are not listed, and a call by their exposed name finds nothing.
-func TestSessionServersAreNotExposed(t *testing.T) {
+// pingGateway is a gateway whose manager allows everything and has one
+// tool, ping, with its hub.
+func pingGateway(t *testing.T) (*Gateway, *tools.Manager, *mcp.Hub) {
+	t.Helper()
 	ws := t.TempDir()
 	bus := events.New()
 	m, err := tools.NewManager(tools.Options{Bus: bus, Gate: func(context.Context, *tools.GateRequest, func(tools.ICERC)) error { return nil }})
@@ -97,7 +100,11 @@ func TestSessionServersAreNotExposed(t *testing.T) {
 	}
 	h := mcp.New(mcp.Options{Workspace: ws, Tools: m, Bus: bus, TrustFile: filepath.Join(t.TempDir(), "trust.json")})
 	t.Cleanup(h.Close)
-	g := New(Options{Tools: m, Hub: h, Bus: bus, Workspace: ws})
+	return New(Options{Tools: m, Hub: h, Bus: bus, Workspace: ws}), m, h
+}
+
+func TestSessionServersAreNotExposed(t *testing.T) {
+	g, m, h := pingGateway(t)
 	cs := connect(t, g)
 	ctx := t.Context()
 

@@ -1,37 +1,17 @@
 package gateway
 
 import (
-	"context"
-	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
-	"github.com/nexuscocreate/nexus/tools/mcp"
 )
 
 // A client's calls carry its MCP session, for their checkpoints: a
 // connection without Mcp-Session-Id is one session of its own.
 func TestCallsCarryTheClientsSession(t *testing.T) {
-	ws := t.TempDir()
-	bus := events.New()
-	m, err := tools.NewManager(tools.Options{Bus: bus, Gate: func(context.Context, *tools.GateRequest, func(tools.ICERC)) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := m.Register(tools.Tool{Definition: tools.Definition{Name: "ping", Kind: tools.KindRead, Risk: tools.RiskLow},
-		Handler: func(context.Context, *tools.Invocation, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{}`), nil
-		}}); err != nil {
-		t.Fatal(err)
-	}
-	h := mcp.New(mcp.Options{Workspace: ws, Tools: m, Bus: bus, TrustFile: filepath.Join(t.TempDir(), "trust.json")})
-	t.Cleanup(h.Close)
-	g := New(Options{Tools: m, Hub: h, Bus: bus, Workspace: ws})
+	g, m, _ := pingGateway(t)
 	session := func(cs *sdk.ClientSession) string {
 		t.Helper()
 		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "ping", Arguments: map[string]any{}})

@@ -8,21 +8,9 @@ import (
 	"time"
 )
 
-// The editor's nexus/checkpoints/ methods, as the Changes view uses them.
-type edCheckpoint struct {
-	ID       string `json:"id"`
-	Kind     string `json:"kind"`
-	Session  string `json:"session"`
-	Turn     string `json:"turn"`
-	UndoneBy string `json:"undoneBy"`
-	Files    []struct {
-		Path   string `json:"path"`
-		Action string `json:"action"`
-	} `json:"files"`
-}
-
+// edResult is an undo's or redo's result in the editor.
 type edResult struct {
-	Checkpoint *edCheckpoint `json:"checkpoint"`
+	Checkpoint *cpEntry `json:"checkpoint"`
 	Undone     []string      `json:"undone"`
 	Restored   []struct {
 		Path string `json:"path"`
@@ -59,7 +47,7 @@ func TestCheckpointsEditor(t *testing.T) {
 	})
 
 	var list struct {
-		Checkpoints []edCheckpoint `json:"checkpoints"`
+		Checkpoints []cpEntry `json:"checkpoints"`
 		Usage       struct {
 			Checkpoints int   `json:"checkpoints"`
 			MaxBytes    int64 `json:"maxBytes"`
@@ -76,7 +64,7 @@ func TestCheckpointsEditor(t *testing.T) {
 		}
 	}
 	var diff struct {
-		Checkpoint edCheckpoint `json:"checkpoint"`
+		Checkpoint cpEntry `json:"checkpoint"`
 		Files      []struct {
 			Path   string  `json:"path"`
 			Action string  `json:"action"`
