@@ -11,7 +11,7 @@ import (
 // edResult is an undo's or redo's result in the editor.
 type edResult struct {
 	Checkpoint *cpEntry `json:"checkpoint"`
-	Undone     []string      `json:"undone"`
+	Undone     []string `json:"undone"`
 	Restored   []struct {
 		Path string `json:"path"`
 	} `json:"restored"`
