@@ -3,12 +3,14 @@ package integration
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -336,6 +338,21 @@ func TestCheckpointsGatewayClient(t *testing.T) {
 	if !slices.ContainsFunc(checkpointsLs(t, ws).Checkpoints, func(c cpEntry) bool { return c.Kind == "undo" }) {
 		t.Errorf("the undo is not recorded")
 	}
+
+	// A client of nexusd mcp (the socket, stdio) is a session of its own.
+	s := connectMCP(t, &mcp.CommandTransport{Command: exec.Command(filepath.Join(binDir, "nexusd"), "mcp", "--workspace", ws)})
+	if text, isErr := callText(t, s.ClientSession, "write_file", map[string]any{"path": "s.txt", "content": "s\n"}); isErr {
+		t.Fatalf("write_file over stdio: %s", text)
+	}
+	l = checkpointsLs(t, ws, "--limit", "1")
+	if len(l.Checkpoints) != 1 || l.Checkpoints[0].ToolName != "write_file" || !strings.HasPrefix(l.Checkpoints[0].Session, "mcp:") ||
+		l.Checkpoints[0].Session == "mcp:"+c.ID() {
+		t.Fatalf("the stdio client's checkpoint %+v", l.Checkpoints)
+	}
+	if out, errOut, code := nexus(t, ws, "", "undo", "--session", l.Checkpoints[0].Session); code != 0 || !strings.Contains(out, "s.txt") {
+		t.Fatalf("undo --session of the stdio client: exit %d\n%s%s", code, out, errOut)
+	}
+	sameFiles(t, "after undo of the stdio client", files(t, ws, "s.txt"), map[string]string{"s.txt": "<absent>"})
 }
 
 // TestCheckpointsOff: with checkpoints.enabled: false nothing is recorded,
