@@ -33,6 +33,12 @@ the workspace's own .git). Undo them with 'nexus undo', redo with 'nexus redo'.`
 		Short: "List the checkpoints, newest first",
 		Args:  argsBetween(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case turn != "" && session == "":
+				return usagef("--turn needs --session: the session whose turn to list")
+			case limit < 0:
+				return usagef("--limit must not be negative")
+			}
 			return e.callTools(cmd.Context(), func(ctx context.Context, t nexusv1.ToolManagerClient, _ nexusv1.CoreFrameworkClient) error {
 				resp, err := t.ListCheckpoints(ctx, &nexusv1.ListCheckpointsRequest{Session: session, Turn: turn, Limit: limit})
 				if err != nil {

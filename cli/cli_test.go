@@ -203,6 +203,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"mcp", "prompts", "s", "--get", "p", "--arg", "novalue"}, "want KEY=VALUE"},
 		{[]string{"checkpoints"}, "nexus checkpoints needs a verb: diff, gc, ls"},
 		{[]string{"checkpoints", "diff"}, "missing arguments; usage: nexus checkpoints diff ID"},
+		{[]string{"checkpoints", "ls", "--turn", "1"}, "--turn needs --session"},
+		{[]string{"checkpoints", "ls", "--limit", "-1"}, "--limit must not be negative"},
 		{[]string{"undo", "--call", "c1", "--session", "s"}, "--call undoes one call"},
 		{[]string{"undo", "--turn=2"}, "--turn=2 needs --session"},
 		{[]string{"undo", "extra"}, "too many arguments"},
