@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nexuscocreate/nexus/integration/localllm"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
@@ -366,4 +367,43 @@ func TestCheckpointsOff(t *testing.T) {
 			t.Errorf("nexus %v: exit %d, %q", args, code, errOut)
 		}
 	}
+}
+
+// TestCheckpointsLocalLLM: the same through a real llama-server (its
+// random model made to call write_file with the only arguments the schema
+// allows): the call's checkpoint is the session's turn 1, undone by
+// nexus undo.
+func TestCheckpointsLocalLLM(t *testing.T) {
+	base := localllm.Start(t)
+	ws := newWorkspace(t, agentConfig(base, "chat", 2, "write_file")+"tools:\n  policy:\n    write_file: allow\n")
+	writeFiles(t, ws, map[string]string{"notes.txt": "the person's notes\n"})
+	startDaemon(t, ws)
+	// llama-server's own mid-stream error ("peg-native"), now and then:
+	// a few tries (see integration/localllm/testdata/README.md).
+	var errOut string
+	code := -1
+	for try := 0; try < 5 && code != 0; try++ {
+		_, errOut, code = nexus(t, ws, "", "chat", "-p", "Write the notes.")
+		if code != 0 && !strings.Contains(errOut, "peg-native") {
+			break
+		}
+	}
+	m := resumeHint.FindStringSubmatch(errOut)
+	if code != 0 || m == nil {
+		t.Fatalf("nexus chat -p: exit %d\n%s", code, errOut)
+	}
+	sameFiles(t, "after the turn", files(t, ws, "notes.txt"), map[string]string{"notes.txt": "hello"})
+	l := checkpointsLs(t, ws, "--session", m[1])
+	if len(l.Checkpoints) == 0 {
+		t.Fatal("no checkpoint of the session")
+	}
+	for _, c := range l.Checkpoints {
+		if c.ToolName != "write_file" || c.Turn != "1" || len(c.Files) > 1 || (len(c.Files) == 1 && c.Files[0].Path != "notes.txt") {
+			t.Errorf("checkpoint %+v", c)
+		}
+	}
+	if out, errOut, code := nexus(t, ws, "", "undo"); code != 0 || !strings.Contains(out, "notes.txt") {
+		t.Fatalf("undo: exit %d\n%s%s", code, out, errOut)
+	}
+	sameFiles(t, "after undo", files(t, ws, "notes.txt"), map[string]string{"notes.txt": "the person's notes\n"})
 }
