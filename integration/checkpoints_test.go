@@ -407,3 +407,43 @@ func TestCheckpointsLocalLLM(t *testing.T) {
 	}
 	sameFiles(t, "after undo", files(t, ws, "notes.txt"), map[string]string{"notes.txt": "the person's notes\n"})
 }
+
+// TestCheckpointsMCPServer: a tool of an MCP server on this machine
+// (server-filesystem, stdio) may change any file: its write is found by
+// comparing the workspace before and after, and undone; its read-only
+// tools make no checkpoint.
+func TestCheckpointsMCPServer(t *testing.T) {
+	ws := newWorkspace(t, "apps:\n  - id: planner\n    grants:\n      tools: {allow: [\"filesystem/*\"]}\n")
+	real, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeMCP(t, ws, `"filesystem": {"command": `+quote(mcpBin(t, "mcp-server-filesystem"))+`, "args": [`+quote(real)+`]}`)
+	writeFiles(t, ws, map[string]string{"fs.txt": "before\n"})
+	d := startDaemon(t, ws)
+	d.trustMCP("filesystem")
+	d.waitMCP("filesystem", "ready")
+	planner := as(d.appToken("planner"))
+	call := func(tool, args string) string {
+		t.Helper()
+		r, err := d.framework().ExecuteTool(planner, &nexusv1.ExecuteToolRequest{ToolName: tool, ServerName: "filesystem", ArgumentsJson: args})
+		if err != nil || !r.Success {
+			t.Fatalf("filesystem/%s: %v %v", tool, r, err)
+		}
+		return r.ToolCallId
+	}
+	call("read_text_file", `{"path":`+quote(filepath.Join(real, "fs.txt"))+`}`)
+	if l := checkpointsLs(t, ws); len(l.Checkpoints) != 0 {
+		t.Errorf("a read-only tool's checkpoints: %+v", l.Checkpoints)
+	}
+	id := call("write_file", `{"path":`+quote(filepath.Join(real, "fs.txt"))+`,"content":"after\n"}`)
+	sameFiles(t, "after the server's write", files(t, ws, "fs.txt"), map[string]string{"fs.txt": "after\n"})
+	l := checkpointsLs(t, ws)
+	if len(l.Checkpoints) != 1 || l.Checkpoints[0].ID != id || len(l.Checkpoints[0].Files) != 1 || l.Checkpoints[0].Files[0].Path != "fs.txt" {
+		t.Fatalf("the server's write: %+v", l.Checkpoints)
+	}
+	if out, errOut, code := nexus(t, ws, "", "undo", "--call", id); code != 0 || !strings.Contains(out, "fs.txt") {
+		t.Fatalf("undo --call: exit %d\n%s%s", code, out, errOut)
+	}
+	sameFiles(t, "after undo", files(t, ws, "fs.txt"), map[string]string{"fs.txt": "before\n"})
+}
