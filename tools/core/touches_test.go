@@ -35,6 +35,7 @@ func TestTouches(t *testing.T) {
 	}{
 		{"write_file", `{"path":"src/a.go","content":"x"}`, tools.Touch{Paths: []string{"src/a.go"}}},
 		{"write_file", `{"path":"./src//new.go","content":"x"}`, tools.Touch{Paths: []string{"src/new.go"}}},
+		{"write_file", `{"path":"new/dir/x.go","content":"x"}`, tools.Touch{Paths: []string{"new/dir/x.go"}}},
 		{"edit_file", `{"path":"src/a.go","oldText":"a","newText":"b"}`, tools.Touch{Paths: []string{"src/a.go"}}},
 		{"write_file", `{"path":"../outside/secret.txt","content":"x"}`, tools.Touch{}},
 		{"write_file", `{"path":"/etc/passwd","content":"x"}`, tools.Touch{}},
