@@ -275,6 +275,15 @@ func (t *Tools) writeFile(ctx context.Context, inv *tools.Invocation, raw json.R
 	if err := t.allow(party, p, canon, true); err != nil {
 		return nil, err
 	}
+	if _, ok := inv.ShownChange(canon); ok {
+		now, err := t.fileNow(ctx, party, p, canon, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkShown(inv, p, canon, now.exists, now.sum); err != nil {
+			return nil, err
+		}
+	}
 	content := []byte(*a.Content)
 	res := writeResult{Path: p, BytesWritten: len(content)}
 	if t.inDefinitions(canon) {
@@ -390,6 +399,9 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 		if err != nil {
 			return nil, stateError("read", p, err)
 		}
+		if err := checkShown(inv, p, canon, true, sha256Hex(cur.Content)); err != nil {
+			return nil, err
+		}
 		next, err := replaceOnce(p, cur.Content, a.OldText, *a.NewText)
 		if err != nil {
 			return nil, err
@@ -402,7 +414,7 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 		return marshal(res)
 	}
 	if cf := tools.ClientFilesFrom(ctx); cf != nil {
-		if err := t.editClient(ctx, cf, p, canon, a.OldText, *a.NewText); err != nil {
+		if err := t.editClient(ctx, cf, inv, p, canon, a.OldText, *a.NewText); err != nil {
 			return nil, err
 		}
 		if err := t.setExecutable(p, canon, false); err != nil {
@@ -422,6 +434,9 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 	f.Close()
 	if err != nil {
 		return nil, fsError("read", p, err)
+	}
+	if err := checkShown(inv, p, canon, true, sha256Hex(cur)); err != nil {
+		return nil, err
 	}
 	next, err := replaceOnce(p, cur, a.OldText, *a.NewText)
 	if err != nil {
