@@ -1184,6 +1184,63 @@ const scenarios = [
     },
   },
   {
+    name: 'review-diff',
+    about: "the person's write_file under tools.policy write_file: ask opens the change nexusd computed in VS Code's diff editor, with Accept and Reject in its title: Reject leaves the file as it was, Accept writes exactly what was shown; the diff closes once answered",
+    xfail: fixture && 'the fixture extension opens no diff of a proposed change',
+    config: askWrites,
+    files: { 'notes.md': 'one\ntwo\nthree\n' },
+    async run(s) {
+      await ready(s);
+      const info = await waitFor('.nexus/run/daemon.json', () => s.daemonInfo());
+      const admin = fs.readFileSync(path.join(s.ws, '.nexus', 'run', 'admin.token'), 'utf8').trim();
+      const tm = toolManager(info.grpcAddress);
+      const notes = path.join(s.ws, 'notes.md');
+      const proposed = 'one\n2\nthree\nfour\n';
+      const diffTab = s.page.locator('.tabs-container .tab', { hasText: 'notes.md — proposed by' });
+      const titleAction = (label) => s.page.locator('.editor-actions .action-label', { hasText: label }).first();
+      try {
+        const write = () => tm.execute({
+          tool_name: 'write_file',
+          arguments_json: JSON.stringify({ path: 'notes.md', content: proposed }),
+          intent: 'number the second line',
+        }, admin);
+
+        const rejected = write();
+        await diffTab.first().waitFor({ timeout: HANG });
+        // Both sides are nexusd's: the file now on the left, as it would be on the right.
+        const diff = s.page.locator('.monaco-diff-editor').first();
+        await diff.locator('.editor.original .view-line', { hasText: 'two' }).first().waitFor({ timeout: HANG });
+        await diff.locator('.editor.modified .view-line', { hasText: 'four' }).first().waitFor({ timeout: HANG });
+        await titleAction('Accept').waitFor({ timeout: HANG });
+        await s.page.mouse.move(700, 500);
+        await s.screenshot('review-diff.png');
+        await titleAction('Reject').click();
+        const no = await rejected;
+        if (no.success || no.error_code !== 'permission_denied') {
+          throw new Error(`Reject in the diff editor did not deny the call: ${JSON.stringify(no)}`);
+        }
+        if (fs.readFileSync(notes, 'utf8') !== 'one\ntwo\nthree\n') {
+          throw new Error(`the rejected write changed notes.md: ${JSON.stringify(fs.readFileSync(notes, 'utf8'))}`);
+        }
+        await diffTab.first().waitFor({ state: 'detached', timeout: HANG });
+
+        const accepted = write();
+        await diffTab.first().waitFor({ timeout: HANG });
+        await titleAction('Accept').click();
+        const yes = await accepted;
+        if (!yes.success) {
+          throw new Error(`Accept in the diff editor did not let the call run: ${JSON.stringify(yes)}`);
+        }
+        if (fs.readFileSync(notes, 'utf8') !== proposed) {
+          throw new Error(`the accepted write did not write what was shown: ${JSON.stringify(fs.readFileSync(notes, 'utf8'))}`);
+        }
+        await diffTab.first().waitFor({ state: 'detached', timeout: HANG });
+      } finally {
+        tm.close();
+      }
+    },
+  },
+  {
     name: 'definitions-diff',
     about: 'a definition\'s history in the Definitions view, and a diff of two revisions',
     xfail: fixture && 'the fixture extension has no Definitions view',
