@@ -124,6 +124,22 @@ func keepICERC(r ICERC) ICERC {
 	return r
 }
 
+// WithoutContents returns r with its changes' diffs only: the contents
+// (Before, After) are for the question to the person, not for every copy
+// of the call.
+func (r ICERC) WithoutContents() ICERC {
+	if len(r.Changes) == 0 {
+		return r
+	}
+	changes := make([]ProposedChange, len(r.Changes))
+	for i, c := range r.Changes {
+		c.Before, c.After = nil, nil
+		changes[i] = c
+	}
+	r.Changes = changes
+	return r
+}
+
 // keepChanges bounds the proposed changes a call keeps: their diffs, at
 // most KeptSize bytes together, and not the contents, which only the
 // question carries.

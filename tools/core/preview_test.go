@@ -121,8 +121,11 @@ func TestShownIsWhatRuns(t *testing.T) {
 	e.file("notes.md", "draft\n")
 	var meddle func()
 	var shown []tools.ProposedChange
-	m := reviewManager(t, e, func(_ context.Context, _ tools.Call, rec policy.ICERC) (policy.Answer, error) {
+	m := reviewManager(t, e, func(_ context.Context, call tools.Call, rec policy.ICERC) (policy.Answer, error) {
 		shown = rec.Changes
+		if len(call.ICERC.Changes) != len(shown) || len(shown) > 0 && (call.ICERC.Changes[0].After != nil || call.ICERC.Changes[0].Diff != shown[0].Diff) {
+			t.Errorf("the call asked about carries %+v: the diffs, not the contents, which the record carries once", call.ICERC.Changes)
+		}
 		if meddle != nil {
 			meddle() // the person, or anyone, changes the file while the question is open
 		}

@@ -211,7 +211,8 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	scope, _ := callScope(req, nil)
 	actx, picked := withChoice(actx, scope)
 	call := gr.Call
-	call.ICERC = &record
+	kept := record.WithoutContents() // the record carries them once
+	call.ICERC = &kept
 	ans, err := approver.Ask(actx, call, record)
 	switch {
 	case ctx.Err() != nil:
