@@ -256,23 +256,13 @@ type writeResult struct {
 }
 
 func (t *Tools) writeFile(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-	var a writeArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.Content == nil {
-		return nil, invalidf("content is missing")
-	}
-	p, err := cleanPath(a.Path, false)
-	if err != nil {
-		return nil, err
-	}
-	canon, err := t.canonical(p)
+	a, err := decodeWrite(raw)
 	if err != nil {
 		return nil, err
 	}
 	party := inv.Acting()
-	if err := t.allow(party, p, canon, true); err != nil {
+	p, canon, err := t.target(party, a.Path)
+	if err != nil {
 		return nil, err
 	}
 	if _, ok := inv.ShownChange(canon); ok {
@@ -367,26 +357,13 @@ type editResult struct {
 }
 
 func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-	var a editArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.OldText == "" {
-		return nil, invalidf("oldText is empty; give the exact text to replace")
-	}
-	if a.NewText == nil {
-		return nil, invalidf("newText is missing")
-	}
-	p, err := cleanPath(a.Path, false)
-	if err != nil {
-		return nil, err
-	}
-	canon, err := t.canonical(p)
+	a, err := decodeEdit(raw)
 	if err != nil {
 		return nil, err
 	}
 	party := inv.Acting()
-	if err := t.allow(party, p, canon, true); err != nil {
+	p, canon, err := t.target(party, a.Path)
+	if err != nil {
 		return nil, err
 	}
 	res := editResult{Path: p, Replacements: 1}

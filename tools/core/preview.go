@@ -33,18 +33,11 @@ func withPreview(t tools.Tool, p tools.Previewer) tools.Tool {
 
 // previewWrite is write_file's Preview.
 func (t *Tools) previewWrite(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) ([]tools.ProposedChange, error) {
-	var a writeArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.Content == nil {
-		return nil, invalidf("content is missing")
-	}
-	p, canon, err := t.target(inv.Acting(), a.Path)
+	a, err := decodeWrite(raw)
 	if err != nil {
 		return nil, err
 	}
-	now, err := t.fileNow(ctx, inv.Acting(), p, canon, false)
+	_, canon, now, err := t.targetNow(ctx, inv.Acting(), a.Path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -53,21 +46,11 @@ func (t *Tools) previewWrite(ctx context.Context, inv *tools.Invocation, raw jso
 
 // previewEdit is edit_file's Preview.
 func (t *Tools) previewEdit(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) ([]tools.ProposedChange, error) {
-	var a editArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.OldText == "" {
-		return nil, invalidf("oldText is empty; give the exact text to replace")
-	}
-	if a.NewText == nil {
-		return nil, invalidf("newText is missing")
-	}
-	p, canon, err := t.target(inv.Acting(), a.Path)
+	a, err := decodeEdit(raw)
 	if err != nil {
 		return nil, err
 	}
-	now, err := t.fileNow(ctx, inv.Acting(), p, canon, true)
+	p, canon, now, err := t.targetNow(ctx, inv.Acting(), a.Path, true)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +62,42 @@ func (t *Tools) previewEdit(ctx context.Context, inv *tools.Invocation, raw json
 		return nil, err
 	}
 	return []tools.ProposedChange{proposedChange(canon, now, next)}, nil
+}
+
+// decodeWrite reads and checks write_file's arguments.
+func decodeWrite(raw json.RawMessage) (writeArgs, error) {
+	var a writeArgs
+	if err := decode(raw, &a); err != nil {
+		return a, err
+	}
+	if a.Content == nil {
+		return a, invalidf("content is missing")
+	}
+	return a, nil
+}
+
+// decodeEdit reads and checks edit_file's arguments.
+func decodeEdit(raw json.RawMessage) (editArgs, error) {
+	var a editArgs
+	if err := decode(raw, &a); err != nil {
+		return a, err
+	}
+	if a.OldText == "" {
+		return a, invalidf("oldText is empty; give the exact text to replace")
+	}
+	if a.NewText == nil {
+		return a, invalidf("newText is missing")
+	}
+	return a, nil
+}
+
+// targetNow is target, and what the file holds now (fileNow).
+func (t *Tools) targetNow(ctx context.Context, party access.Party, path string, mustExist bool) (p, canon string, now current, err error) {
+	if p, canon, err = t.target(party, path); err != nil {
+		return "", "", current{}, err
+	}
+	now, err = t.fileNow(ctx, party, p, canon, mustExist)
+	return p, canon, now, err
 }
 
 // target checks a path given to a writing tool as its handler does, and
