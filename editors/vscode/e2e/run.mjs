@@ -1283,7 +1283,7 @@ const scenarios = [
   },
   {
     name: 'agent-chat',
-    about: 'a chat with the workspace agent: its write_file asks on its card, Allow once there writes, the turn ends',
+    about: 'a chat with the workspace agent: its write_file asks on its card, with the diff nexusd computed (Open diff opens it in the diff editor), Allow once there writes, the turn ends',
     xfail: fixture && 'the fixture extension has no Agent Chat',
     // A real llama-server with a tiny random model (localLlm).
     setup: () => localLlm(),
@@ -1299,9 +1299,20 @@ const scenarios = [
       const card = chat.locator('.entry.tool.waiting', { hasText: /write_file|Write file/ }).first();
       await card.waitFor({ timeout: 2 * HANG });
       await chat.locator('#stop').waitFor({ timeout: HANG }); // the turn runs
+      // The card shows the change nexusd computed as a compact diff; Open
+      // diff shows it in the diff editor, which closes once answered.
+      await card.locator('.tool-diff .diff-add', { hasText: '+hello' }).waitFor({ timeout: HANG });
+      await card.locator('button', { hasText: 'Open diff' }).click();
+      const diffTab = s.page.locator('.tabs-container .tab', { hasText: 'notes.txt — proposed by agent session' }).first();
+      await diffTab.waitFor({ timeout: HANG });
+      await roomForChat(s);
+      await card.scrollIntoViewIfNeeded();
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('review-card.png');
       await card.locator('button', { hasText: 'Allow once' }).click();
       const done = chat.locator('.entry.tool.status-completed', { hasText: /write_file|Write file/ }).first();
       await done.waitFor({ timeout: HANG });
+      await diffTab.waitFor({ state: 'detached', timeout: HANG });
       // The model may make more than one call in its step: allow each, in the chat.
       const stopped = chat.locator('.entry.stop', { hasText: '(max_turn_requests)' });
       await waitFor('the turn to end with (max_turn_requests)', async () => {

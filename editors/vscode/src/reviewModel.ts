@@ -123,11 +123,16 @@ export function proposedContent(c: ProposedChange | undefined, side: Side): stri
 /** How long the asker may be in a diff editor's title. */
 const MAX_TITLE_ASKER = 80;
 
+/** A session or call id in an asker, shortened in a title as git
+ * shortens a hash: its first eight digits. */
+const LONG_ID = /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+
 /** diffTitle is the title of a change's diff editor: the file, who
- * proposes it, and how to answer; inert. */
+ * proposes it (an id in it shortened), and how to answer; inert. */
 export function diffTitle(p: PermissionParams, c: ProposedChange): string {
   const name = inertLine(c.path.split('/').pop() || c.path);
-  let asker = inertLine(p.icerc.asker || p.toolCall.author || (p.toolCall.appId ? `app:${p.toolCall.appId}` : '')) || 'a party the daemon did not name';
+  let asker = inertLine(p.icerc.asker || p.toolCall.author || (p.toolCall.appId ? `app:${p.toolCall.appId}` : '')).replace(LONG_ID, '$1…') ||
+    'a party the daemon did not name';
   if (asker.length > MAX_TITLE_ASKER) {
     asker = `${asker.slice(0, MAX_TITLE_ASKER)}…`;
   }

@@ -88,6 +88,8 @@ test('review: the sides of the diff editor, and its title', () => {
   assert.equal(reviewable({ path: 'b', action: 'modified', diff: '', binary: true }), false);
   assert.equal(reviewable(hostile), true);
   const params = { toolCall: { toolCallId: 'c', toolName: 'write_file', author: 'agent:s1' }, icerc: { asker: 'agent session s1\x1b[31m acting for the person', intent: '', command: '', expectedOutcome: '', risk: { level: 'medium', scope: '' } }, options: [] } as unknown as PermissionParams;
+  const agent = { ...params, icerc: { ...params.icerc, asker: 'agent session 01a221c3-fbb5-74c9-94ef-790eb343fddf acting for the person' } };
+  assert.equal(diffTitle(agent, { path: 'notes.txt', action: 'added', diff: '' }), 'notes.txt — proposed by agent session 01a221c3… acting for the person (Accept / Reject)');
   assert.equal(diffTitle(params, hostile), '\\u202eevil\\x1b[2K.ts — proposed by agent session s1\\x1b[31m acting for the person (Accept / Reject)');
 });
 
