@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,5 +41,23 @@ func TestChangeTextInert(t *testing.T) {
 	}
 	if n := strings.Count(coloured, "\x1b[32m"); n != 36 {
 		t.Errorf("%d added lines shown, want 36: 40 lines of diff in all, with the headers", n)
+	}
+}
+
+// TestChatPromptShowsTheDiff: nexus chat's permission prompt shows the
+// change under the record, coloured on a terminal, its content inert.
+func TestChatPromptShowsTheDiff(t *testing.T) {
+	var p permissionRequest
+	if err := json.Unmarshal([]byte(`{"requestId":"r1","toolCall":{"toolName":"write_file"},"icerc":{"command":"write_file notes.md (4 bytes)",
+		"changes":[{"path":"notes.md","action":"modified","diff":"diff --git a/notes.md b/notes.md\n--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-old\n+new\u001b[2K\n","before":"old\n","after":"new\u001b[2K\n"}]}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	c := &chat{e: &env{}, status: &render{w: &b, tty: true}, out: &render{w: &b}}
+	c.askPrompt(&p)
+	want := "  change:   modified notes.md\n  --- a/notes.md\n  +++ b/notes.md\n  \x1b[36m@@ -1 +1 @@\x1b[0m\n  \x1b[31m-old\x1b[0m\n" +
+		"  \x1b[32m+new\\x1b[2K\x1b[0m\nAllow? [y]es once / [a]lways / [n]o / [N]ever: "
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("prompt:\n%q\nwant it to end with:\n%q", b.String(), want)
 	}
 }
