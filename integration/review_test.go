@@ -63,3 +63,28 @@ func TestReviewShownIsWhatRuns(t *testing.T) {
 		t.Fatalf("notes.md after the approved edit: %q", b)
 	}
 }
+
+// TestChatShowsTheDiff: an agent session (the test's scripted model)
+// edits a file through `nexus chat`; the permission request there shows
+// the diff Nexus computed from the file, and "y" writes exactly it.
+func TestChatShowsTheDiff(t *testing.T) {
+	m := startScriptedModel(t)
+	ws := newWorkspace(t, m.config())
+	if err := os.WriteFile(filepath.Join(ws, "notes.md"), []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, ws)
+	m.next("edit_file", `{"path":"notes.md","oldText":"two","newText":"2"}`)
+	tm := startChat(t, ws)
+	tm.await("the prompt", ready)
+	tm.send("number the second line")
+	s := tm.await("the permission request", func(s string) bool { return strings.HasSuffix(s, askPrompt) })
+	if !strings.Contains(s, "  change:   modified notes.md\n  --- a/notes.md\n  +++ b/notes.md\n  @@ -1,2 +1,2 @@\n   one\n  -two\n  +2\n"+askPrompt) {
+		t.Fatalf("the request shows no diff of notes.md:\n%s", s)
+	}
+	tm.send("y")
+	tm.await("the end of the turn", func(s string) bool { return strings.Count(s, "\n> ") >= 2 })
+	if b, _ := os.ReadFile(filepath.Join(ws, "notes.md")); string(b) != "one\n2\n" {
+		t.Errorf("notes.md after the approved edit: %q\n%s", b, tm.text())
+	}
+}
