@@ -200,7 +200,7 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	}
 	approver := approvers.forCall(ctx, gr.Call)
 	if approver.Ask != nil && gr.Preview != nil {
-		previewInto(ctx, &record, gr.Preview)
+		previewInto(ctx, &record, gr.Preview, timeout)
 	}
 	setICERC(record)
 	if approver.Ask == nil {
@@ -242,10 +242,13 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 }
 
 // previewInto puts the change the call would make into the record, or,
-// when it cannot be computed, the reason among the risk's details: the
-// question is asked all the same, and the call, if allowed, fails in its
-// handler for the same reason.
-func previewInto(ctx context.Context, record *ICERC, preview func(context.Context) ([]tools.ProposedChange, error)) {
+// when it cannot be computed (within timeout: an editor's buffer is read
+// through the editor), the reason among the risk's details: the question
+// is asked all the same, and the call, if allowed, fails in its handler
+// for the same reason.
+func previewInto(ctx context.Context, record *ICERC, preview func(context.Context) ([]tools.ProposedChange, error), timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	changes, err := preview(ctx)
 	if err != nil {
 		msg := err.Error()
