@@ -1185,7 +1185,7 @@ const scenarios = [
   },
   {
     name: 'review-diff',
-    about: "the person's write_file under tools.policy write_file: ask opens the change nexusd computed in VS Code's diff editor, with Accept and Reject in its title: Reject leaves the file as it was, Accept writes exactly what was shown; the diff closes once answered",
+    about: "the person's write_file under tools.policy write_file: ask opens the change nexusd computed in VS Code's diff editor, with Accept and Reject in its title: Reject leaves the file as it was, Accept writes exactly what was shown; the diff closes once answered, or once its call is cancelled",
     xfail: fixture && 'the fixture extension opens no diff of a proposed change',
     config: askWrites,
     files: { 'notes.md': 'one\ntwo\nthree\n' },
@@ -1235,6 +1235,21 @@ const scenarios = [
           throw new Error(`the accepted write did not write what was shown: ${JSON.stringify(fs.readFileSync(notes, 'utf8'))}`);
         }
         await diffTab.first().waitFor({ state: 'detached', timeout: HANG });
+
+        // A question withdrawn (its call cancelled) closes its diff too.
+        const withdrawn = tm.execute({ tool_name: 'write_file', arguments_json: JSON.stringify({ path: 'notes.md', content: 'gone\n' }) }, admin);
+        await diffTab.first().waitFor({ timeout: HANG });
+        const waiting = await waitFor('the call waiting for its answer', async () =>
+          (await tm.list({ status: 'initiated' }, admin)).tool_calls.find((c) => c.tool_name === 'write_file'));
+        await tm.cancel({ tool_call_id: waiting.tool_call_id }, admin);
+        const gone = await withdrawn;
+        if (gone.success || gone.error_code !== 'cancelled') {
+          throw new Error(`the cancelled call: ${JSON.stringify(gone)}`);
+        }
+        await diffTab.first().waitFor({ state: 'detached', timeout: HANG });
+        if (fs.readFileSync(notes, 'utf8') !== proposed) {
+          throw new Error('the cancelled write changed notes.md');
+        }
       } finally {
         tm.close();
       }
@@ -1673,14 +1688,17 @@ function toolManager(address) {
   });
   const pkg = grpc.loadPackageDefinition(def);
   const client = new pkg.nexus.v1.ToolManager(address, grpc.credentials.createInsecure());
+  const unary = (method, req, token) => {
+    const md = new grpc.Metadata();
+    md.set('authorization', `Bearer ${token}`);
+    return new Promise((resolve, reject) => {
+      client[method](req, md, { deadline: Date.now() + 2 * HANG }, (err, res) => (err ? reject(err) : resolve(res)));
+    });
+  };
   return {
-    execute(req, token) {
-      const md = new grpc.Metadata();
-      md.set('authorization', `Bearer ${token}`);
-      return new Promise((resolve, reject) => {
-        client.ExecuteTool(req, md, { deadline: Date.now() + 2 * HANG }, (err, res) => (err ? reject(err) : resolve(res)));
-      });
-    },
+    execute: (req, token) => unary('ExecuteTool', req, token),
+    list: (req, token) => unary('ListToolCalls', req, token),
+    cancel: (req, token) => unary('CancelToolCall', req, token),
     close: () => client.close(),
   };
 }
