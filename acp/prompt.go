@@ -200,8 +200,9 @@ func (c *conn) mention(uri string) string {
 }
 
 // asker answers the policy's questions about the session's calls through
-// the client's permission prompt, with the ICERC record (and the diff of
-// an edit) in the tool call's content. It answers for the connection's
+// the client's permission prompt, with the ICERC record and the diff of a
+// write in the tool call's content: the change Nexus computed from the
+// file (proposedDiffs), else the arguments' (mapper.diff). It answers for the connection's
 // party: the policy asks it only when that is the person.
 func (c *conn) asker(s *session, m *mapper) policy.Approver {
 	return policy.Approver{Who: c.opts.Party, Ask: func(ctx context.Context, call tools.Call, record tools.ICERC) (policy.Answer, error) {
@@ -212,7 +213,9 @@ func (c *conn) asker(s *session, m *mapper) policy.Approver {
 			title = call.ToolName
 		}
 		content := []acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(icercText(record)))}
-		if d, ok := m.diff(toolName(call), call.ArgumentsJSON); ok {
+		if ds := proposedDiffs(m, record.Changes); len(ds) > 0 {
+			content = append(content, ds...)
+		} else if d, ok := m.diff(toolName(call), call.ArgumentsJSON); ok {
 			content = append(content, d)
 		}
 		resp, err := c.peer.RequestPermission(ctx, acpsdk.RequestPermissionRequest{
@@ -234,6 +237,23 @@ func (c *conn) asker(s *session, m *mapper) policy.Approver {
 		}
 		return policy.Answer(resp.Outcome.Selected.OptionId), nil
 	}}
+}
+
+// proposedDiffs is the change a call would make as Nexus computed it
+// (ICERC.Changes: the whole file now and after the call), as ACP diffs;
+// none for a change without text to show (binary, too large).
+func proposedDiffs(m *mapper, changes []tools.ProposedChange) []acpsdk.ToolCallContent {
+	var out []acpsdk.ToolCallContent
+	for _, c := range changes {
+		switch {
+		case c.After == nil:
+		case c.Before != nil:
+			out = append(out, acpsdk.ToolDiffContent(m.abs(c.Path), *c.After, *c.Before))
+		default:
+			out = append(out, acpsdk.ToolDiffContent(m.abs(c.Path), *c.After))
+		}
+	}
+	return out
 }
 
 // icercText is the ICERC record as the person reads it: policy.PromptLines

@@ -310,9 +310,11 @@ func (a *answerer) show() {
 	q := a.open[0]
 	c := q.GetToolCall()
 	a.printf("Permission needed: %s\n", callName(c))
-	for _, l := range policy.PromptLines(icercOf(c.GetIcerc()), whoseWords(c.GetAuthor())) {
+	r := icercOf(c.GetIcerc())
+	for _, l := range policy.PromptLines(r, whoseWords(c.GetAuthor())) {
 		a.printf("  %s\n", l)
 	}
+	a.printf("%s", changeText(r.Changes, isTerminal(a.e.stdout) && !a.e.json))
 	a.printf("Allow? [y]es once / [a]lways / [n]o / [N]ever: ")
 }
 
@@ -357,7 +359,36 @@ func whoseWords(author string) string {
 
 // icercOf is the ICERC record of a question as the policy renders it.
 func icercOf(r *nexusv1.Icerc) policy.ICERC {
-	return policy.ICERC{Intent: r.GetIntent(), Command: r.GetCommand(), ExpectedOutcome: r.GetExpectedOutcome(),
+	rec := policy.ICERC{Intent: r.GetIntent(), Command: r.GetCommand(), ExpectedOutcome: r.GetExpectedOutcome(),
 		Asker: r.GetAsker(), Always: r.GetAlways(),
 		Risk: tools.RiskAssessment{Level: tools.Risk(r.GetRisk().GetLevel()), Scope: r.GetRisk().GetScope(), Details: r.GetRisk().GetDetails()}}
+	for _, c := range r.GetChanges() {
+		rec.Changes = append(rec.Changes, tools.ProposedChange{Path: c.GetPath(), Action: c.GetAction(), Diff: c.GetDiff(),
+			Binary: c.GetBinary(), Truncated: c.GetTruncated()})
+	}
+	return rec
+}
+
+// ANSI colours of a diff's lines on a terminal: Nexus's own sequences,
+// around text that is inert.
+var changeColours = map[policy.LineKind]string{
+	policy.LineAdded:   "\x1b[32m",
+	policy.LineRemoved: "\x1b[31m",
+	policy.LineHunk:    "\x1b[36m",
+}
+
+// changeText is the change a call would make as a prompt shows it, under
+// its record (policy.ChangeLines: inert, at most policy.MaxChangeLines
+// lines of diff): each line indented, and on a terminal (colour) the
+// added lines green, the removed red, the hunk headers cyan.
+func changeText(changes []tools.ProposedChange, colour bool) string {
+	var b strings.Builder
+	for _, l := range policy.ChangeLines(changes, policy.MaxChangeLines) {
+		if c := changeColours[l.Kind]; colour && c != "" {
+			fmt.Fprintf(&b, "  %s%s\x1b[0m\n", c, l.Text)
+		} else {
+			fmt.Fprintf(&b, "  %s\n", l.Text)
+		}
+	}
+	return b.String()
 }

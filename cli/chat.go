@@ -609,7 +609,8 @@ func parseAnswer(line string) (string, bool) {
 // that calls here), then what Nexus itself vouches for, next to the
 // question: the command as Nexus renders it, the risk, and what an
 // "always" answer would remember (policy.PromptLines, which the MCP
-// gateway's and ACP's prompts share). Every field is inert; the command
+// gateway's and ACP's prompts share), and the change of a write as a diff
+// (changeText), coloured on a terminal. Every field is inert; the command
 // keeps its lines, each marked as part of it.
 func (c *chat) askPrompt(p *permissionRequest) {
 	c.out.endLine()
@@ -619,6 +620,7 @@ func (c *chat) askPrompt(p *permissionRequest) {
 	for _, l := range policy.PromptLines(p.ICERC, "the model's") {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+	fmt.Fprint(w, changeText(p.ICERC.Changes, c.status.tty))
 	fmt.Fprint(w, "Allow? [y]es once / [a]lways / [n]o / [N]ever: ")
 	// The answer typed on a terminal ends the line; read from a pipe, it
 	// is not echoed, and what comes next starts a line of its own.

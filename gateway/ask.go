@@ -195,8 +195,9 @@ func clientApprover(party access.Party, ss *sdk.ServerSession) policy.Approver {
 
 // permissionMessage is the ICERC record of a call, for the person: the
 // tool, then policy.PromptLines (who asks, the caller's words labelled as
-// such, Nexus's command, the risk, what "always" remembers), every field
-// inert: the person's MCP client may show it on a terminal.
+// such, Nexus's command, the risk, what "always" remembers) and the change
+// of a write as a diff (policy.ChangeLines), every field inert: the
+// person's MCP client may show it on a terminal.
 func permissionMessage(call tools.Call, rec policy.ICERC) string {
 	name := call.ToolName
 	if call.ServerName != "" {
@@ -210,6 +211,9 @@ func permissionMessage(call tools.Call, rec policy.ICERC) string {
 	b.WriteString(".")
 	for _, l := range policy.PromptLines(rec, "the caller's") {
 		b.WriteString("\n" + l)
+	}
+	for _, l := range policy.ChangeLines(rec.Changes, policy.MaxChangeLines) {
+		b.WriteString("\n" + l.Text)
 	}
 	return b.String()
 }

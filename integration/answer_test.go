@@ -82,7 +82,7 @@ func (a *answering) answer(line string) {
 // TestTerminalAnswersAppsQuestions: with no answerer attached an app's
 // call that the policy asks about is denied; an app's token cannot attach
 // as the answerer; a real `nexus calls --watch --answer` is asked the
-// question, shown as every door shows it, and its "y" runs the call, its
+// question, shown as every door shows it with the diff of the write, and its "y" runs the call, its
 // "n" rejects the next; once its stdin ends it answers no more, and the
 // question is denied again.
 func TestTerminalAnswersAppsQuestions(t *testing.T) {
@@ -115,7 +115,9 @@ func TestTerminalAnswersAppsQuestions(t *testing.T) {
 	go func() { done <- write("plan.yaml") }()
 	a.await("Permission needed: write_file (call ")
 	for _, want := range []string{`  asked by: app "planner"`, "  in the app's words, not checked by Nexus:", "    intent:   save the plan",
-		"    expected: plan.yaml holds the plan", "  command:  write_file plan.yaml (9 bytes)", "  always:   "} {
+		"    expected: plan.yaml holds the plan", "  command:  write_file plan.yaml (9 bytes)", "  always:   ",
+		// The change as Nexus computed it, under the record: a pipe is no terminal, so no colour.
+		"  change:   added plan.yaml", "  --- /dev/null", "  +++ b/plan.yaml", "  @@ -0,0 +1 @@", "  +steps: 3"} {
 		if l := a.await(strings.TrimSpace(want)); !strings.HasPrefix(l, want) {
 			t.Errorf("prompt line %q, want %q", l, want)
 		}

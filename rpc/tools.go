@@ -263,6 +263,10 @@ func toolCall(c tools.Call) *nexusv1.ToolCall {
 		p.Icerc = &nexusv1.Icerc{Intent: c.ICERC.Intent, Command: c.ICERC.Command, ExpectedOutcome: c.ICERC.ExpectedOutcome,
 			Asker: c.ICERC.Asker, Always: c.ICERC.Always,
 			Risk: &nexusv1.RiskAssessment{Level: string(c.ICERC.Risk.Level), Scope: c.ICERC.Risk.Scope, Details: c.ICERC.Risk.Details}}
+		for _, ch := range c.ICERC.Changes {
+			p.Icerc.Changes = append(p.Icerc.Changes, &nexusv1.ProposedChange{Path: ch.Path, Action: ch.Action, Diff: ch.Diff,
+				Binary: ch.Binary, Truncated: ch.Truncated})
+		}
 	}
 	return p
 }

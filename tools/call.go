@@ -86,7 +86,60 @@ type ICERC struct {
 	// or reject execute_command \"ls\" for app \"alpha\"". Empty when an
 	// "always" answer counts once (a protected path).
 	Always string `json:"always,omitempty"`
+	// Changes is what the call would change in the files, computed by
+	// Nexus from the tool's arguments and the files as they are when the
+	// person is asked (see Tool.Preview), never the caller's word for it.
+	// It is empty for a tool that has no preview, and when the preview
+	// failed (Risk.Details then says why). The question to the person
+	// carries them whole; the call keeps and publishes their diffs only,
+	// cut to KeptSize together.
+	Changes []ProposedChange `json:"changes,omitempty"`
 }
+
+// Actions of a ProposedChange.
+const (
+	ChangeAdded    = "added"
+	ChangeModified = "modified"
+)
+
+// ProposedChange is the change a call would make to one file, for the
+// person to review before it is made: the diff, and the two contents for a
+// diff view. What the person was shown is what runs: the handler writes
+// After over exactly the content Before was read from, or nothing.
+type ProposedChange struct {
+	// Path is slash-separated, relative to the workspace root.
+	Path string `json:"path"`
+	// Action is ChangeAdded (no file there now) or ChangeModified.
+	Action string `json:"action"`
+	// Diff is the change as git shows it (state.FileDiff); it is cut at
+	// MaxPreviewDiff, or empty for a file over MaxPreviewContent, with
+	// Truncated set.
+	Diff string `json:"diff"`
+	// Before and After are the text of the file now and after the call,
+	// for an editor's diff view: nil when absent (Before of an added
+	// file), binary, or over MaxPreviewContent bytes.
+	Before *string `json:"before,omitempty"`
+	After  *string `json:"after,omitempty"`
+	// Binary is set when either side is binary (it has a NUL in its first
+	// 8000 bytes, as git decides): Diff then only says that they differ.
+	Binary bool `json:"binary,omitempty"`
+	// Truncated is set when Diff is cut or left out, or Before or After is
+	// left out for its size.
+	Truncated bool `json:"truncated,omitempty"`
+	// BeforeSHA256 is the SHA-256 of the content the change was computed
+	// from, in hex ("" for an added file), for the handler to check that
+	// the file still holds it. It stays in the daemon.
+	BeforeSHA256 string `json:"-"`
+}
+
+// Bounds of a ProposedChange.
+const (
+	// MaxPreviewContent is the largest content, in bytes, that a preview
+	// carries as Before or After, and diffs.
+	MaxPreviewContent = 1 << 20
+	// MaxPreviewDiff is the most bytes of a diff a preview carries.
+	MaxPreviewDiff = 256 << 10
+)
 
 // RiskAssessment is the R of ICERC.
 type RiskAssessment struct {

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -119,7 +120,52 @@ func keepICERC(r ICERC) ICERC {
 		}
 		room -= len(d)
 	}
+	r.Changes = keepChanges(r.Changes)
 	return r
+}
+
+// WithoutContents returns r with its changes' diffs only: the contents
+// (Before, After) are for the question to the person, not for every copy
+// of the call.
+func (r ICERC) WithoutContents() ICERC {
+	if len(r.Changes) == 0 {
+		return r
+	}
+	changes := make([]ProposedChange, len(r.Changes))
+	for i, c := range r.Changes {
+		c.Before, c.After = nil, nil
+		changes[i] = c
+	}
+	r.Changes = changes
+	return r
+}
+
+// keepChanges bounds the proposed changes a call keeps: their diffs, at
+// most KeptSize bytes together, and not the contents, which only the
+// question carries.
+func keepChanges(changes []ProposedChange) []ProposedChange {
+	if len(changes) == 0 {
+		return nil
+	}
+	out := make([]ProposedChange, len(changes))
+	room := KeptSize
+	for i, c := range changes {
+		c.Before, c.After = nil, nil
+		c.Path = keepText(c.Path, maxIDSize)
+		if len(c.Diff) > room {
+			n := room
+			for n > 0 && !utf8.RuneStart(c.Diff[n]) {
+				n--
+			}
+			if i := strings.LastIndexByte(c.Diff[:n], '\n'); i >= 0 {
+				n = i + 1 // whole lines
+			}
+			c.Diff, c.Truncated = c.Diff[:n], true
+		}
+		room -= len(c.Diff)
+		out[i] = c
+	}
+	return out
 }
 
 // Stripped returns c without the text of its arguments and result: each
@@ -151,6 +197,9 @@ func keptBytes(c *Call) int {
 		n += len(r.Intent) + len(r.Command) + len(r.ExpectedOutcome) + len(r.Risk.Scope)
 		for _, d := range r.Risk.Details {
 			n += len(d)
+		}
+		for _, ch := range r.Changes {
+			n += len(ch.Path) + len(ch.Diff)
 		}
 	}
 	return n

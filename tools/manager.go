@@ -39,6 +39,11 @@ type GateRequest struct {
 	// a call would be refused outright (see [Manager.Permitted]), and asks
 	// no one; a call it would ask about is not refused.
 	Probe bool
+	// Preview, set for a tool that has one (Tool.Preview), computes the
+	// change the call would make, for the question to the person. What it
+	// returned last, once the gate allows the call, is the change the
+	// handler must make (Invocation.Shown).
+	Preview func(ctx context.Context) ([]ProposedChange, error)
 }
 
 // Recorder records what calls change in the workspace (package
@@ -465,8 +470,23 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	if m.opts.Gate == nil {
 		return nil, Errorf(CodePermissionDenied, "no permission policy is configured")
 	}
+	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Party: req.Party, Progress: func(p, total float64, msg string) {
+		msg = keepText(msg, KeptSize)
+		lc.update(func(c *Call) { c.Progress = &Progress{Progress: p, Total: total, Message: msg} })
+		m.publish(lc)
+	}}
 	gr := &GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args, Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome,
 		Agent: req.Party.IsAgent()}
+	if t.Preview != nil {
+		gr.Preview = func(ctx context.Context) ([]ProposedChange, error) {
+			changes, err := t.Preview(ctx, inv, args)
+			inv.Shown = changes // what the person is shown is what runs
+			if err != nil {
+				inv.Shown = nil
+			}
+			return changes, err
+		}
+	}
 	if err := m.opts.Gate(ctx, gr, func(r ICERC) {
 		r = keepICERC(r)
 		lc.update(func(c *Call) { c.ICERC = &r })
@@ -493,11 +513,6 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		lc.timer, lc.deadline = timer, time.Now().Add(timeout)
 		lc.mu.Unlock()
 	}
-	inv := &Invocation{CallID: lc.call.ID, AppID: req.AppID, Author: req.Author, Party: req.Party, Progress: func(p, total float64, msg string) {
-		msg = keepText(msg, KeptSize)
-		lc.update(func(c *Call) { c.Progress = &Progress{Progress: p, Total: total, Message: msg} })
-		m.publish(lc)
-	}}
 	var end func(error)
 	if m.opts.Recorder != nil && t.Touches != nil {
 		if touch := t.Touches(args); !touch.Empty() {

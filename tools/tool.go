@@ -94,6 +94,26 @@ type Invocation struct {
 	Party access.Party
 	// Progress reports progress of a long call; it never blocks.
 	Progress func(progress, total float64, message string)
+	// Shown is the change the person was shown before they allowed the
+	// call (see Tool.Preview); nil when no one was asked, or the preview
+	// failed. A handler given one writes exactly its After over exactly
+	// the content its BeforeSHA256 names, and writes nothing when the
+	// file no longer holds that content.
+	Shown []ProposedChange
+}
+
+// ShownChange returns the change the person was shown for the file at
+// path, if any.
+func (inv *Invocation) ShownChange(path string) (ProposedChange, bool) {
+	if inv == nil {
+		return ProposedChange{}, false
+	}
+	for _, c := range inv.Shown {
+		if c.Path == path {
+			return c, true
+		}
+	}
+	return ProposedChange{}, false
 }
 
 // Acting returns the party of the call: Party when it is set; otherwise an
@@ -131,7 +151,16 @@ type Tool struct {
 	// the workspace, for its checkpoint (see [Recorder]); nil, or a zero
 	// Touch, is nothing: a read.
 	Touches func(args json.RawMessage) Touch
+	// Preview, when set, computes the change a call with these (valid)
+	// arguments would make, from the files as they are now, for the person
+	// to review before they answer (ICERC.Changes). The policy calls it
+	// only when it asks the person. An error says why no change can be
+	// shown; the handler then fails the same way. See Invocation.Shown.
+	Preview Previewer
 }
+
+// A Previewer computes the change a call would make (see Tool.Preview).
+type Previewer func(ctx context.Context, inv *Invocation, args json.RawMessage) ([]ProposedChange, error)
 
 // Touch is what a call may change in the workspace: the files of Paths
 // (slash-separated, relative to the workspace root), or any file when All

@@ -72,8 +72,9 @@ func (t *Tools) writeClient(ctx context.Context, cf tools.ClientFiles, p, canon,
 }
 
 // editClient is edit_file through the editor: the text the editor has,
-// replaced once, written back through it.
-func (t *Tools) editClient(ctx context.Context, cf tools.ClientFiles, p, canon, oldText, newText string) error {
+// replaced once, written back through it, unless the person was shown a
+// change of other text (checkShown).
+func (t *Tools) editClient(ctx context.Context, cf tools.ClientFiles, inv *tools.Invocation, p, canon, oldText, newText string) error {
 	if _, err := t.clientTarget(p, canon, false); err != nil {
 		return err
 	}
@@ -81,6 +82,9 @@ func (t *Tools) editClient(ctx context.Context, cf tools.ClientFiles, p, canon, 
 	cur, err := cf.ReadTextFile(ctx, abs)
 	if err != nil {
 		return clientError(ctx, "read", p, err)
+	}
+	if err := checkShown(inv, p, canon, true, sha256Hex([]byte(cur))); err != nil {
+		return err
 	}
 	if len(cur) > maxEditFileSize {
 		return invalidf("file %q is %s; edit_file edits files up to %s", p, sizeString(int64(len(cur))), sizeString(maxEditFileSize))

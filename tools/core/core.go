@@ -165,8 +165,8 @@ func relInside(base, target string) (string, bool) {
 func (t *Tools) List() []tools.Tool {
 	list := []tools.Tool{
 		t.readFileTool(),
-		t.writeFileTool(),
-		t.editFileTool(),
+		withPreview(t.writeFileTool(), t.previewWrite),
+		withPreview(t.editFileTool(), t.previewEdit),
 		t.listDirectoryTool(),
 		t.searchFilesTool(),
 		t.currentTimeTool(),

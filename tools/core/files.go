@@ -257,24 +257,23 @@ type writeResult struct {
 }
 
 func (t *Tools) writeFile(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-	var a writeArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.Content == nil {
-		return nil, invalidf("content is missing")
-	}
-	p, err := cleanPath(a.Path, false)
-	if err != nil {
-		return nil, err
-	}
-	canon, err := t.canonical(p)
+	a, err := decodeWrite(raw)
 	if err != nil {
 		return nil, err
 	}
 	party := inv.Acting()
-	if err := t.allow(party, p, canon, true); err != nil {
+	p, canon, err := t.target(party, a.Path)
+	if err != nil {
 		return nil, err
+	}
+	if _, ok := inv.ShownChange(canon); ok {
+		now, err := t.fileNow(ctx, party, p, canon, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkShown(inv, p, canon, now.exists, now.sum); err != nil {
+			return nil, err
+		}
 	}
 	content := []byte(*a.Content)
 	res := writeResult{Path: p, BytesWritten: len(content)}
@@ -360,26 +359,13 @@ type editResult struct {
 }
 
 func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
-	var a editArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.OldText == "" {
-		return nil, invalidf("oldText is empty; give the exact text to replace")
-	}
-	if a.NewText == nil {
-		return nil, invalidf("newText is missing")
-	}
-	p, err := cleanPath(a.Path, false)
-	if err != nil {
-		return nil, err
-	}
-	canon, err := t.canonical(p)
+	a, err := decodeEdit(raw)
 	if err != nil {
 		return nil, err
 	}
 	party := inv.Acting()
-	if err := t.allow(party, p, canon, true); err != nil {
+	p, canon, err := t.target(party, a.Path)
+	if err != nil {
 		return nil, err
 	}
 	res := editResult{Path: p, Replacements: 1}
@@ -391,6 +377,9 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 		cur, err := defs.Get(rel, "")
 		if err != nil {
 			return nil, stateError("read", p, err)
+		}
+		if err := checkShown(inv, p, canon, true, sha256Hex(cur.Content)); err != nil {
+			return nil, err
 		}
 		next, err := replaceOnce(p, cur.Content, a.OldText, *a.NewText)
 		if err != nil {
@@ -404,7 +393,7 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 		return marshal(res)
 	}
 	if cf := tools.ClientFilesFrom(ctx); cf != nil {
-		if err := t.editClient(ctx, cf, p, canon, a.OldText, *a.NewText); err != nil {
+		if err := t.editClient(ctx, cf, inv, p, canon, a.OldText, *a.NewText); err != nil {
 			return nil, err
 		}
 		if err := t.setExecutable(p, canon, false); err != nil {
@@ -424,6 +413,9 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 	f.Close()
 	if err != nil {
 		return nil, fsError("read", p, err)
+	}
+	if err := checkShown(inv, p, canon, true, sha256Hex(cur)); err != nil {
+		return nil, err
 	}
 	next, err := replaceOnce(p, cur, a.OldText, *a.NewText)
 	if err != nil {

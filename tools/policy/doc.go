@@ -200,6 +200,23 @@
 // 2 at the first change. Remembered answers never override a deny, and deny
 // rules and the parse check still apply to a remembered command.
 //
+// # Reviewing a write
+//
+// When the tool of a call it asks about has a Preview (write_file,
+// edit_file: tools.Tool.Preview), the gate asks it for the change the call
+// would make before it asks the person, and puts it in the record
+// (ICERC.Changes): the diff and both contents, computed by Nexus from the
+// arguments and the file as the handler would find it (the definitions
+// store, the editor's buffer, the disk), never the caller's word for it.
+// A preview that fails (the file unreadable, oldText not found) does not
+// stop the question: a risk detail says why there is no diff, and the
+// call, if allowed, fails in its handler the same way. Text surfaces show
+// the diff with [ChangeLines], inert and cut at [MaxChangeLines]. What the
+// person was shown is what runs: the handler is given the change
+// (tools.Invocation.Shown) and writes nothing when the file no longer
+// holds the content the diff was computed from. A call the policy allows
+// or denies outright is not previewed.
+//
 // # Session modes
 //
 // An agent session may run in a mode ([Mode], put in the call's context

@@ -198,8 +198,11 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	if v.Protected != "" || p.store == nil {
 		record.Always = ""
 	}
-	setICERC(record)
 	approver := approvers.forCall(ctx, gr.Call)
+	if approver.Ask != nil && gr.Preview != nil {
+		previewInto(ctx, &record, gr.Preview, timeout)
+	}
+	setICERC(record)
 	if approver.Ask == nil {
 		return tools.Errorf(tools.CodePermissionDenied, "this call needs approval (%s), and no editor is attached to ask the person, nor a terminal (nexus calls --watch --answer)", v.Reason)
 	}
@@ -208,7 +211,8 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 	scope, _ := callScope(req, nil)
 	actx, picked := withChoice(actx, scope)
 	call := gr.Call
-	call.ICERC = &record
+	kept := record.WithoutContents() // the record carries them once
+	call.ICERC = &kept
 	ans, err := approver.Ask(actx, call, record)
 	switch {
 	case ctx.Err() != nil:
@@ -235,6 +239,27 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 		return tools.Errorf(tools.CodePermissionDenied, "rejected by the person (%s)", ans)
 	}
 	return nil
+}
+
+// previewInto puts the change the call would make into the record, or,
+// when it cannot be computed (within timeout: an editor's buffer is read
+// through the editor), the reason among the risk's details: the question
+// is asked all the same, and the call, if allowed, fails in its handler
+// for the same reason.
+func previewInto(ctx context.Context, record *ICERC, preview func(context.Context) ([]tools.ProposedChange, error), timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	changes, err := preview(ctx)
+	if err != nil {
+		msg := err.Error()
+		var te *tools.Error
+		if errors.As(err, &te) {
+			msg = te.Message
+		}
+		record.Risk.Details = append(record.Risk.Details, "no diff of the change can be shown: "+msg)
+		return
+	}
+	record.Changes = changes
 }
 
 // CheckWith answers CheckPermission for a manager's tools: action is a

@@ -2,9 +2,11 @@ package policy
 
 import (
 	"cmp"
+	"fmt"
 	"strings"
 
 	"github.com/nexuscocreate/nexus/internal/inert"
+	"github.com/nexuscocreate/nexus/tools"
 )
 
 // PromptLines is the record r as the person reads it in plain text, a line
@@ -44,3 +46,76 @@ func PromptLines(r ICERC, whose string) []string {
 // CountsOnce is what a prompt says when an "always" answer would remember
 // nothing (ICERC.Always is empty).
 const CountsOnce = `an "always" answer counts once here: nothing is remembered`
+
+// MaxChangeLines is how many lines of the proposed change a text prompt
+// shows (ChangeLines) before it says how many more there are.
+const MaxChangeLines = 40
+
+// A ChangeLine is a line of the proposed change as a text prompt shows it:
+// inert text, and its kind, for a terminal to colour.
+type ChangeLine struct {
+	Text string
+	Kind LineKind
+}
+
+// LineKind is what a ChangeLine is.
+type LineKind int
+
+const (
+	LineOther   LineKind = iota // a header or a note
+	LineAdded                   // "+…", green on a terminal
+	LineRemoved                 // "-…", red
+	LineHunk                    // "@@ …", cyan
+)
+
+// ChangeLines is the change a call would make (ICERC.Changes) as a text
+// prompt shows it, after PromptLines: for each file a line naming the
+// action and the path, then its diff as git shows it, less git's "diff
+// --git" and "index" lines; at most limit lines of diff in all, then "…
+// N more lines". Every line is inert ([inert.Line], a tab shown as four
+// spaces), so a file's content cannot move the cursor, erase the question
+// or pose as a line of Nexus's own: a line of the diff starts with +, -,
+// a space, @ or \, as git writes it. It is nil when there are no changes.
+func ChangeLines(changes []tools.ProposedChange, limit int) []ChangeLine {
+	var lines []ChangeLine
+	shown, more := 0, 0
+	for _, c := range changes {
+		lines = append(lines, ChangeLine{Text: fmt.Sprintf("change:   %s %s", inert.Line(c.Action), ShellWord(c.Path))})
+		diff := strings.TrimSuffix(c.Diff, "\n")
+		if diff == "" {
+			if c.Truncated {
+				lines = append(lines, ChangeLine{Text: "          (too large to show a diff)"})
+			}
+			continue
+		}
+		hunks := false // past the headers
+		for _, l := range strings.Split(diff, "\n") {
+			if !hunks && (strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "index ")) {
+				continue
+			}
+			if shown == limit {
+				more++
+				continue
+			}
+			kind := LineOther
+			switch {
+			case strings.HasPrefix(l, "@@"):
+				hunks, kind = true, LineHunk
+			case !hunks:
+			case strings.HasPrefix(l, "+"):
+				kind = LineAdded
+			case strings.HasPrefix(l, "-"):
+				kind = LineRemoved
+			}
+			lines = append(lines, ChangeLine{Text: inert.Line(strings.ReplaceAll(l, "\t", "    ")), Kind: kind})
+			shown++
+		}
+		if c.Truncated {
+			lines = append(lines, ChangeLine{Text: "          (the diff is cut here: the change is larger)"})
+		}
+	}
+	if more > 0 {
+		lines = append(lines, ChangeLine{Text: fmt.Sprintf("… %d more lines", more)})
+	}
+	return lines
+}

@@ -1184,6 +1184,78 @@ const scenarios = [
     },
   },
   {
+    name: 'review-diff',
+    about: "the person's write_file under tools.policy write_file: ask opens the change nexusd computed in VS Code's diff editor, with Accept and Reject in its title: Reject leaves the file as it was, Accept writes exactly what was shown; the diff closes once answered, or once its call is cancelled",
+    xfail: fixture && 'the fixture extension opens no diff of a proposed change',
+    config: askWrites,
+    files: { 'notes.md': 'one\ntwo\nthree\n' },
+    async run(s) {
+      await ready(s);
+      const info = await waitFor('.nexus/run/daemon.json', () => s.daemonInfo());
+      const admin = fs.readFileSync(path.join(s.ws, '.nexus', 'run', 'admin.token'), 'utf8').trim();
+      const tm = toolManager(info.grpcAddress);
+      const notes = path.join(s.ws, 'notes.md');
+      const proposed = 'one\n2\nthree\nfour\n';
+      const diffTab = s.page.locator('.tabs-container .tab', { hasText: 'notes.md — proposed by' });
+      const titleAction = (label) => s.page.locator('.editor-actions .action-label', { hasText: label }).first();
+      try {
+        const write = () => tm.execute({
+          tool_name: 'write_file',
+          arguments_json: JSON.stringify({ path: 'notes.md', content: proposed }),
+          intent: 'number the second line',
+        }, admin);
+
+        const rejected = write();
+        await diffTab.first().waitFor({ timeout: HANG });
+        // Both sides are nexusd's: the file now on the left, as it would be on the right.
+        const diff = s.page.locator('.monaco-diff-editor').first();
+        await diff.locator('.editor.original .view-line', { hasText: 'two' }).first().waitFor({ timeout: HANG });
+        await diff.locator('.editor.modified .view-line', { hasText: 'four' }).first().waitFor({ timeout: HANG });
+        await titleAction('Accept').waitFor({ timeout: HANG });
+        await s.page.mouse.move(700, 500);
+        await s.screenshot('review-diff.png');
+        await titleAction('Reject').click();
+        const no = await rejected;
+        if (no.success || no.error_code !== 'permission_denied') {
+          throw new Error(`Reject in the diff editor did not deny the call: ${JSON.stringify(no)}`);
+        }
+        if (fs.readFileSync(notes, 'utf8') !== 'one\ntwo\nthree\n') {
+          throw new Error(`the rejected write changed notes.md: ${JSON.stringify(fs.readFileSync(notes, 'utf8'))}`);
+        }
+        await diffTab.first().waitFor({ state: 'detached', timeout: HANG });
+
+        const accepted = write();
+        await diffTab.first().waitFor({ timeout: HANG });
+        await titleAction('Accept').click();
+        const yes = await accepted;
+        if (!yes.success) {
+          throw new Error(`Accept in the diff editor did not let the call run: ${JSON.stringify(yes)}`);
+        }
+        if (fs.readFileSync(notes, 'utf8') !== proposed) {
+          throw new Error(`the accepted write did not write what was shown: ${JSON.stringify(fs.readFileSync(notes, 'utf8'))}`);
+        }
+        await diffTab.first().waitFor({ state: 'detached', timeout: HANG });
+
+        // A question withdrawn (its call cancelled) closes its diff too.
+        const withdrawn = tm.execute({ tool_name: 'write_file', arguments_json: JSON.stringify({ path: 'notes.md', content: 'gone\n' }) }, admin);
+        await diffTab.first().waitFor({ timeout: HANG });
+        const waiting = await waitFor('the call waiting for its answer', async () =>
+          (await tm.list({ status: 'initiated' }, admin)).tool_calls.find((c) => c.tool_name === 'write_file'));
+        await tm.cancel({ tool_call_id: waiting.tool_call_id }, admin);
+        const gone = await withdrawn;
+        if (gone.success || gone.error_code !== 'cancelled') {
+          throw new Error(`the cancelled call: ${JSON.stringify(gone)}`);
+        }
+        await diffTab.first().waitFor({ state: 'detached', timeout: HANG });
+        if (fs.readFileSync(notes, 'utf8') !== proposed) {
+          throw new Error('the cancelled write changed notes.md');
+        }
+      } finally {
+        tm.close();
+      }
+    },
+  },
+  {
     name: 'definitions-diff',
     about: 'a definition\'s history in the Definitions view, and a diff of two revisions',
     xfail: fixture && 'the fixture extension has no Definitions view',
@@ -1226,7 +1298,7 @@ const scenarios = [
   },
   {
     name: 'agent-chat',
-    about: 'a chat with the workspace agent: its write_file asks on its card, Allow once there writes, the turn ends',
+    about: 'a chat with the workspace agent: its write_file asks on its card, with the diff nexusd computed (Open diff opens it in the diff editor), Allow once there writes, the turn ends',
     xfail: fixture && 'the fixture extension has no Agent Chat',
     // A real llama-server with a tiny random model (localLlm).
     setup: () => localLlm(),
@@ -1242,9 +1314,20 @@ const scenarios = [
       const card = chat.locator('.entry.tool.waiting', { hasText: /write_file|Write file/ }).first();
       await card.waitFor({ timeout: 2 * HANG });
       await chat.locator('#stop').waitFor({ timeout: HANG }); // the turn runs
+      // The card shows the change nexusd computed as a compact diff; Open
+      // diff shows it in the diff editor, which closes once answered.
+      await card.locator('.tool-diff .diff-add', { hasText: '+hello' }).waitFor({ timeout: HANG });
+      await card.locator('button', { hasText: 'Open diff' }).click();
+      const diffTab = s.page.locator('.tabs-container .tab', { hasText: 'notes.txt — proposed by agent session' }).first();
+      await diffTab.waitFor({ timeout: HANG });
+      await roomForChat(s);
+      await card.scrollIntoViewIfNeeded();
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('review-card.png');
       await card.locator('button', { hasText: 'Allow once' }).click();
       const done = chat.locator('.entry.tool.status-completed', { hasText: /write_file|Write file/ }).first();
       await done.waitFor({ timeout: HANG });
+      await diffTab.waitFor({ state: 'detached', timeout: HANG });
       // The model may make more than one call in its step: allow each, in the chat.
       const stopped = chat.locator('.entry.stop', { hasText: '(max_turn_requests)' });
       await waitFor('the turn to end with (max_turn_requests)', async () => {
@@ -1605,14 +1688,17 @@ function toolManager(address) {
   });
   const pkg = grpc.loadPackageDefinition(def);
   const client = new pkg.nexus.v1.ToolManager(address, grpc.credentials.createInsecure());
+  const unary = (method, req, token) => {
+    const md = new grpc.Metadata();
+    md.set('authorization', `Bearer ${token}`);
+    return new Promise((resolve, reject) => {
+      client[method](req, md, { deadline: Date.now() + 2 * HANG }, (err, res) => (err ? reject(err) : resolve(res)));
+    });
+  };
   return {
-    execute(req, token) {
-      const md = new grpc.Metadata();
-      md.set('authorization', `Bearer ${token}`);
-      return new Promise((resolve, reject) => {
-        client.ExecuteTool(req, md, { deadline: Date.now() + 2 * HANG }, (err, res) => (err ? reject(err) : resolve(res)));
-      });
-    },
+    execute: (req, token) => unary('ExecuteTool', req, token),
+    list: (req, token) => unary('ListToolCalls', req, token),
+    cancel: (req, token) => unary('CancelToolCall', req, token),
     close: () => client.close(),
   };
 }

@@ -55,6 +55,17 @@
     if (t.waiting && t.prompt) {
       card.append(el('pre', 'tool-prompt', t.prompt)); // who asks, the command, what "always" covers
     }
+    if (t.waiting && t.diff && t.diff.length > 0) {
+      // The change as nexusd computed it, inert: each line set as text.
+      const diff = el('pre', 'tool-diff');
+      for (const l of t.diff) {
+        diff.append(el('span', `diff-${l.kind}`, l.text + '\n'));
+      }
+      card.append(diff);
+      const open = el('button', 'secondary open-diff', 'Open diff');
+      open.addEventListener('click', () => vscode.postMessage({ type: 'openDiff', toolCallId: t.toolCallId }));
+      card.append(open);
+    }
     if (t.waiting) {
       const row = el('div', 'tool-answers');
       for (const [answer, label] of answers) {

@@ -22,6 +22,7 @@ import { type Question, questionText, questionTitle, type Questions } from './el
 import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
 import { inertLine, noLinks } from './inert';
 import { type Approval, call, isMethodNotFound, Methods, type PermissionAnswer, type PermissionParams, Requests } from './protocol';
+import { diffTitle, parseProposed, PROPOSED_SCHEME, proposedContent, proposedPath, reviewable } from './reviewModel';
 
 /** A row of Pending Approvals: a permission request, or an MCP server's question. */
 type Waiting = Pending | Question;
@@ -66,7 +67,70 @@ export class ApprovalsView implements vscode.TreeDataProvider<Waiting>, vscode.D
       }),
       vscode.commands.registerCommand('nexus.answerApproval', (p?: Waiting) =>
         p && isQuestion(p) ? vscode.commands.executeCommand('nexus.openQuestion', p.id) : this.answer(p ?? this.selectedPending())),
+      // The two sides of a proposed change, read-only, for the diff editor.
+      vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, {
+        provideTextDocumentContent: (uri) => {
+          const ref = parseProposed(uri.path);
+          const p = ref && this.pending.list().find((x) => x.id === ref.id);
+          return proposedContent(p?.params.icerc.changes?.[ref?.index ?? -1], ref?.side ?? 'after');
+        },
+      }),
+      vscode.commands.registerCommand('nexus.acceptProposed', (uri?: vscode.Uri) => this.answerProposed(uri, 'allow_once')),
+      vscode.commands.registerCommand('nexus.rejectProposed', (uri?: vscode.Uri) => this.answerProposed(uri, 'reject_once')),
     );
+  }
+
+  /** openDiffs opens VS Code's diff editor on each file a question's call
+   * would change (icerc.changes, computed by nexusd): the file now on the
+   * left (empty when there is none), as it would be on the right, with
+   * Accept and Reject in the editor's title. A file with no text to show
+   * (binary, or over 1 MiB on both sides) gets no diff editor: the prompt
+   * and Pending Approvals say what it is. */
+  private async openDiffs(p: Pending, options: { preserveFocus: boolean }): Promise<void> {
+    const changes = p.params.icerc.changes ?? [];
+    for (const [index, c] of changes.entries()) {
+      if (!reviewable(c) || !this.pending.has(p.id)) {
+        continue;
+      }
+      const side = (s: 'before' | 'after') => vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: proposedPath({ id: p.id, index, side: s }, c.path) });
+      await vscode.commands.executeCommand('vscode.diff', side('before'), side('after'), diffTitle(p.params, c), {
+        preview: false,
+        preserveFocus: options.preserveFocus,
+      });
+    }
+  }
+
+  /** openDiffOf opens the diff editor of the question waiting for a tool
+   * call (the chat card's "Open diff"); false when none waits. */
+  async openDiffOf(toolCallId: string): Promise<boolean> {
+    const p = this.pending.byToolCall(toolCallId);
+    if (!p) {
+      return false;
+    }
+    await this.openDiffs(p, { preserveFocus: false });
+    return true;
+  }
+
+  /** closeDiffs closes the diff editors of a question once it is answered
+   * or withdrawn. */
+  private async closeDiffs(id: number): Promise<void> {
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === PROPOSED_SCHEME && parseProposed(t.input.modified.path)?.id === id);
+    if (tabs.length > 0) {
+      await vscode.window.tabGroups.close(tabs, true);
+    }
+  }
+
+  /** answerProposed is Accept (allow_once) or Reject (reject_once) in a
+   * proposed change's diff editor: it answers that change's question. */
+  private answerProposed(uri: vscode.Uri | undefined, a: PermissionAnswer): void {
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    const target = uri ?? (input instanceof vscode.TabInputTextDiff ? input.modified : undefined);
+    const ref = target?.scheme === PROPOSED_SCHEME ? parseProposed(target.path) : undefined;
+    if (!ref || !this.pending.answer(ref.id, a)) {
+      void vscode.window.showInformationMessage('Nexus: that change is no longer waiting for an answer.');
+    }
   }
 
   private attach(d: Daemon, client: LanguageClient): void {
@@ -85,6 +149,8 @@ export class ApprovalsView implements vscode.TreeDataProvider<Waiting>, vscode.D
   private async ask(d: Daemon, params: PermissionParams, token: CancellationToken): Promise<PermissionAnswer> {
     const { pending, answer } = this.pending.add(params, new Date(), d.id);
     const sub = token.onCancellationRequested(() => this.pending.cancel(pending.id));
+    // The proposed change beside the prompt: whichever answers first wins.
+    void this.openDiffs(pending, { preserveFocus: true });
     void vscode.window
       .showWarningMessage(this.message(pending), { modal: false, detail: promptDetail(params) }, ...AnswerLabels.map((a) => a.label))
       .then((pick) => {
@@ -95,6 +161,7 @@ export class ApprovalsView implements vscode.TreeDataProvider<Waiting>, vscode.D
       });
     const a = await answer;
     sub.dispose();
+    void this.closeDiffs(pending.id);
     if (a === 'allow_always' || a === 'reject_always') {
       // The daemon remembers it: show it once the call goes on.
       setTimeout(() => void this.remembered.reload(d), 500);

@@ -21,6 +21,7 @@ import {
   Notifications,
   type PermissionAnswer,
   PermissionAnswers,
+  type ProposedChange,
 } from './protocol';
 import { inertLine } from './inert';
 import { pageHTML, pageOptions } from './webview';
@@ -35,7 +36,8 @@ type FromView =
   | { type: 'loadSession'; sessionId: string }
   | { type: 'folder'; id: string }
   | { type: 'answer'; toolCallId: string; answer: string }
-  | { type: 'details'; toolCallId: string };
+  | { type: 'details'; toolCallId: string }
+  | { type: 'openDiff'; toolCallId: string };
 
 function errText(err: unknown): string {
   if (isMethodNotFound(err)) {
@@ -174,6 +176,11 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         break;
       case 'details':
         await vscode.commands.executeCommand('nexus.showCallDetails', m.toolCallId);
+        break;
+      case 'openDiff':
+        if (!(await this.approvals.openDiffOf(m.toolCallId))) {
+          this.error('That request is no longer waiting.');
+        }
         break;
     }
   }
@@ -319,16 +326,19 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
 
   /** The tool calls of this session that wait for the person, each with
    * the text of its prompt (who asks, the command, what "always" covers),
-   * which its card shows above the answers. */
-  private waiting(): Map<string, string> {
+   * which its card shows above the answers, and the change it would make
+   * (its card's compact diff). */
+  private waiting(): { prompts: Map<string, string>; changes: Map<string, ProposedChange[]> } {
     const author = this.state.sessionId ? `agent:${this.state.sessionId}` : undefined;
-    const ids = new Map<string, string>();
+    const prompts = new Map<string, string>();
+    const changes = new Map<string, ProposedChange[]>();
     for (const p of this.approvals.waiting()) {
       if (author && p.params.toolCall.author === author) {
-        ids.set(p.params.toolCall.toolCallId, promptDetail(p.params));
+        prompts.set(p.params.toolCall.toolCallId, promptDetail(p.params));
+        changes.set(p.params.toolCall.toolCallId, p.params.icerc.changes ?? []);
       }
     }
-    return ids;
+    return { prompts, changes };
   }
 
   /** syncApprovals shows a card for each waiting call of the session, also
@@ -353,7 +363,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       this.flushTimer = undefined;
       const d = this.target();
       const key = d && this.state.sessionId ? sessionKey(d, this.state.sessionId) : undefined;
-      void this.webview?.postMessage({ type: 'state', state: { ...view(this.state, this.waiting()), sessionKey: key } });
+      const { prompts, changes } = this.waiting();
+      void this.webview?.postMessage({ type: 'state', state: { ...view(this.state, prompts, changes), sessionKey: key } });
     }, 50);
   }
 

@@ -4,7 +4,8 @@
 // webview (media/chat.js).
 
 import { inertLine, inertText } from './inert';
-import type { AgentCommand, AgentUpdate } from './protocol';
+import type { AgentCommand, AgentUpdate, ProposedChange } from './protocol';
+import { compactDiff, type DiffLine } from './reviewModel';
 
 // ---- markdown -----------------------------------------------------------------
 
@@ -250,7 +251,7 @@ export function endTurn(s: ChatState, stopReason: string): void {
 /** The webview's copy of an entry: the agent's text rendered, and whether a
  * tool call waits for the person, with what its prompt says (who asks, the
  * command, what "always" covers), shown on the card above its answers. */
-export type ViewEntry = Entry & { html?: string; waiting?: boolean; prompt?: string };
+export type ViewEntry = Entry & { html?: string; waiting?: boolean; prompt?: string; diff?: DiffLine[] };
 
 export interface ViewState {
   sessionId: string | undefined;
@@ -263,12 +264,18 @@ export interface ViewState {
 
 /** view is what the webview gets: entries with the agent's markdown rendered
  * and waiting marks the calls in waiting (their tool call ids, each with
- * its prompt's text: approvalsModel.promptDetail, inert). Every text
+ * its prompt's text: approvalsModel.promptDetail, inert), each with the
+ * compact diff of the change it would make (changes, by tool call id:
+ * reviewModel.compactDiff). Every text
  * is inert (src/inert.ts): what a model, a tool or a server wrote shows its
  * control, bidi and format characters escaped. The agent's answer and
  * thoughts stay markdown, rendered by renderMarkdown, which makes no link,
  * image or HTML of them; everything else the webview sets as plain text. */
-export function view(s: ChatState, waiting: ReadonlySet<string> | ReadonlyMap<string, string>): ViewState {
+export function view(
+  s: ChatState,
+  waiting: ReadonlySet<string> | ReadonlyMap<string, string>,
+  changes?: ReadonlyMap<string, readonly ProposedChange[]>,
+): ViewState {
   return {
     sessionId: s.sessionId,
     title: inertLine(s.title),
@@ -290,6 +297,7 @@ export function view(s: ChatState, waiting: ReadonlySet<string> | ReadonlyMap<st
           detail: inertText(e.detail),
           waiting: waiting.has(e.toolCallId),
           prompt,
+          diff: waiting.has(e.toolCallId) ? compactDiff(changes?.get(e.toolCallId)) : undefined,
         };
       }
       return { ...e, text: inertText(e.text) };

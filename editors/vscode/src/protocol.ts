@@ -129,6 +129,27 @@ export interface Icerc {
   asker?: string;
   /** What an "always" answer would remember; absent when it counts once. */
   always?: string;
+  /** What the call would change in the files, computed by Nexus from the
+   * tool's arguments and the files as they are (write_file, edit_file);
+   * absent when the tool has no preview or it failed (risk.details says
+   * why). The question carries before and after; a call's record only the
+   * diff. */
+  changes?: ProposedChange[];
+}
+
+/** tools.ProposedChange: the change a call would make to one file. */
+export interface ProposedChange {
+  /** Slash-separated, relative to the workspace root. */
+  path: string;
+  action: 'added' | 'modified' | string;
+  /** The change as git shows it; cut (or empty) when truncated. */
+  diff: string;
+  /** The text now and after the call; absent when there is no file now,
+   * either side is binary, or it is over 1 MiB. */
+  before?: string;
+  after?: string;
+  binary?: boolean;
+  truncated?: boolean;
 }
 
 /** The status of a tool call. */

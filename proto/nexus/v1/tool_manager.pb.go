@@ -1114,7 +1114,12 @@ type Icerc struct {
 	Asker string `protobuf:"bytes,5,opt,name=asker,proto3" json:"asker,omitempty"`
 	// always is what an "always" answer would remember, in words; empty when
 	// an "always" answer counts once.
-	Always        string `protobuf:"bytes,6,opt,name=always,proto3" json:"always,omitempty"`
+	Always string `protobuf:"bytes,6,opt,name=always,proto3" json:"always,omitempty"`
+	// changes is what the call would change in the files, computed by Nexus
+	// from the tool's arguments and the files as they are when the person is
+	// asked (write_file, edit_file); empty when the tool has no preview or
+	// it failed (risk.details then says why).
+	Changes       []*ProposedChange `protobuf:"bytes,7,rep,name=changes,proto3" json:"changes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1191,6 +1196,95 @@ func (x *Icerc) GetAlways() string {
 	return ""
 }
 
+func (x *Icerc) GetChanges() []*ProposedChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+// ProposedChange is the change a call would make to one file.
+type ProposedChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is slash-separated, relative to the workspace root.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// action is "added" (no file there now) or "modified".
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// diff is the change as git shows it; cut, or empty for a file over
+	// 1 MiB, when truncated is set.
+	Diff string `protobuf:"bytes,3,opt,name=diff,proto3" json:"diff,omitempty"`
+	// binary is set when either side is binary: diff only says they differ.
+	Binary        bool `protobuf:"varint,4,opt,name=binary,proto3" json:"binary,omitempty"`
+	Truncated     bool `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposedChange) Reset() {
+	*x = ProposedChange{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposedChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposedChange) ProtoMessage() {}
+
+func (x *ProposedChange) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposedChange.ProtoReflect.Descriptor instead.
+func (*ProposedChange) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ProposedChange) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ProposedChange) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ProposedChange) GetDiff() string {
+	if x != nil {
+		return x.Diff
+	}
+	return ""
+}
+
+func (x *ProposedChange) GetBinary() bool {
+	if x != nil {
+		return x.Binary
+	}
+	return false
+}
+
+func (x *ProposedChange) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 type RiskAssessment struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// level is low, medium or high.
@@ -1203,7 +1297,7 @@ type RiskAssessment struct {
 
 func (x *RiskAssessment) Reset() {
 	*x = RiskAssessment{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1309,7 @@ func (x *RiskAssessment) String() string {
 func (*RiskAssessment) ProtoMessage() {}
 
 func (x *RiskAssessment) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1322,7 @@ func (x *RiskAssessment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RiskAssessment.ProtoReflect.Descriptor instead.
 func (*RiskAssessment) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{14}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RiskAssessment) GetLevel() string {
@@ -1262,7 +1356,7 @@ type WatchToolCallsRequest struct {
 
 func (x *WatchToolCallsRequest) Reset() {
 	*x = WatchToolCallsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1368,7 @@ func (x *WatchToolCallsRequest) String() string {
 func (*WatchToolCallsRequest) ProtoMessage() {}
 
 func (x *WatchToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1381,7 @@ func (x *WatchToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{15}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchToolCallsRequest) GetAppId() string {
@@ -1315,7 +1409,7 @@ type ListToolCallsRequest struct {
 
 func (x *ListToolCallsRequest) Reset() {
 	*x = ListToolCallsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1421,7 @@ func (x *ListToolCallsRequest) String() string {
 func (*ListToolCallsRequest) ProtoMessage() {}
 
 func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1434,7 @@ func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{16}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListToolCallsRequest) GetAppId() string {
@@ -1373,7 +1467,7 @@ type ListToolCallsResponse struct {
 
 func (x *ListToolCallsResponse) Reset() {
 	*x = ListToolCallsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1479,7 @@ func (x *ListToolCallsResponse) String() string {
 func (*ListToolCallsResponse) ProtoMessage() {}
 
 func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1492,7 @@ func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{17}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListToolCallsResponse) GetToolCalls() []*ToolCall {
@@ -1418,7 +1512,7 @@ type CancelToolCallRequest struct {
 
 func (x *CancelToolCallRequest) Reset() {
 	*x = CancelToolCallRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1524,7 @@ func (x *CancelToolCallRequest) String() string {
 func (*CancelToolCallRequest) ProtoMessage() {}
 
 func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1537,7 @@ func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{18}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelToolCallRequest) GetToolCallId() string {
@@ -1469,7 +1563,7 @@ type CancelToolCallResponse struct {
 
 func (x *CancelToolCallResponse) Reset() {
 	*x = CancelToolCallResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1575,7 @@ func (x *CancelToolCallResponse) String() string {
 func (*CancelToolCallResponse) ProtoMessage() {}
 
 func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1588,7 @@ func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{19}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelToolCallResponse) GetCancelled() bool {
@@ -1522,7 +1616,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1628,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1641,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{20}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Approval) GetAppId() string {
@@ -1610,7 +1704,7 @@ type PermissionQuestion struct {
 
 func (x *PermissionQuestion) Reset() {
 	*x = PermissionQuestion{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1716,7 @@ func (x *PermissionQuestion) String() string {
 func (*PermissionQuestion) ProtoMessage() {}
 
 func (x *PermissionQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1729,7 @@ func (x *PermissionQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionQuestion.ProtoReflect.Descriptor instead.
 func (*PermissionQuestion) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionQuestion) GetRequestId() string {
@@ -1678,7 +1772,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1784,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1797,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionAnswer) GetRequestId() string {
@@ -1728,7 +1822,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1834,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1847,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
 }
 
 type ListApprovalsResponse struct {
@@ -1765,7 +1859,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1871,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1884,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -1811,7 +1905,7 @@ type RevokeApprovalRequest struct {
 
 func (x *RevokeApprovalRequest) Reset() {
 	*x = RevokeApprovalRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1917,7 @@ func (x *RevokeApprovalRequest) String() string {
 func (*RevokeApprovalRequest) ProtoMessage() {}
 
 func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1930,7 @@ func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RevokeApprovalRequest) GetAppId() string {
@@ -1869,7 +1963,7 @@ type RevokeApprovalResponse struct {
 
 func (x *RevokeApprovalResponse) Reset() {
 	*x = RevokeApprovalResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +1975,7 @@ func (x *RevokeApprovalResponse) String() string {
 func (*RevokeApprovalResponse) ProtoMessage() {}
 
 func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +1988,7 @@ func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RevokeApprovalResponse) GetRevoked() bool {
@@ -1938,7 +2032,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2044,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2057,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *McpServer) GetName() string {
@@ -2079,7 +2173,7 @@ type McpLaunch struct {
 
 func (x *McpLaunch) Reset() {
 	*x = McpLaunch{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2185,7 @@ func (x *McpLaunch) String() string {
 func (*McpLaunch) ProtoMessage() {}
 
 func (x *McpLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2198,7 @@ func (x *McpLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpLaunch.ProtoReflect.Descriptor instead.
 func (*McpLaunch) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *McpLaunch) GetTransport() string {
@@ -2191,7 +2285,7 @@ type McpOAuth struct {
 
 func (x *McpOAuth) Reset() {
 	*x = McpOAuth{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2297,7 @@ func (x *McpOAuth) String() string {
 func (*McpOAuth) ProtoMessage() {}
 
 func (x *McpOAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2310,7 @@ func (x *McpOAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpOAuth.ProtoReflect.Descriptor instead.
 func (*McpOAuth) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *McpOAuth) GetGrant() string {
@@ -2299,7 +2393,7 @@ type McpIdP struct {
 
 func (x *McpIdP) Reset() {
 	*x = McpIdP{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2405,7 @@ func (x *McpIdP) String() string {
 func (*McpIdP) ProtoMessage() {}
 
 func (x *McpIdP) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2418,7 @@ func (x *McpIdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpIdP.ProtoReflect.Descriptor instead.
 func (*McpIdP) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *McpIdP) GetIssuer() string {
@@ -2377,7 +2471,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2483,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2496,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
 }
 
 type ListMcpServersResponse struct {
@@ -2414,7 +2508,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2520,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2533,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -2458,7 +2552,7 @@ type RestartMcpServerRequest struct {
 
 func (x *RestartMcpServerRequest) Reset() {
 	*x = RestartMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2564,7 @@ func (x *RestartMcpServerRequest) String() string {
 func (*RestartMcpServerRequest) ProtoMessage() {}
 
 func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2577,7 @@ func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RestartMcpServerRequest) GetName() string {
@@ -2501,7 +2595,7 @@ type RestartMcpServerResponse struct {
 
 func (x *RestartMcpServerResponse) Reset() {
 	*x = RestartMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2607,7 @@ func (x *RestartMcpServerResponse) String() string {
 func (*RestartMcpServerResponse) ProtoMessage() {}
 
 func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2620,7 @@ func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
 }
 
 type TrustMcpServerRequest struct {
@@ -2541,7 +2635,7 @@ type TrustMcpServerRequest struct {
 
 func (x *TrustMcpServerRequest) Reset() {
 	*x = TrustMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +2647,7 @@ func (x *TrustMcpServerRequest) String() string {
 func (*TrustMcpServerRequest) ProtoMessage() {}
 
 func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +2660,7 @@ func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TrustMcpServerRequest) GetName() string {
@@ -2592,7 +2686,7 @@ type TrustMcpServerResponse struct {
 
 func (x *TrustMcpServerResponse) Reset() {
 	*x = TrustMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +2698,7 @@ func (x *TrustMcpServerResponse) String() string {
 func (*TrustMcpServerResponse) ProtoMessage() {}
 
 func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +2711,7 @@ func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TrustMcpServerResponse) GetServer() *McpServer {
@@ -2636,7 +2730,7 @@ type LoginMcpServerRequest struct {
 
 func (x *LoginMcpServerRequest) Reset() {
 	*x = LoginMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2648,7 +2742,7 @@ func (x *LoginMcpServerRequest) String() string {
 func (*LoginMcpServerRequest) ProtoMessage() {}
 
 func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2661,7 +2755,7 @@ func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LoginMcpServerRequest) GetName() string {
@@ -2686,7 +2780,7 @@ type LoginMcpServerEvent struct {
 
 func (x *LoginMcpServerEvent) Reset() {
 	*x = LoginMcpServerEvent{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2792,7 @@ func (x *LoginMcpServerEvent) String() string {
 func (*LoginMcpServerEvent) ProtoMessage() {}
 
 func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2805,7 @@ func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerEvent.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerEvent) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LoginMcpServerEvent) GetEvent() isLoginMcpServerEvent_Event {
@@ -2765,7 +2859,7 @@ type LoginMcpServerDone struct {
 
 func (x *LoginMcpServerDone) Reset() {
 	*x = LoginMcpServerDone{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2871,7 @@ func (x *LoginMcpServerDone) String() string {
 func (*LoginMcpServerDone) ProtoMessage() {}
 
 func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2884,7 @@ func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerDone.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerDone) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LoginMcpServerDone) GetServer() *McpServer {
@@ -2809,7 +2903,7 @@ type LogoutMcpServerRequest struct {
 
 func (x *LogoutMcpServerRequest) Reset() {
 	*x = LogoutMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +2915,7 @@ func (x *LogoutMcpServerRequest) String() string {
 func (*LogoutMcpServerRequest) ProtoMessage() {}
 
 func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +2928,7 @@ func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LogoutMcpServerRequest) GetName() string {
@@ -2855,7 +2949,7 @@ type LogoutMcpServerResponse struct {
 
 func (x *LogoutMcpServerResponse) Reset() {
 	*x = LogoutMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2961,7 @@ func (x *LogoutMcpServerResponse) String() string {
 func (*LogoutMcpServerResponse) ProtoMessage() {}
 
 func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2974,7 @@ func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *LogoutMcpServerResponse) GetServer() *McpServer {
@@ -2911,7 +3005,7 @@ type McpResource struct {
 
 func (x *McpResource) Reset() {
 	*x = McpResource{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2923,7 +3017,7 @@ func (x *McpResource) String() string {
 func (*McpResource) ProtoMessage() {}
 
 func (x *McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2936,7 +3030,7 @@ func (x *McpResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
 func (*McpResource) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *McpResource) GetServerName() string {
@@ -2991,7 +3085,7 @@ type ListMcpResourcesRequest struct {
 
 func (x *ListMcpResourcesRequest) Reset() {
 	*x = ListMcpResourcesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +3097,7 @@ func (x *ListMcpResourcesRequest) String() string {
 func (*ListMcpResourcesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +3110,7 @@ func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListMcpResourcesRequest) GetServerName() string {
@@ -3035,7 +3129,7 @@ type ListMcpResourcesResponse struct {
 
 func (x *ListMcpResourcesResponse) Reset() {
 	*x = ListMcpResourcesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3141,7 @@ func (x *ListMcpResourcesResponse) String() string {
 func (*ListMcpResourcesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3154,7 @@ func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListMcpResourcesResponse) GetResources() []*McpResource {
@@ -3080,7 +3174,7 @@ type ReadMcpResourceRequest struct {
 
 func (x *ReadMcpResourceRequest) Reset() {
 	*x = ReadMcpResourceRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3186,7 @@ func (x *ReadMcpResourceRequest) String() string {
 func (*ReadMcpResourceRequest) ProtoMessage() {}
 
 func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3199,7 @@ func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReadMcpResourceRequest) GetServerName() string {
@@ -3134,7 +3228,7 @@ type ReadMcpResourceResponse struct {
 
 func (x *ReadMcpResourceResponse) Reset() {
 	*x = ReadMcpResourceResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3240,7 @@ func (x *ReadMcpResourceResponse) String() string {
 func (*ReadMcpResourceResponse) ProtoMessage() {}
 
 func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3253,7 @@ func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReadMcpResourceResponse) GetContentsJson() string {
@@ -3183,7 +3277,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3289,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3302,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *McpPrompt) GetServerName() string {
@@ -3255,7 +3349,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3361,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3374,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListMcpPromptsRequest) GetServerName() string {
@@ -3299,7 +3393,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3405,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3418,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -3345,7 +3439,7 @@ type GetMcpPromptRequest struct {
 
 func (x *GetMcpPromptRequest) Reset() {
 	*x = GetMcpPromptRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3451,7 @@ func (x *GetMcpPromptRequest) String() string {
 func (*GetMcpPromptRequest) ProtoMessage() {}
 
 func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3464,7 @@ func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetMcpPromptRequest) GetServerName() string {
@@ -3404,7 +3498,7 @@ type GetMcpPromptResponse struct {
 
 func (x *GetMcpPromptResponse) Reset() {
 	*x = GetMcpPromptResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3416,7 +3510,7 @@ func (x *GetMcpPromptResponse) String() string {
 func (*GetMcpPromptResponse) ProtoMessage() {}
 
 func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3429,7 +3523,7 @@ func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetMcpPromptResponse) GetResultJson() string {
@@ -3454,7 +3548,7 @@ type McpResourceTemplate struct {
 
 func (x *McpResourceTemplate) Reset() {
 	*x = McpResourceTemplate{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3466,7 +3560,7 @@ func (x *McpResourceTemplate) String() string {
 func (*McpResourceTemplate) ProtoMessage() {}
 
 func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3479,7 +3573,7 @@ func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResourceTemplate.ProtoReflect.Descriptor instead.
 func (*McpResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *McpResourceTemplate) GetServerName() string {
@@ -3534,7 +3628,7 @@ type ListMcpResourceTemplatesRequest struct {
 
 func (x *ListMcpResourceTemplatesRequest) Reset() {
 	*x = ListMcpResourceTemplatesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3640,7 @@ func (x *ListMcpResourceTemplatesRequest) String() string {
 func (*ListMcpResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3653,7 @@ func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListMcpResourceTemplatesRequest) GetServerName() string {
@@ -3578,7 +3672,7 @@ type ListMcpResourceTemplatesResponse struct {
 
 func (x *ListMcpResourceTemplatesResponse) Reset() {
 	*x = ListMcpResourceTemplatesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3590,7 +3684,7 @@ func (x *ListMcpResourceTemplatesResponse) String() string {
 func (*ListMcpResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3603,7 +3697,7 @@ func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{54}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListMcpResourceTemplatesResponse) GetTemplates() []*McpResourceTemplate {
@@ -3626,7 +3720,7 @@ type WatchMcpChangesRequest struct {
 
 func (x *WatchMcpChangesRequest) Reset() {
 	*x = WatchMcpChangesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3638,7 +3732,7 @@ func (x *WatchMcpChangesRequest) String() string {
 func (*WatchMcpChangesRequest) ProtoMessage() {}
 
 func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3651,7 +3745,7 @@ func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMcpChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchMcpChangesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{55}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WatchMcpChangesRequest) GetServerName() string {
@@ -3684,7 +3778,7 @@ type McpChange struct {
 
 func (x *McpChange) Reset() {
 	*x = McpChange{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3696,7 +3790,7 @@ func (x *McpChange) String() string {
 func (*McpChange) ProtoMessage() {}
 
 func (x *McpChange) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3709,7 +3803,7 @@ func (x *McpChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpChange.ProtoReflect.Descriptor instead.
 func (*McpChange) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{56}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *McpChange) GetServerName() string {
@@ -3775,7 +3869,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3787,7 +3881,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3800,7 +3894,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{57}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Checkpoint) GetId() string {
@@ -3918,7 +4012,7 @@ type CheckpointFile struct {
 
 func (x *CheckpointFile) Reset() {
 	*x = CheckpointFile{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +4024,7 @@ func (x *CheckpointFile) String() string {
 func (*CheckpointFile) ProtoMessage() {}
 
 func (x *CheckpointFile) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4037,7 @@ func (x *CheckpointFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFile.ProtoReflect.Descriptor instead.
 func (*CheckpointFile) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{58}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CheckpointFile) GetPath() string {
@@ -3998,7 +4092,7 @@ type CheckpointSkipped struct {
 
 func (x *CheckpointSkipped) Reset() {
 	*x = CheckpointSkipped{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4010,7 +4104,7 @@ func (x *CheckpointSkipped) String() string {
 func (*CheckpointSkipped) ProtoMessage() {}
 
 func (x *CheckpointSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4023,7 +4117,7 @@ func (x *CheckpointSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointSkipped.ProtoReflect.Descriptor instead.
 func (*CheckpointSkipped) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{59}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CheckpointSkipped) GetPath() string {
@@ -4052,7 +4146,7 @@ type CheckpointUsage struct {
 
 func (x *CheckpointUsage) Reset() {
 	*x = CheckpointUsage{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4064,7 +4158,7 @@ func (x *CheckpointUsage) String() string {
 func (*CheckpointUsage) ProtoMessage() {}
 
 func (x *CheckpointUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4077,7 +4171,7 @@ func (x *CheckpointUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointUsage.ProtoReflect.Descriptor instead.
 func (*CheckpointUsage) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{60}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CheckpointUsage) GetCheckpoints() int64 {
@@ -4121,7 +4215,7 @@ type ListCheckpointsRequest struct {
 
 func (x *ListCheckpointsRequest) Reset() {
 	*x = ListCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4133,7 +4227,7 @@ func (x *ListCheckpointsRequest) String() string {
 func (*ListCheckpointsRequest) ProtoMessage() {}
 
 func (x *ListCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4146,7 +4240,7 @@ func (x *ListCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*ListCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{61}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListCheckpointsRequest) GetSession() string {
@@ -4180,7 +4274,7 @@ type ListCheckpointsResponse struct {
 
 func (x *ListCheckpointsResponse) Reset() {
 	*x = ListCheckpointsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4192,7 +4286,7 @@ func (x *ListCheckpointsResponse) String() string {
 func (*ListCheckpointsResponse) ProtoMessage() {}
 
 func (x *ListCheckpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4205,7 +4299,7 @@ func (x *ListCheckpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckpointsResponse.ProtoReflect.Descriptor instead.
 func (*ListCheckpointsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{62}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListCheckpointsResponse) GetCheckpoints() []*Checkpoint {
@@ -4232,7 +4326,7 @@ type GetCheckpointDiffRequest struct {
 
 func (x *GetCheckpointDiffRequest) Reset() {
 	*x = GetCheckpointDiffRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4244,7 +4338,7 @@ func (x *GetCheckpointDiffRequest) String() string {
 func (*GetCheckpointDiffRequest) ProtoMessage() {}
 
 func (x *GetCheckpointDiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4257,7 +4351,7 @@ func (x *GetCheckpointDiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointDiffRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointDiffRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{63}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetCheckpointDiffRequest) GetId() string {
@@ -4277,7 +4371,7 @@ type GetCheckpointDiffResponse struct {
 
 func (x *GetCheckpointDiffResponse) Reset() {
 	*x = GetCheckpointDiffResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4289,7 +4383,7 @@ func (x *GetCheckpointDiffResponse) String() string {
 func (*GetCheckpointDiffResponse) ProtoMessage() {}
 
 func (x *GetCheckpointDiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4302,7 +4396,7 @@ func (x *GetCheckpointDiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointDiffResponse.ProtoReflect.Descriptor instead.
 func (*GetCheckpointDiffResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{64}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetCheckpointDiffResponse) GetCheckpoint() *Checkpoint {
@@ -4332,7 +4426,7 @@ type CheckpointFileDiff struct {
 
 func (x *CheckpointFileDiff) Reset() {
 	*x = CheckpointFileDiff{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4438,7 @@ func (x *CheckpointFileDiff) String() string {
 func (*CheckpointFileDiff) ProtoMessage() {}
 
 func (x *CheckpointFileDiff) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4451,7 @@ func (x *CheckpointFileDiff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFileDiff.ProtoReflect.Descriptor instead.
 func (*CheckpointFileDiff) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{65}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CheckpointFileDiff) GetFile() *CheckpointFile {
@@ -4399,7 +4493,7 @@ type UndoCheckpointsRequest struct {
 
 func (x *UndoCheckpointsRequest) Reset() {
 	*x = UndoCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4411,7 +4505,7 @@ func (x *UndoCheckpointsRequest) String() string {
 func (*UndoCheckpointsRequest) ProtoMessage() {}
 
 func (x *UndoCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4424,7 +4518,7 @@ func (x *UndoCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*UndoCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{66}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *UndoCheckpointsRequest) GetCall() string {
@@ -4474,7 +4568,7 @@ type RedoCheckpointsRequest struct {
 
 func (x *RedoCheckpointsRequest) Reset() {
 	*x = RedoCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4486,7 +4580,7 @@ func (x *RedoCheckpointsRequest) String() string {
 func (*RedoCheckpointsRequest) ProtoMessage() {}
 
 func (x *RedoCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4499,7 +4593,7 @@ func (x *RedoCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedoCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*RedoCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{67}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RedoCheckpointsRequest) GetId() string {
@@ -4532,7 +4626,7 @@ type UndoCheckpointsResponse struct {
 
 func (x *UndoCheckpointsResponse) Reset() {
 	*x = UndoCheckpointsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4544,7 +4638,7 @@ func (x *UndoCheckpointsResponse) String() string {
 func (*UndoCheckpointsResponse) ProtoMessage() {}
 
 func (x *UndoCheckpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4557,7 +4651,7 @@ func (x *UndoCheckpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoCheckpointsResponse.ProtoReflect.Descriptor instead.
 func (*UndoCheckpointsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{68}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *UndoCheckpointsResponse) GetCheckpoint() *Checkpoint {
@@ -4599,7 +4693,7 @@ type CheckpointConflict struct {
 
 func (x *CheckpointConflict) Reset() {
 	*x = CheckpointConflict{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4611,7 +4705,7 @@ func (x *CheckpointConflict) String() string {
 func (*CheckpointConflict) ProtoMessage() {}
 
 func (x *CheckpointConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4624,7 +4718,7 @@ func (x *CheckpointConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointConflict.ProtoReflect.Descriptor instead.
 func (*CheckpointConflict) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{69}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CheckpointConflict) GetPath() string {
@@ -4649,7 +4743,7 @@ type CollectCheckpointsRequest struct {
 
 func (x *CollectCheckpointsRequest) Reset() {
 	*x = CollectCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4661,7 +4755,7 @@ func (x *CollectCheckpointsRequest) String() string {
 func (*CollectCheckpointsRequest) ProtoMessage() {}
 
 func (x *CollectCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4674,7 +4768,7 @@ func (x *CollectCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*CollectCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{70}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{71}
 }
 
 type CollectCheckpointsResponse struct {
@@ -4689,7 +4783,7 @@ type CollectCheckpointsResponse struct {
 
 func (x *CollectCheckpointsResponse) Reset() {
 	*x = CollectCheckpointsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4701,7 +4795,7 @@ func (x *CollectCheckpointsResponse) String() string {
 func (*CollectCheckpointsResponse) ProtoMessage() {}
 
 func (x *CollectCheckpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4714,7 +4808,7 @@ func (x *CollectCheckpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectCheckpointsResponse.ProtoReflect.Descriptor instead.
 func (*CollectCheckpointsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{71}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CollectCheckpointsResponse) GetPruned() int64 {
@@ -4843,14 +4937,21 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x10ToolCallProgress\x12\x1a\n" +
 	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xc0\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xf4\x01\n" +
 	"\x05Icerc\x12\x16\n" +
 	"\x06intent\x18\x01 \x01(\tR\x06intent\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12)\n" +
 	"\x10expected_outcome\x18\x03 \x01(\tR\x0fexpectedOutcome\x12,\n" +
 	"\x04risk\x18\x04 \x01(\v2\x18.nexus.v1.RiskAssessmentR\x04risk\x12\x14\n" +
 	"\x05asker\x18\x05 \x01(\tR\x05asker\x12\x16\n" +
-	"\x06always\x18\x06 \x01(\tR\x06always\"V\n" +
+	"\x06always\x18\x06 \x01(\tR\x06always\x122\n" +
+	"\achanges\x18\a \x03(\v2\x18.nexus.v1.ProposedChangeR\achanges\"\x86\x01\n" +
+	"\x0eProposedChange\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x12\n" +
+	"\x04diff\x18\x03 \x01(\tR\x04diff\x12\x16\n" +
+	"\x06binary\x18\x04 \x01(\bR\x06binary\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated\"V\n" +
 	"\x0eRiskAssessment\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x18\n" +
@@ -5157,7 +5258,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
@@ -5173,165 +5274,167 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolCallError)(nil),                    // 11: nexus.v1.ToolCallError
 	(*ToolCallProgress)(nil),                 // 12: nexus.v1.ToolCallProgress
 	(*Icerc)(nil),                            // 13: nexus.v1.Icerc
-	(*RiskAssessment)(nil),                   // 14: nexus.v1.RiskAssessment
-	(*WatchToolCallsRequest)(nil),            // 15: nexus.v1.WatchToolCallsRequest
-	(*ListToolCallsRequest)(nil),             // 16: nexus.v1.ListToolCallsRequest
-	(*ListToolCallsResponse)(nil),            // 17: nexus.v1.ListToolCallsResponse
-	(*CancelToolCallRequest)(nil),            // 18: nexus.v1.CancelToolCallRequest
-	(*CancelToolCallResponse)(nil),           // 19: nexus.v1.CancelToolCallResponse
-	(*Approval)(nil),                         // 20: nexus.v1.Approval
-	(*PermissionQuestion)(nil),               // 21: nexus.v1.PermissionQuestion
-	(*PermissionAnswer)(nil),                 // 22: nexus.v1.PermissionAnswer
-	(*ListApprovalsRequest)(nil),             // 23: nexus.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),            // 24: nexus.v1.ListApprovalsResponse
-	(*RevokeApprovalRequest)(nil),            // 25: nexus.v1.RevokeApprovalRequest
-	(*RevokeApprovalResponse)(nil),           // 26: nexus.v1.RevokeApprovalResponse
-	(*McpServer)(nil),                        // 27: nexus.v1.McpServer
-	(*McpLaunch)(nil),                        // 28: nexus.v1.McpLaunch
-	(*McpOAuth)(nil),                         // 29: nexus.v1.McpOAuth
-	(*McpIdP)(nil),                           // 30: nexus.v1.McpIdP
-	(*ListMcpServersRequest)(nil),            // 31: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),           // 32: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),          // 33: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),         // 34: nexus.v1.RestartMcpServerResponse
-	(*TrustMcpServerRequest)(nil),            // 35: nexus.v1.TrustMcpServerRequest
-	(*TrustMcpServerResponse)(nil),           // 36: nexus.v1.TrustMcpServerResponse
-	(*LoginMcpServerRequest)(nil),            // 37: nexus.v1.LoginMcpServerRequest
-	(*LoginMcpServerEvent)(nil),              // 38: nexus.v1.LoginMcpServerEvent
-	(*LoginMcpServerDone)(nil),               // 39: nexus.v1.LoginMcpServerDone
-	(*LogoutMcpServerRequest)(nil),           // 40: nexus.v1.LogoutMcpServerRequest
-	(*LogoutMcpServerResponse)(nil),          // 41: nexus.v1.LogoutMcpServerResponse
-	(*McpResource)(nil),                      // 42: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),          // 43: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),         // 44: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),           // 45: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),          // 46: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                        // 47: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),            // 48: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),           // 49: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),              // 50: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),             // 51: nexus.v1.GetMcpPromptResponse
-	(*McpResourceTemplate)(nil),              // 52: nexus.v1.McpResourceTemplate
-	(*ListMcpResourceTemplatesRequest)(nil),  // 53: nexus.v1.ListMcpResourceTemplatesRequest
-	(*ListMcpResourceTemplatesResponse)(nil), // 54: nexus.v1.ListMcpResourceTemplatesResponse
-	(*WatchMcpChangesRequest)(nil),           // 55: nexus.v1.WatchMcpChangesRequest
-	(*McpChange)(nil),                        // 56: nexus.v1.McpChange
-	(*Checkpoint)(nil),                       // 57: nexus.v1.Checkpoint
-	(*CheckpointFile)(nil),                   // 58: nexus.v1.CheckpointFile
-	(*CheckpointSkipped)(nil),                // 59: nexus.v1.CheckpointSkipped
-	(*CheckpointUsage)(nil),                  // 60: nexus.v1.CheckpointUsage
-	(*ListCheckpointsRequest)(nil),           // 61: nexus.v1.ListCheckpointsRequest
-	(*ListCheckpointsResponse)(nil),          // 62: nexus.v1.ListCheckpointsResponse
-	(*GetCheckpointDiffRequest)(nil),         // 63: nexus.v1.GetCheckpointDiffRequest
-	(*GetCheckpointDiffResponse)(nil),        // 64: nexus.v1.GetCheckpointDiffResponse
-	(*CheckpointFileDiff)(nil),               // 65: nexus.v1.CheckpointFileDiff
-	(*UndoCheckpointsRequest)(nil),           // 66: nexus.v1.UndoCheckpointsRequest
-	(*RedoCheckpointsRequest)(nil),           // 67: nexus.v1.RedoCheckpointsRequest
-	(*UndoCheckpointsResponse)(nil),          // 68: nexus.v1.UndoCheckpointsResponse
-	(*CheckpointConflict)(nil),               // 69: nexus.v1.CheckpointConflict
-	(*CollectCheckpointsRequest)(nil),        // 70: nexus.v1.CollectCheckpointsRequest
-	(*CollectCheckpointsResponse)(nil),       // 71: nexus.v1.CollectCheckpointsResponse
-	nil,                                      // 72: nexus.v1.McpLaunch.EnvEntry
-	nil,                                      // 73: nexus.v1.McpLaunch.HeadersEntry
-	nil,                                      // 74: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),            // 75: google.protobuf.Timestamp
+	(*ProposedChange)(nil),                   // 14: nexus.v1.ProposedChange
+	(*RiskAssessment)(nil),                   // 15: nexus.v1.RiskAssessment
+	(*WatchToolCallsRequest)(nil),            // 16: nexus.v1.WatchToolCallsRequest
+	(*ListToolCallsRequest)(nil),             // 17: nexus.v1.ListToolCallsRequest
+	(*ListToolCallsResponse)(nil),            // 18: nexus.v1.ListToolCallsResponse
+	(*CancelToolCallRequest)(nil),            // 19: nexus.v1.CancelToolCallRequest
+	(*CancelToolCallResponse)(nil),           // 20: nexus.v1.CancelToolCallResponse
+	(*Approval)(nil),                         // 21: nexus.v1.Approval
+	(*PermissionQuestion)(nil),               // 22: nexus.v1.PermissionQuestion
+	(*PermissionAnswer)(nil),                 // 23: nexus.v1.PermissionAnswer
+	(*ListApprovalsRequest)(nil),             // 24: nexus.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),            // 25: nexus.v1.ListApprovalsResponse
+	(*RevokeApprovalRequest)(nil),            // 26: nexus.v1.RevokeApprovalRequest
+	(*RevokeApprovalResponse)(nil),           // 27: nexus.v1.RevokeApprovalResponse
+	(*McpServer)(nil),                        // 28: nexus.v1.McpServer
+	(*McpLaunch)(nil),                        // 29: nexus.v1.McpLaunch
+	(*McpOAuth)(nil),                         // 30: nexus.v1.McpOAuth
+	(*McpIdP)(nil),                           // 31: nexus.v1.McpIdP
+	(*ListMcpServersRequest)(nil),            // 32: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),           // 33: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),          // 34: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),         // 35: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),            // 36: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),           // 37: nexus.v1.TrustMcpServerResponse
+	(*LoginMcpServerRequest)(nil),            // 38: nexus.v1.LoginMcpServerRequest
+	(*LoginMcpServerEvent)(nil),              // 39: nexus.v1.LoginMcpServerEvent
+	(*LoginMcpServerDone)(nil),               // 40: nexus.v1.LoginMcpServerDone
+	(*LogoutMcpServerRequest)(nil),           // 41: nexus.v1.LogoutMcpServerRequest
+	(*LogoutMcpServerResponse)(nil),          // 42: nexus.v1.LogoutMcpServerResponse
+	(*McpResource)(nil),                      // 43: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),          // 44: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),         // 45: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),           // 46: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),          // 47: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                        // 48: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),            // 49: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),           // 50: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),              // 51: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),             // 52: nexus.v1.GetMcpPromptResponse
+	(*McpResourceTemplate)(nil),              // 53: nexus.v1.McpResourceTemplate
+	(*ListMcpResourceTemplatesRequest)(nil),  // 54: nexus.v1.ListMcpResourceTemplatesRequest
+	(*ListMcpResourceTemplatesResponse)(nil), // 55: nexus.v1.ListMcpResourceTemplatesResponse
+	(*WatchMcpChangesRequest)(nil),           // 56: nexus.v1.WatchMcpChangesRequest
+	(*McpChange)(nil),                        // 57: nexus.v1.McpChange
+	(*Checkpoint)(nil),                       // 58: nexus.v1.Checkpoint
+	(*CheckpointFile)(nil),                   // 59: nexus.v1.CheckpointFile
+	(*CheckpointSkipped)(nil),                // 60: nexus.v1.CheckpointSkipped
+	(*CheckpointUsage)(nil),                  // 61: nexus.v1.CheckpointUsage
+	(*ListCheckpointsRequest)(nil),           // 62: nexus.v1.ListCheckpointsRequest
+	(*ListCheckpointsResponse)(nil),          // 63: nexus.v1.ListCheckpointsResponse
+	(*GetCheckpointDiffRequest)(nil),         // 64: nexus.v1.GetCheckpointDiffRequest
+	(*GetCheckpointDiffResponse)(nil),        // 65: nexus.v1.GetCheckpointDiffResponse
+	(*CheckpointFileDiff)(nil),               // 66: nexus.v1.CheckpointFileDiff
+	(*UndoCheckpointsRequest)(nil),           // 67: nexus.v1.UndoCheckpointsRequest
+	(*RedoCheckpointsRequest)(nil),           // 68: nexus.v1.RedoCheckpointsRequest
+	(*UndoCheckpointsResponse)(nil),          // 69: nexus.v1.UndoCheckpointsResponse
+	(*CheckpointConflict)(nil),               // 70: nexus.v1.CheckpointConflict
+	(*CollectCheckpointsRequest)(nil),        // 71: nexus.v1.CollectCheckpointsRequest
+	(*CollectCheckpointsResponse)(nil),       // 72: nexus.v1.CollectCheckpointsResponse
+	nil,                                      // 73: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 74: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 75: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 76: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	11, // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	75, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	75, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	76, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	76, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	12, // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	13, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	8,  // 7: nexus.v1.ToolCall.elicitation:type_name -> nexus.v1.Elicitation
-	14, // 8: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
-	7,  // 9: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	75, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
-	7,  // 11: nexus.v1.PermissionQuestion.tool_call:type_name -> nexus.v1.ToolCall
-	20, // 12: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	75, // 13: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	28, // 14: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	72, // 15: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	73, // 16: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
-	29, // 17: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
-	30, // 18: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
-	27, // 19: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
-	27, // 20: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	39, // 21: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
-	27, // 22: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
-	27, // 23: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	42, // 24: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
-	47, // 25: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	74, // 26: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	52, // 27: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
-	75, // 28: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
-	75, // 29: nexus.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
-	58, // 30: nexus.v1.Checkpoint.files:type_name -> nexus.v1.CheckpointFile
-	59, // 31: nexus.v1.Checkpoint.skipped:type_name -> nexus.v1.CheckpointSkipped
-	57, // 32: nexus.v1.ListCheckpointsResponse.checkpoints:type_name -> nexus.v1.Checkpoint
-	60, // 33: nexus.v1.ListCheckpointsResponse.usage:type_name -> nexus.v1.CheckpointUsage
-	57, // 34: nexus.v1.GetCheckpointDiffResponse.checkpoint:type_name -> nexus.v1.Checkpoint
-	65, // 35: nexus.v1.GetCheckpointDiffResponse.files:type_name -> nexus.v1.CheckpointFileDiff
-	58, // 36: nexus.v1.CheckpointFileDiff.file:type_name -> nexus.v1.CheckpointFile
-	57, // 37: nexus.v1.UndoCheckpointsResponse.checkpoint:type_name -> nexus.v1.Checkpoint
-	58, // 38: nexus.v1.UndoCheckpointsResponse.restored:type_name -> nexus.v1.CheckpointFile
-	69, // 39: nexus.v1.UndoCheckpointsResponse.conflicts:type_name -> nexus.v1.CheckpointConflict
-	1,  // 40: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 41: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 42: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	15, // 43: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	16, // 44: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	18, // 45: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	23, // 46: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	25, // 47: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	22, // 48: nexus.v1.ToolManager.AnswerPermissions:input_type -> nexus.v1.PermissionAnswer
-	31, // 49: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	33, // 50: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	35, // 51: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	37, // 52: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
-	40, // 53: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
-	43, // 54: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	45, // 55: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	48, // 56: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	50, // 57: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	53, // 58: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
-	55, // 59: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
-	61, // 60: nexus.v1.ToolManager.ListCheckpoints:input_type -> nexus.v1.ListCheckpointsRequest
-	63, // 61: nexus.v1.ToolManager.GetCheckpointDiff:input_type -> nexus.v1.GetCheckpointDiffRequest
-	66, // 62: nexus.v1.ToolManager.UndoCheckpoints:input_type -> nexus.v1.UndoCheckpointsRequest
-	67, // 63: nexus.v1.ToolManager.RedoCheckpoints:input_type -> nexus.v1.RedoCheckpointsRequest
-	70, // 64: nexus.v1.ToolManager.CollectCheckpoints:input_type -> nexus.v1.CollectCheckpointsRequest
-	2,  // 65: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 66: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 67: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 68: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	17, // 69: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	19, // 70: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	24, // 71: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	26, // 72: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	21, // 73: nexus.v1.ToolManager.AnswerPermissions:output_type -> nexus.v1.PermissionQuestion
-	32, // 74: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	34, // 75: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	36, // 76: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	38, // 77: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
-	41, // 78: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
-	44, // 79: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	46, // 80: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	49, // 81: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	51, // 82: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	54, // 83: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
-	56, // 84: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
-	62, // 85: nexus.v1.ToolManager.ListCheckpoints:output_type -> nexus.v1.ListCheckpointsResponse
-	64, // 86: nexus.v1.ToolManager.GetCheckpointDiff:output_type -> nexus.v1.GetCheckpointDiffResponse
-	68, // 87: nexus.v1.ToolManager.UndoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
-	68, // 88: nexus.v1.ToolManager.RedoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
-	71, // 89: nexus.v1.ToolManager.CollectCheckpoints:output_type -> nexus.v1.CollectCheckpointsResponse
-	65, // [65:90] is the sub-list for method output_type
-	40, // [40:65] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	15, // 8: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
+	14, // 9: nexus.v1.Icerc.changes:type_name -> nexus.v1.ProposedChange
+	7,  // 10: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
+	76, // 11: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	7,  // 12: nexus.v1.PermissionQuestion.tool_call:type_name -> nexus.v1.ToolCall
+	21, // 13: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
+	76, // 14: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	29, // 15: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
+	73, // 16: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	74, // 17: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	30, // 18: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
+	31, // 19: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
+	28, // 20: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
+	28, // 21: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	40, // 22: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
+	28, // 23: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
+	28, // 24: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	43, // 25: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
+	48, // 26: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
+	75, // 27: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	53, // 28: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
+	76, // 29: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	76, // 30: nexus.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
+	59, // 31: nexus.v1.Checkpoint.files:type_name -> nexus.v1.CheckpointFile
+	60, // 32: nexus.v1.Checkpoint.skipped:type_name -> nexus.v1.CheckpointSkipped
+	58, // 33: nexus.v1.ListCheckpointsResponse.checkpoints:type_name -> nexus.v1.Checkpoint
+	61, // 34: nexus.v1.ListCheckpointsResponse.usage:type_name -> nexus.v1.CheckpointUsage
+	58, // 35: nexus.v1.GetCheckpointDiffResponse.checkpoint:type_name -> nexus.v1.Checkpoint
+	66, // 36: nexus.v1.GetCheckpointDiffResponse.files:type_name -> nexus.v1.CheckpointFileDiff
+	59, // 37: nexus.v1.CheckpointFileDiff.file:type_name -> nexus.v1.CheckpointFile
+	58, // 38: nexus.v1.UndoCheckpointsResponse.checkpoint:type_name -> nexus.v1.Checkpoint
+	59, // 39: nexus.v1.UndoCheckpointsResponse.restored:type_name -> nexus.v1.CheckpointFile
+	70, // 40: nexus.v1.UndoCheckpointsResponse.conflicts:type_name -> nexus.v1.CheckpointConflict
+	1,  // 41: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 42: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 43: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	16, // 44: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	17, // 45: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	19, // 46: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	24, // 47: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	26, // 48: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	23, // 49: nexus.v1.ToolManager.AnswerPermissions:input_type -> nexus.v1.PermissionAnswer
+	32, // 50: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	34, // 51: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	36, // 52: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	38, // 53: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
+	41, // 54: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
+	44, // 55: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	46, // 56: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	49, // 57: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	51, // 58: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	54, // 59: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	56, // 60: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	62, // 61: nexus.v1.ToolManager.ListCheckpoints:input_type -> nexus.v1.ListCheckpointsRequest
+	64, // 62: nexus.v1.ToolManager.GetCheckpointDiff:input_type -> nexus.v1.GetCheckpointDiffRequest
+	67, // 63: nexus.v1.ToolManager.UndoCheckpoints:input_type -> nexus.v1.UndoCheckpointsRequest
+	68, // 64: nexus.v1.ToolManager.RedoCheckpoints:input_type -> nexus.v1.RedoCheckpointsRequest
+	71, // 65: nexus.v1.ToolManager.CollectCheckpoints:input_type -> nexus.v1.CollectCheckpointsRequest
+	2,  // 66: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 67: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 68: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 69: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	18, // 70: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	20, // 71: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	25, // 72: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	27, // 73: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	22, // 74: nexus.v1.ToolManager.AnswerPermissions:output_type -> nexus.v1.PermissionQuestion
+	33, // 75: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	35, // 76: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	37, // 77: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	39, // 78: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
+	42, // 79: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
+	45, // 80: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	47, // 81: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	50, // 82: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	52, // 83: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	55, // 84: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	57, // 85: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	63, // 86: nexus.v1.ToolManager.ListCheckpoints:output_type -> nexus.v1.ListCheckpointsResponse
+	65, // 87: nexus.v1.ToolManager.GetCheckpointDiff:output_type -> nexus.v1.GetCheckpointDiffResponse
+	69, // 88: nexus.v1.ToolManager.UndoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
+	69, // 89: nexus.v1.ToolManager.RedoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
+	72, // 90: nexus.v1.ToolManager.CollectCheckpoints:output_type -> nexus.v1.CollectCheckpointsResponse
+	66, // [66:91] is the sub-list for method output_type
+	41, // [41:66] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -5339,7 +5442,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 	if File_nexus_v1_tool_manager_proto != nil {
 		return
 	}
-	file_nexus_v1_tool_manager_proto_msgTypes[38].OneofWrappers = []any{
+	file_nexus_v1_tool_manager_proto_msgTypes[39].OneofWrappers = []any{
 		(*LoginMcpServerEvent_AuthorizationUrl)(nil),
 		(*LoginMcpServerEvent_Done)(nil),
 	}
@@ -5349,7 +5452,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   75,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
