@@ -39,7 +39,13 @@ const Methods = {
   agentSessionsLoad: "nexus/agent/sessions/load",
   agentSessionsDelete: "nexus/agent/sessions/delete",
   agentPrompt: "nexus/agent/prompt",
-  agentCancel: "nexus/agent/cancel"
+  agentCancel: "nexus/agent/cancel",
+  // checkpoints
+  checkpointsList: "nexus/checkpoints/list",
+  checkpointsDiff: "nexus/checkpoints/diff",
+  checkpointsUndo: "nexus/checkpoints/undo",
+  checkpointsRedo: "nexus/checkpoints/redo",
+  checkpointsGc: "nexus/checkpoints/gc"
 };
 const Notifications = {
   toolCall: "nexus/toolCall",
@@ -51,7 +57,9 @@ const Notifications = {
   progress: "$/progress",
   agentUpdate: "nexus/agent/update",
   mcpResourceUpdated: "nexus/mcp/resourceUpdated",
-  mcpListChanged: "nexus/mcp/listChanged"
+  mcpListChanged: "nexus/mcp/listChanged",
+  // checkpoints
+  checkpointsChanged: "nexus/checkpointsChanged"
 };
 const Requests = {
   requestPermission: "nexus/requestPermission",

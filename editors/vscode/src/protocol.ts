@@ -50,6 +50,12 @@ export const Methods = {
   agentSessionsDelete: 'nexus/agent/sessions/delete',
   agentPrompt: 'nexus/agent/prompt',
   agentCancel: 'nexus/agent/cancel',
+  // checkpoints
+  checkpointsList: 'nexus/checkpoints/list',
+  checkpointsDiff: 'nexus/checkpoints/diff',
+  checkpointsUndo: 'nexus/checkpoints/undo',
+  checkpointsRedo: 'nexus/checkpoints/redo',
+  checkpointsGc: 'nexus/checkpoints/gc',
 } as const;
 
 /** The notifications nexusd sends (server/outbox.go). */
@@ -64,6 +70,8 @@ export const Notifications = {
   agentUpdate: 'nexus/agent/update',
   mcpResourceUpdated: 'nexus/mcp/resourceUpdated',
   mcpListChanged: 'nexus/mcp/listChanged',
+  // checkpoints
+  checkpointsChanged: 'nexus/checkpointsChanged',
 } as const;
 
 /** The requests nexusd sends the editor. */
@@ -770,6 +778,100 @@ export interface ElicitationField {
   maxItems?: number;
 }
 
+// checkpoints: the workspace's checkpoints (checkpoints/checkpoints.go's
+// JSON): what each tool call changed, and their undo and redo.
+
+/** checkpoints.FileChange: before and after are blob ids ("" or absent: the file was absent). */
+export interface CheckpointFile {
+  path: string;
+  action: 'added' | 'modified' | 'deleted';
+  before?: string;
+  after?: string;
+  beforeExecutable?: boolean;
+  afterExecutable?: boolean;
+}
+export interface CheckpointSkipped {
+  path: string;
+  reason: string;
+}
+/** checkpoints.Checkpoint: a tool call's change, or an undo's or a redo's. */
+export interface Checkpoint {
+  id: string;
+  kind: 'call' | 'undo' | 'redo';
+  toolCallId?: string;
+  toolName?: string;
+  serverName?: string;
+  author: string;
+  appId?: string;
+  session: string;
+  turn?: string;
+  time: string;
+  undoes?: string[];
+  undoneBy?: string;
+  files: CheckpointFile[];
+  skipped?: CheckpointSkipped[];
+}
+export interface CheckpointsUsage {
+  checkpoints: number;
+  sessions: number;
+  bytes: number;
+  maxBytes: number;
+}
+export interface CheckpointsListParams {
+  session?: string;
+  turn?: string;
+  limit?: number;
+}
+export interface CheckpointsListResult {
+  checkpoints: Checkpoint[];
+  usage: CheckpointsUsage;
+}
+export interface CheckpointsDiffParams {
+  id: string;
+}
+/** A file of a checkpoint with its diff; here before and after are the
+ * contents (text; an absent side is empty), not blob ids. */
+export interface CheckpointFileDiff extends CheckpointFile {
+  diff: string;
+  binary?: boolean;
+  truncated?: boolean;
+}
+export interface CheckpointsDiffResult {
+  checkpoint: Checkpoint;
+  files: CheckpointFileDiff[];
+}
+export interface CheckpointsUndoParams {
+  call?: string;
+  session?: string;
+  turn?: string;
+  lastTurn?: boolean;
+  force?: boolean;
+}
+export interface CheckpointsRedoParams {
+  id?: string;
+  force?: boolean;
+}
+export interface CheckpointConflict {
+  path: string;
+  reason: string;
+}
+/** checkpoints.Result: with conflicts, nothing was changed. */
+export interface CheckpointsResult {
+  checkpoint?: Checkpoint;
+  undone: string[];
+  restored: CheckpointFile[];
+  conflicts?: CheckpointConflict[];
+}
+export interface CheckpointsGcResult {
+  pruned: number;
+  bytesBefore: number;
+  bytesAfter: number;
+}
+export interface CheckpointsChanged {
+  session?: string;
+}
+// end checkpoints
+
 /** The params and result of every method, by name, for typed calls. */
 export interface MethodTypes {
   'nexus/definitions/get': [DefGetParams, DefGetResult];
@@ -809,6 +911,12 @@ export interface MethodTypes {
   'nexus/agent/sessions/delete': [AgentSessionParams, EmptyResult];
   'nexus/agent/prompt': [AgentPromptParams, AgentPromptResult];
   'nexus/agent/cancel': [AgentSessionParams, AgentCancelResult];
+  // checkpoints
+  'nexus/checkpoints/list': [CheckpointsListParams, CheckpointsListResult];
+  'nexus/checkpoints/diff': [CheckpointsDiffParams, CheckpointsDiffResult];
+  'nexus/checkpoints/undo': [CheckpointsUndoParams, CheckpointsResult];
+  'nexus/checkpoints/redo': [CheckpointsRedoParams, CheckpointsResult];
+  'nexus/checkpoints/gc': [Record<string, never>, CheckpointsGcResult];
 }
 
 export type MethodName = keyof MethodTypes;
@@ -827,6 +935,8 @@ export interface NotificationTypes {
   'nexus/agent/update': AgentUpdateParams;
   'nexus/mcp/resourceUpdated': McpResourceUpdated;
   'nexus/mcp/listChanged': McpListChanged;
+  // checkpoints
+  'nexus/checkpointsChanged': CheckpointsChanged;
 }
 
 /** Sender is what sends a typed request: a LanguageClient or a
