@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { Coalescer } from './activityModel';
 import {
+  actionLetter,
   type CallNode,
   type ChangeNode,
   changeTree,
@@ -14,6 +15,7 @@ import {
   contextValue,
   diffTitle,
   nodeName,
+  plural,
   type SessionNode,
   type TurnNode,
   whatUndo,
@@ -59,10 +61,6 @@ function errText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function plural(n: number, one: string): string {
-  return `${n} ${one}${n === 1 ? '' : 's'}`;
-}
-
 function bytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
@@ -91,7 +89,15 @@ export class ChangesView
   readonly onDidChangeTreeData = this.changed.event;
   private readonly decorationsChanged = new vscode.EventEmitter<vscode.Uri[] | undefined>();
   readonly onDidChangeFileDecorations = this.decorationsChanged.event;
-  private readonly reload = new Coalescer(() => void this.loadAll(), 300);
+  /** A hidden view loads when it shows again. */
+  private readonly reload = new Coalescer(() => {
+    if (this.view.visible) {
+      void this.loadAll();
+    } else {
+      this.stale = true;
+    }
+  }, 300);
+  private stale = false;
   private readonly view: vscode.TreeView<Node>;
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -99,6 +105,12 @@ export class ChangesView
     this.view = vscode.window.createTreeView('nexus.changes', { treeDataProvider: this, showCollapseAll: true });
     this.disposables.push(
       this.view,
+      this.view.onDidChangeVisibility((e) => {
+        if (e.visible && this.stale) {
+          this.stale = false;
+          void this.loadAll();
+        }
+      }),
       vscode.workspace.registerTextDocumentContentProvider(CHECKPOINT_SCHEME, this),
       vscode.window.registerFileDecorationProvider(this),
       daemons.onWillStart(({ client }) => this.attach(client)),
@@ -126,6 +138,7 @@ export class ChangesView
   private async loadAll(): Promise<void> {
     await Promise.all(this.daemons.list().map((d) => this.load(d)));
     let message: string | undefined;
+    let none = this.loaded.size > 0;
     let used = 0;
     let max = 0;
     for (const l of this.loaded.values()) {
@@ -134,10 +147,11 @@ export class ChangesView
       } else if (l.usage && l.usage.checkpoints > l.listed) {
         message = `The newest ${l.listed} of ${l.usage.checkpoints} checkpoints are shown.`;
       }
+      none &&= l.sessions.length === 0;
       used += l.usage?.bytes ?? 0;
       max += l.usage?.maxBytes ?? 0;
     }
-    this.view.message = message;
+    this.view.message = message ?? (none ? 'No changes yet: what agents, apps and their commands change in the workspace shows here, to review and undo.' : undefined);
     this.view.description = max > 0 ? `${bytes(used)} of ${bytes(max)}` : undefined;
     this.changed.fire(undefined);
     this.decorationsChanged.fire(undefined);
@@ -240,7 +254,6 @@ export class ChangesView
     if (!action) {
       return undone ? new vscode.FileDecoration(undefined, 'undone', new vscode.ThemeColor('disabledForeground')) : undefined;
     }
-    const letter = action === 'added' ? 'A' : action === 'deleted' ? 'D' : 'M';
     const color = undone
       ? 'disabledForeground'
       : action === 'added'
@@ -248,7 +261,7 @@ export class ChangesView
         : action === 'deleted'
           ? 'gitDecoration.deletedResourceForeground'
           : 'gitDecoration.modifiedResourceForeground';
-    return new vscode.FileDecoration(letter, `${action}${undone ? ', undone' : ''}`, new vscode.ThemeColor(color));
+    return new vscode.FileDecoration(actionLetter(action), `${action}${undone ? ', undone' : ''}`, new vscode.ThemeColor(color));
   }
 
   /** checkpointUri is one side of a file of a checkpoint. */

@@ -122,7 +122,8 @@ export function diffTitle(c: Checkpoint, path: string): string {
   return inertLine(`${path} (${what} ${shortId(c.id)} by ${c.author || 'unknown'})`);
 }
 
-function plural(n: number, one: string): string {
+/** plural is "1 file", "2 files". */
+export function plural(n: number, one: string): string {
   return `${n} ${one}${n === 1 ? '' : 's'}`;
 }
 
