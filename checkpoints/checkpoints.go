@@ -17,7 +17,6 @@
 package checkpoints
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -25,7 +24,6 @@ import (
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/state"
-	"github.com/nexuscocreate/nexus/tools"
 )
 
 // Kinds of checkpoint.
@@ -199,52 +197,3 @@ var ErrNotFound = errors.New("no such checkpoint")
 // ErrConflict is the error of an undo or redo that left everything alone
 // because files changed since; the Result lists them.
 var ErrConflict = errors.New("files changed since the checkpoint")
-
-var errUnbuilt = errors.New("checkpoints: not built yet")
-
-// Store records and undoes checkpoints.
-type Store struct {
-	opts Options
-}
-
-// Open opens the store of the workspace.
-func Open(opts Options) (*Store, error) { return nil, errUnbuilt }
-
-// Close stops the store, once its pending checkpoints are recorded.
-func (s *Store) Close() error { return errUnbuilt }
-
-// Begin implements [tools.Recorder].
-func (s *Store) Begin(ctx context.Context, c tools.Call, touch tools.Touch, party access.Party) (func(error), error) {
-	return nil, errUnbuilt
-}
-
-// List returns the checkpoints f selects that party may see (an app: its
-// own), newest first.
-func (s *Store) List(party access.Party, f Filter) ([]Checkpoint, error) { return nil, errUnbuilt }
-
-// Get returns the checkpoint of id (a full id or a unique prefix).
-func (s *Store) Get(party access.Party, id string) (Checkpoint, error) {
-	return Checkpoint{}, errUnbuilt
-}
-
-// Diff returns the files of the checkpoint of id with their contents.
-func (s *Store) Diff(party access.Party, id string) ([]FileDiff, error) { return nil, errUnbuilt }
-
-// Undo restores what sel selects to what it was before, and records the
-// undo as a checkpoint (so that it can be redone).
-func (s *Store) Undo(ctx context.Context, sel Selector, o UndoOptions) (Result, error) {
-	return Result{}, errUnbuilt
-}
-
-// Redo reverses the undo of id, or the most recent undo that stands when
-// id is empty, and records the redo as a checkpoint.
-func (s *Store) Redo(ctx context.Context, id string, o UndoOptions) (Result, error) {
-	return Result{}, errUnbuilt
-}
-
-// Usage returns the store's size.
-func (s *Store) Usage() (Usage, error) { return Usage{}, errUnbuilt }
-
-// GC prunes the oldest sessions' checkpoints down to the cap and drops
-// the objects nothing refers to any more.
-func (s *Store) GC(ctx context.Context) (GCResult, error) { return GCResult{}, errUnbuilt }

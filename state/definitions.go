@@ -137,6 +137,10 @@ type Definitions struct {
 	// stats spares scans the reading of files that did not change.
 	stats     *statCache
 	firstSave sync.WaitGroup // the stat cache's save after the open
+
+	// changes stores workspace checkpoints (changes.go).
+	changesOnce sync.Once
+	changes     *Changes
 }
 
 // OpenDefinitions opens (or creates) the store. It recovers from a torn

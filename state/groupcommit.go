@@ -332,10 +332,12 @@ func (s *Definitions) addCommit(d *draft, g *group, path string, w WriteOptions,
 // snapshot, the history index and the bus; it acknowledges the writes and
 // hands their working files to the checkpointer. A failure fails them all.
 func (s *Definitions) commitGroup(g *group) {
+	s.repo.gcMu.RLock()
 	err := s.commitFiles(g)
 	if err == nil {
 		err = s.publish(g)
 	}
+	s.repo.gcMu.RUnlock()
 	files, dirs := g.dw.takeLazy()
 	if err != nil {
 		for _, f := range files {

@@ -46,6 +46,12 @@ type repo struct {
 	bg      sync.WaitGroup // consolidate
 
 	blobs *blobCache
+
+	// gcMu is held for reading by every write of objects and refs, from
+	// staging its pack to moving its ref, and for writing by gc, which
+	// drops the objects nothing reaches: a writer that found an object
+	// packed and did not write it again must not see it dropped.
+	gcMu sync.RWMutex
 }
 
 // openRepo opens the bare repository at dir, creating it when missing, and
@@ -347,23 +353,27 @@ func memoryBytes(o *plumbing.MemoryObject) []byte {
 // readRef returns the commit the branch points to, or the zero hash for a
 // repository without commits. A ref file that exists but does not hold a
 // hash is an error: recovery decides what to do with it.
-func (r *repo) readRef() (plumbing.Hash, error) {
-	data, err := os.ReadFile(filepath.Join(r.dir, branchRef))
+func (r *repo) readRef() (plumbing.Hash, error) { return r.readNamedRef(branchRef) }
+
+// readNamedRef returns the commit a ref (loose, or in packed-refs, where
+// git gc moves it) points to, or the zero hash when there is none.
+func (r *repo) readNamedRef(name string) (plumbing.Hash, error) {
+	data, err := os.ReadFile(filepath.Join(r.dir, name))
 	if errors.Is(err, os.ErrNotExist) {
-		return r.readPackedRef()
+		return r.readPackedRef(name)
 	}
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	s := strings.TrimSpace(string(data))
 	if !plumbing.IsHash(s) {
-		return plumbing.ZeroHash, fmt.Errorf("ref %s holds %q, not a commit hash", branchRef, truncate(s, 60))
+		return plumbing.ZeroHash, fmt.Errorf("ref %s holds %q, not a commit hash", name, truncate(s, 60))
 	}
 	return plumbing.NewHash(s), nil
 }
 
-// readPackedRef reads the branch from packed-refs, where git gc moves it.
-func (r *repo) readPackedRef() (plumbing.Hash, error) {
+// readPackedRef reads a ref from packed-refs.
+func (r *repo) readPackedRef(ref string) (plumbing.Hash, error) {
 	data, err := os.ReadFile(filepath.Join(r.dir, "packed-refs"))
 	if errors.Is(err, os.ErrNotExist) {
 		return plumbing.ZeroHash, nil
@@ -372,7 +382,7 @@ func (r *repo) readPackedRef() (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	for line := range strings.SplitSeq(string(data), "\n") {
-		if h, name, ok := strings.Cut(line, " "); ok && name == branchRef && plumbing.IsHash(h) {
+		if h, name, ok := strings.Cut(line, " "); ok && name == ref && plumbing.IsHash(h) {
 			return plumbing.NewHash(h), nil
 		}
 	}
@@ -384,10 +394,18 @@ func (r *repo) readPackedRef() (plumbing.Hash, error) {
 // git treats the lock file as a lock, so a git command cannot update the
 // branch meanwhile.
 func (r *repo) stageRef(w *durableWrite, commit plumbing.Hash) error {
-	lock := r.refLock()
+	return r.stageNamedRef(w, branchRef, commit)
+}
+
+// stageNamedRef is stageRef for any ref of the repository.
+func (r *repo) stageNamedRef(w *durableWrite, name string, commit plumbing.Hash) error {
+	lock := r.namedRefLock(name)
+	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", branchRef, err)
+		return fmt.Errorf("lock %s: %w (is a git command running on the history repository?)", name, err)
 	}
 	w.files = append(w.files, f)
 	w.cleanup = append(w.cleanup, lock)
@@ -396,23 +414,32 @@ func (r *repo) stageRef(w *durableWrite, commit plumbing.Hash) error {
 }
 
 // refLock is the branch's lock file, as git names it.
-func (r *repo) refLock() string { return filepath.Join(r.dir, branchRef+".lock") }
+func (r *repo) refLock() string { return r.namedRefLock(branchRef) }
+
+func (r *repo) namedRefLock(name string) string { return filepath.Join(r.dir, name+".lock") }
 
 // unlockRef removes the branch's lock file: a ref update that will not
 // happen.
 func (r *repo) unlockRef() error { return os.Remove(r.refLock()) }
+
+// moveRef renames a ref's lock file, which finish made durable, to the
+// ref, and syncs the directory: the ref's update is then durable. On an
+// error the lock is removed.
+func (r *repo) moveRef(name string) error {
+	path := filepath.Join(r.dir, name)
+	if err := os.Rename(r.namedRefLock(name), path); err != nil {
+		os.Remove(r.namedRefLock(name))
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	return syncDirs(filepath.Dir(path))
+}
 
 // commitRef moves the branch to the commit whose lock file finish made
 // durable: rename, then sync the directory. It then appends to the reflog,
 // which recovery reads when the ref itself is lost; the commit is made by
 // then, so a failure there is only reported.
 func (r *repo) commitRef(old, commit plumbing.Hash, who, message string, when int64) (reflogErr, err error) {
-	path := filepath.Join(r.dir, branchRef)
-	if err := os.Rename(r.refLock(), path); err != nil {
-		r.unlockRef()
-		return nil, fmt.Errorf("update %s: %w", branchRef, err)
-	}
-	if err := syncDirs(filepath.Dir(path)); err != nil {
+	if err := r.moveRef(branchRef); err != nil {
 		return nil, err
 	}
 	line := fmt.Sprintf("%s %s %s <%s> %d +0000\t%s\n", old, commit, who, authorEmail, when, firstLine(message))

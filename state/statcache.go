@@ -191,3 +191,19 @@ func statKeyOf(info fs.FileInfo) (statKey, bool) {
 	}
 	return statKey{size: info.Size(), mtime: info.ModTime().UnixNano(), ctime: ctime, ino: ino}, true
 }
+
+// FileKey is what a file's stat says of its content (size, modification
+// and change times, inode), for a cache of contents by stat: a write
+// changes the change time, which no program can set, and a rename the
+// inode.
+type FileKey struct {
+	Size, MTime, CTime int64
+	Inode              uint64
+}
+
+// FileKeyOf returns the key of a file's lstat info; false where the system
+// gives no change time and inode.
+func FileKeyOf(info fs.FileInfo) (FileKey, bool) {
+	k, ok := statKeyOf(info)
+	return FileKey{Size: k.size, MTime: k.mtime, CTime: k.ctime, Inode: k.ino}, ok
+}

@@ -1,0 +1,566 @@
+package checkpoints
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/nexuscocreate/nexus/state"
+)
+
+// The baseline. A call that may change any file (a command) has the
+// workspace compared before and after it runs: its files as the last scan
+// saw them (the baseline: path → content, as a blob of the history, and
+// stat) against what they are now. Every content of the baseline is in
+// the history repository before a command runs, so that what it changes
+// or deletes can be restored. A file whose stat is what the baseline
+// recorded is not read (a stat cache, as git's index is): a scan of an
+// unchanged workspace reads no content. An entry whose change time is
+// not older than racyMargin before the scan that recorded it is read
+// again by the next scan ("racily clean" in git: a write in the same tick
+// of the file system's clock leaves the stat as it was).
+//
+// The baseline is refreshed before a command runs, silently (what changed
+// since the last scan is the person's, or a call's that recorded it
+// itself), and compared after: what differs is the command's. When calls
+// overlap, a change goes with the first call whose scan sees it; a call
+// that names its paths (write_file) claims them while it runs, so that a
+// command's scan leaves them to it, and updates the baseline for them
+// when it ends.
+//
+// The baseline is saved in .nexus/checkpoints-baseline (not synced: a lost
+// or damaged file is a first scan again, which reads every file).
+
+// racyMargin: see above; the definitions' stat cache uses the same.
+const racyMargin = int64(2 * time.Second)
+
+const baselineVersion = 1
+
+// Kinds of baseline entry.
+const (
+	entryFile    = iota // a regular file within the size cap: its content is stored
+	entryIgnored        // a file or a directory that .gitignore ignores
+	entryLarge          // a regular file over the size cap
+	entryOther          // a symlink or a special file
+)
+
+// baseEntry is one entry of the baseline.
+type baseEntry struct {
+	Key  state.FileKey
+	Seen int64 // when the scan that recorded it began, in Unix nanoseconds
+	Kind uint8
+	Blob string // entryFile's content
+	Exec bool
+	What string // entryOther's type: "a symlink", "a named pipe"...
+}
+
+// same reports whether two entries say the same of a path.
+func (e baseEntry) same(o baseEntry) bool {
+	if e.Kind != o.Kind {
+		return false
+	}
+	if e.Kind == entryFile {
+		return e.Blob == o.Blob && e.Exec == o.Exec
+	}
+	return e.Key == o.Key
+}
+
+// scanner keeps the baseline.
+type scanner struct {
+	s    *Store
+	file string
+
+	ready    chan struct{} // closed once the first baseline is built
+	done     chan struct{} // closed by stop
+	stopOnce sync.Once
+
+	// mu guards the baseline and the claims, and serialises scans.
+	mu     sync.Mutex
+	base   map[string]baseEntry
+	err    error          // the first baseline's failure
+	claims map[string]int // paths of the calls that name theirs, running
+	dirty  bool           // not saved since it changed
+}
+
+func newScanner(s *Store) *scanner {
+	return &scanner{s: s, file: filepath.Join(s.opts.Workspace, ".nexus", "checkpoints-baseline"),
+		ready: make(chan struct{}), done: make(chan struct{}), claims: map[string]int{}}
+}
+
+// start loads the baseline, or builds the first one.
+func (sc *scanner) start() {
+	defer close(sc.ready)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if base, ok := sc.load(); ok {
+		sc.base = base
+		return
+	}
+	res, err := sc.walk(map[string]baseEntry{})
+	if err == nil && !res.tooMany {
+		err = sc.store(res)
+	}
+	if err != nil {
+		sc.err = fmt.Errorf("checkpoints: first scan of the workspace: %w", err)
+		sc.s.logger.Warn("workspace not scanned; commands will not run until it is", "error", err.Error())
+		return
+	}
+	sc.base = res.entries
+	sc.dirty = true
+	if err := sc.saveLocked(); err != nil {
+		sc.s.logger.Warn("checkpoints baseline not saved; the next start scans the workspace again", "error", err.Error())
+	}
+}
+
+func (sc *scanner) stop() { sc.stopOnce.Do(func() { close(sc.done) }) }
+
+// wait waits for the first baseline. The caller then takes mu.
+func (sc *scanner) wait(ctx interface{ Done() <-chan struct{} }) error {
+	select {
+	case <-sc.ready:
+		return nil
+	case <-ctx.Done():
+		return errors.New("checkpoints: the call ended while the workspace's first scan was running")
+	}
+}
+
+// load reads the saved baseline; entries whose content the repository
+// lacks (dropped by a gc after the file was saved) are left out, to be
+// read again.
+func (sc *scanner) load() (map[string]baseEntry, bool) {
+	data, err := os.ReadFile(sc.file)
+	if err != nil {
+		return nil, false
+	}
+	var saved struct {
+		Version int
+		Entries map[string]baseEntry
+	}
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&saved); err != nil || saved.Version != baselineVersion {
+		return nil, false
+	}
+	for p, e := range saved.Entries {
+		if e.Kind == entryFile && !sc.s.changes.Has(e.Blob) {
+			delete(saved.Entries, p)
+		}
+	}
+	if saved.Entries == nil {
+		saved.Entries = map[string]baseEntry{}
+	}
+	return saved.Entries, true
+}
+
+// save writes the baseline when it changed.
+func (sc *scanner) save() error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.saveLocked()
+}
+
+func (sc *scanner) saveLocked() error {
+	if !sc.dirty || sc.base == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(struct {
+		Version int
+		Entries map[string]baseEntry
+	}{baselineVersion, sc.base})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(sc.file), 0o700); err != nil {
+		return err
+	}
+	tmp := sc.file + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, sc.file); err != nil {
+		return err
+	}
+	sc.dirty = false
+	return nil
+}
+
+// scanResult is a scan of the workspace.
+type scanResult struct {
+	entries map[string]baseEntry
+	// contents read by the scan that the baseline before did not have.
+	contents map[string][]byte
+	files    int
+	tooMany  bool
+}
+
+// store puts the contents a scan read into the repository.
+func (sc *scanner) store(res scanResult) error {
+	if len(res.contents) == 0 {
+		return nil
+	}
+	blobs := make([][]byte, 0, len(res.contents))
+	for _, c := range res.contents {
+		blobs = append(blobs, c)
+	}
+	return sc.s.changes.Put(blobs)
+}
+
+// skipDir reports whether a directory of the workspace is never scanned:
+// Nexus's own state and git's.
+func skipDir(p string) bool {
+	return p == ".nexus" || p == ".git" || strings.HasSuffix(p, "/.git")
+}
+
+// walk scans the workspace against prev, the baseline. The caller holds
+// mu.
+func (sc *scanner) walk(prev map[string]baseEntry) (scanResult, error) {
+	res := scanResult{entries: make(map[string]baseEntry, len(prev)), contents: map[string][]byte{}}
+	seen := time.Now().UnixNano()
+	err := sc.walkDir("", nil, prev, seen, &res)
+	return res, err
+}
+
+// ignorer is the .gitignore patterns in force in a directory.
+type ignorer []gitignore.Pattern
+
+// read adds the patterns of dir's .gitignore.
+func (ig ignorer) read(root *os.Root, dir string) ignorer {
+	f, err := root.Open(path.Join(orDot(dir), ".gitignore"))
+	if err != nil {
+		return ig
+	}
+	defer f.Close()
+	var domain []string
+	if dir != "" {
+		domain = strings.Split(dir, "/")
+	}
+	out := slices.Clip(ig)
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		out = append(out, gitignore.ParsePattern(line, domain))
+	}
+	return out
+}
+
+func (ig ignorer) match(p string, isDir bool) bool {
+	return len(ig) > 0 && gitignore.NewMatcher(ig).Match(strings.Split(p, "/"), isDir)
+}
+
+func orDot(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func (sc *scanner) walkDir(dir string, ig ignorer, prev map[string]baseEntry, seen int64, res *scanResult) error {
+	select {
+	case <-sc.done:
+		return errors.New("the store is closing")
+	default:
+	}
+	ig = ig.read(sc.s.root, dir)
+	entries, err := os.ReadDir(filepath.Join(sc.s.opts.Workspace, filepath.FromSlash(dir)))
+	if err != nil {
+		if dir != "" && errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		return err
+	}
+	for _, de := range entries {
+		p := path.Join(dir, de.Name())
+		if de.IsDir() && skipDir(p) {
+			continue
+		}
+		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if info.IsDir() {
+			if ig.match(p, true) {
+				key, _ := state.FileKeyOf(info)
+				res.entries[p] = baseEntry{Key: key, Seen: seen, Kind: entryIgnored}
+				continue
+			}
+			if err := sc.walkDir(p, ig, prev, seen, res); err != nil {
+				return err
+			}
+			continue
+		}
+		if ig.match(p, false) {
+			key, _ := state.FileKeyOf(info)
+			res.entries[p] = baseEntry{Key: key, Seen: seen, Kind: entryIgnored}
+			continue
+		}
+		res.files++
+		if res.files > sc.s.opts.MaxFiles {
+			res.tooMany = true
+			return nil
+		}
+		e, content, err := sc.entry(p, info, prev[p], seen)
+		if err != nil {
+			return err
+		}
+		res.entries[p] = e
+		if content != nil {
+			res.contents[e.Blob] = content
+		}
+		if res.tooMany {
+			return nil
+		}
+	}
+	return nil
+}
+
+// entry makes the baseline entry of a file (not ignored) from its lstat
+// info, reading it unless old, its entry before, vouches for its content.
+// content is what it read.
+func (sc *scanner) entry(p string, info fs.FileInfo, old baseEntry, seen int64) (e baseEntry, content []byte, err error) {
+	key, keyed := state.FileKeyOf(info)
+	e = baseEntry{Key: key, Seen: seen}
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		e.Kind, e.What = entryOther, "a symlink"
+		return e, nil, nil
+	case !info.Mode().IsRegular():
+		e.Kind, e.What = entryOther, fileType(info.Mode())
+		return e, nil, nil
+	case info.Size() > sc.s.opts.MaxFileSize:
+		e.Kind = entryLarge
+		return e, nil, nil
+	}
+	e.Exec = info.Mode()&0o111 != 0
+	if keyed && old.Kind == entryFile && old.Blob != "" && old.Key == key &&
+		key.CTime < old.Seen-racyMargin && key.MTime < old.Seen-racyMargin {
+		e.Blob = old.Blob
+		return e, nil, nil
+	}
+	content, err = readRegular(sc.s.root, p, sc.s.opts.MaxFileSize)
+	switch {
+	case errors.Is(err, errChanged), errors.Is(err, fs.ErrNotExist):
+		// Replaced while read: read next time.
+		e.Kind, e.Key = entryOther, state.FileKey{}
+		e.What = "a file that changed while it was read"
+		return e, nil, nil
+	case errors.Is(err, errTooLarge):
+		e.Kind = entryLarge
+		return e, nil, nil
+	case err != nil:
+		return e, nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	e.Blob = state.BlobID(content)
+	if e.Blob == old.Blob {
+		return e, nil, nil
+	}
+	return e, content, nil
+}
+
+var (
+	errChanged  = errors.New("not a regular file any more")
+	errTooLarge = errors.New("over the size cap")
+)
+
+// readRegular reads a regular file of the workspace, confined to it,
+// refusing one over max bytes.
+func readRegular(root *os.Root, p string, max int64) ([]byte, error) {
+	f, err := root.OpenFile(filepath.FromSlash(p), os.O_RDONLY|nonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, errChanged
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, errTooLarge
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "a special file"
+}
+
+// compare returns what differs between the baseline before and a scan
+// after, leaving out claimed paths.
+func (sc *scanner) compare(before, after map[string]baseEntry) (files []FileChange, skipped []Skipped) {
+	paths := make([]string, 0)
+	for p, a := range after {
+		if b, ok := before[p]; !ok || !b.same(a) {
+			paths = append(paths, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		if sc.claims[p] > 0 {
+			continue
+		}
+		b, bok := before[p]
+		a, aok := after[p]
+		bFile, aFile := bok && b.Kind == entryFile, aok && a.Kind == entryFile
+		switch {
+		case bFile && aFile:
+			files = append(files, FileChange{Path: p, Action: Modified, Before: b.Blob, After: a.Blob, BeforeExec: b.Exec, AfterExec: a.Exec})
+		case !bok && aFile:
+			files = append(files, FileChange{Path: p, Action: Added, After: a.Blob, AfterExec: a.Exec})
+		case bFile && !aok:
+			files = append(files, FileChange{Path: p, Action: Deleted, Before: b.Blob, BeforeExec: b.Exec})
+		default:
+			skipped = append(skipped, Skipped{Path: p, Reason: sc.s.skipReason(b, bok, a, aok)})
+		}
+	}
+	return files, skipped
+}
+
+// skipReason says why a change was not recorded.
+func (s *Store) skipReason(b baseEntry, bok bool, a baseEntry, aok bool) string {
+	switch {
+	case (aok && a.Kind == entryIgnored) || (bok && b.Kind == entryIgnored):
+		return "ignored (.gitignore)"
+	case aok && a.Kind == entryLarge:
+		return s.overCap(a.Key.Size)
+	case bok && b.Kind == entryLarge:
+		return s.overCap(b.Key.Size) + ", before the call"
+	case aok && a.Kind == entryOther:
+		return "not a regular file (" + a.What + ")"
+	case bok && b.Kind == entryOther:
+		return "not a regular file before the call (" + b.What + ")"
+	}
+	return "not recorded"
+}
+
+func (s *Store) overCap(size int64) string {
+	return fmt.Sprintf("over the size cap (checkpoints.maxFileSize, %s): %s", sizeString(s.opts.MaxFileSize), sizeString(size))
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// refresh sets the baseline's entries of paths to what they are now (a
+// call that named them ended, an undo restored them), storing a content
+// the repository lacks. The caller holds mu.
+func (sc *scanner) refresh(paths []string) error {
+	if sc.base == nil {
+		return nil
+	}
+	seen := time.Now().UnixNano()
+	var blobs [][]byte
+	for _, p := range paths {
+		if !sc.scanned(p) {
+			continue
+		}
+		info, err := sc.s.root.Lstat(filepath.FromSlash(p))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errUnderLink) || (err == nil && info.IsDir()) {
+			delete(sc.base, p)
+			continue
+		}
+		if err != nil {
+			delete(sc.base, p)
+			continue
+		}
+		if sc.ignored(p) {
+			key, _ := state.FileKeyOf(info)
+			sc.base[p] = baseEntry{Key: key, Seen: seen, Kind: entryIgnored}
+			continue
+		}
+		e, content, err := sc.entry(p, info, baseEntry{}, seen)
+		if err != nil {
+			delete(sc.base, p)
+			continue
+		}
+		if content != nil && !sc.s.changes.Has(e.Blob) {
+			blobs = append(blobs, content)
+		}
+		sc.base[p] = e
+	}
+	sc.dirty = true
+	if len(blobs) > 0 {
+		return sc.s.changes.Put(blobs)
+	}
+	return nil
+}
+
+var errUnderLink = errors.New("under a symlink")
+
+// scanned reports whether a scan looks at p: not under .nexus/ or .git/,
+// nor under a symlink or an ignored directory.
+func (sc *scanner) scanned(p string) bool {
+	parts := strings.Split(p, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		if skipDir(dir) {
+			return false
+		}
+		if info, err := sc.s.root.Lstat(filepath.FromSlash(dir)); err != nil || !info.IsDir() {
+			return false
+		}
+		if e, ok := sc.base[dir]; ok && e.Kind == entryIgnored {
+			return false
+		}
+	}
+	return true
+}
+
+// ignored reports whether .gitignore files ignore the file p.
+func (sc *scanner) ignored(p string) bool {
+	var ig ignorer
+	parts := strings.Split(p, "/")
+	for i := range len(parts) { // "", then each directory above p
+		ig = ig.read(sc.s.root, strings.Join(parts[:i], "/"))
+	}
+	return ig.match(p, false)
+}

@@ -1,0 +1,182 @@
+package checkpoints
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/state"
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+func TestUndoConflictThenForce(t *testing.T) {
+	e := newEnv(t, start)
+	e.turn("s1", "t1")
+	// A later call of another session changes one file, the person another.
+	e.call(tools.Call{ID: "later", ToolName: "write_file", Session: "s2", Turn: "u1"},
+		tools.Touch{Paths: []string{"new.txt"}}, agent, func() { e.write("new.txt", "rewritten later") })
+	e.write("cmd.txt", "edited by the person")
+
+	res, err := e.s.Undo(context.Background(), Selector{Session: "s1", Turn: "t1"}, person())
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("undo over changed files: %v, want a conflict", err)
+	}
+	if len(res.Conflicts) != 2 || res.Checkpoint != nil || len(res.Restored) != 0 {
+		t.Fatalf("result: %+v", res)
+	}
+	reasons := map[string]string{}
+	for _, c := range res.Conflicts {
+		reasons[c.Path] = c.Reason
+	}
+	if !strings.Contains(reasons["new.txt"], "later (write_file)") || !strings.Contains(reasons["cmd.txt"], "outside the recorded calls") {
+		t.Errorf("conflicts: %+v", res.Conflicts)
+	}
+	// Nothing was changed.
+	e.want(map[string]string{"new.txt": "rewritten later", "cmd.txt": "edited by the person", "gone.txt": "<absent>"})
+
+	o := person()
+	o.Force = true
+	res, err = e.s.Undo(context.Background(), Selector{Session: "s1", Turn: "t1"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Restored) != 5 || len(res.Conflicts) != 2 {
+		t.Fatalf("forced: %+v", res)
+	}
+	e.want(start)
+	// The redo puts back what the undo found, the person's edit included.
+	if _, err := e.s.Redo(context.Background(), res.Checkpoint.ID[:10], person()); err != nil {
+		t.Fatal(err)
+	}
+	e.want(map[string]string{"new.txt": "rewritten later", "cmd.txt": "edited by the person", "gone.txt": "<absent>"})
+}
+
+func TestUndoCallAndErrors(t *testing.T) {
+	e := newEnv(t, start)
+	e.turn("s1", "t1")
+	if _, err := e.s.Undo(context.Background(), Selector{Call: "t1-e"}, person()); err != nil {
+		t.Fatal(err)
+	}
+	e.want(map[string]string{"src/edit.go": "package src", "new.txt": "written by t1"})
+	if _, err := e.s.Undo(context.Background(), Selector{Call: "t1-edit"}, person()); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "already undone") {
+		t.Errorf("undo of an undone call: %v", err)
+	}
+	if _, err := e.s.Undo(context.Background(), Selector{Call: "t1-"}, person()); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("an ambiguous prefix: %v", err)
+	}
+	if _, err := e.s.Undo(context.Background(), Selector{Call: "nope"}, person()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown id: %v", err)
+	}
+	if _, err := e.s.Undo(context.Background(), Selector{Session: "s9"}, person()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown session: %v", err)
+	}
+}
+
+func TestScanSkips(t *testing.T) {
+	e := newEnv(t, map[string]string{".gitignore": "build/\n*.log\n!keep.log\n", "sub/.gitignore": "tmp.txt\n", "a.txt": "a"},
+		func(o *Options) { o.MaxFileSize = 100 })
+	e.call(tools.Call{ID: "cmd", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		e.write("build/out.bin", "x")
+		e.write("x.log", "ignored")
+		e.write("keep.log", "kept")
+		e.write("sub/tmp.txt", "ignored below")
+		e.write("big.txt", strings.Repeat("b", 200))
+		e.write(".nexus/private", "never looked at")
+		e.write(".git/HEAD", "never looked at")
+		if err := os.Symlink("a.txt", filepath.Join(e.ws, "link")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	cps := e.list(access.Person("cli"), Filter{})
+	if len(cps) != 1 {
+		t.Fatalf("checkpoints: %+v", cps)
+	}
+	cp := cps[0]
+	if len(cp.Files) != 1 || cp.Files[0].Path != "keep.log" || cp.Files[0].Action != Added {
+		t.Errorf("files: %+v", cp.Files)
+	}
+	skipped := map[string]string{}
+	for _, s := range cp.Skipped {
+		skipped[s.Path] = s.Reason
+	}
+	want := map[string]string{
+		"build":       "ignored (.gitignore)",
+		"x.log":       "ignored (.gitignore)",
+		"sub/tmp.txt": "ignored (.gitignore)",
+		"big.txt":     "over the size cap (checkpoints.maxFileSize, 100 bytes): 200 bytes",
+		"link":        "not a regular file (a symlink)",
+	}
+	for p, r := range want {
+		if skipped[p] != r {
+			t.Errorf("skipped %s: %q, want %q", p, skipped[p], r)
+		}
+	}
+	if len(cp.Skipped) != len(want) {
+		t.Errorf("skipped: %+v", cp.Skipped)
+	}
+
+	// An unchanged workspace: no checkpoint, and no file read.
+	e.call(tools.Call{ID: "cmd2", ToolName: "execute_command", Session: "s1", Turn: "t2"}, tools.Touch{All: true}, agent, func() {})
+	if n := len(e.list(access.Person("cli"), Filter{})); n != 1 {
+		t.Errorf("%d checkpoints after a command that changed nothing", n)
+	}
+}
+
+func TestPersonNotRecorded(t *testing.T) {
+	e := newEnv(t, start)
+	e.call(tools.Call{ID: "mine", ToolName: "write_file"}, tools.Touch{Paths: []string{"new.txt"}}, access.Person("cli"),
+		func() { e.write("new.txt", "mine") })
+	if n := len(e.list(access.Person("cli"), Filter{})); n != 0 {
+		t.Errorf("the person's own call made %d checkpoints", n)
+	}
+}
+
+func TestDefinitionRestoredThroughHistory(t *testing.T) {
+	e := newEnv(t, nil)
+	if _, err := e.defs.Set("notes.md", []byte("v1"), state.WriteOptions{Author: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	p := ".nexus/definitions/notes.md"
+	e.call(tools.Call{ID: "defw", ToolName: "write_file", Session: "s1", Turn: "t1"}, tools.Touch{Paths: []string{p}}, agent, func() {
+		if _, err := e.defs.Set("notes.md", []byte("v2"), state.WriteOptions{Author: "agent:s1"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := e.s.Undo(context.Background(), Selector{}, person()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.defs.Get("notes.md", "")
+	if err != nil || string(f.Content) != "v1" {
+		t.Fatalf("notes.md after undo: %q, %v", f.Content, err)
+	}
+	h, _, err := e.defs.History("notes.md", 1, "")
+	if err != nil || len(h) != 1 || h[0].Author != "cli" || !strings.HasPrefix(h[0].Message, "undo ") {
+		t.Errorf("the undo's commit: %+v %v", h, err)
+	}
+}
+
+func TestAppSeesItsOwn(t *testing.T) {
+	e := newEnv(t, start)
+	a, b := access.ForApp(&access.App{ID: "a"}), access.ForApp(&access.App{ID: "b"})
+	e.call(tools.Call{ID: "by-a", ToolName: "write_file"}, tools.Touch{Paths: []string{"a.txt"}}, a, func() { e.write("a.txt", "a") })
+	e.call(tools.Call{ID: "by-b", ToolName: "write_file"}, tools.Touch{Paths: []string{"b.txt"}}, b, func() { e.write("b.txt", "b") })
+	cps := e.list(a, Filter{})
+	if len(cps) != 1 || cps[0].ID != "by-a" || cps[0].Session != "app:a" {
+		t.Fatalf("app a sees %+v", cps)
+	}
+	if _, err := e.s.Get(a, "by-b"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("app a gets b's checkpoint: %v", err)
+	}
+	if _, err := e.s.Undo(context.Background(), Selector{Call: "by-b"}, UndoOptions{Party: a}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("app a undoes b's call: %v", err)
+	}
+	// Its last "turn" is its last call.
+	if _, err := e.s.Undo(context.Background(), Selector{}, UndoOptions{Party: a}); err != nil {
+		t.Fatal(err)
+	}
+	e.want(map[string]string{"a.txt": "<absent>", "b.txt": "b"})
+}
