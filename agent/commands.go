@@ -24,6 +24,8 @@ func Commands() []Command {
 		{Name: "cost", Description: "Tokens and cost of this session"},
 		{Name: "sessions", Description: "List the saved sessions"},
 		{Name: "resume", Description: "Go on with a saved session", Input: &CommandInput{Hint: "session id"}},
+		{Name: "undo", Description: "Undo the files the last turn changed (--force: even files changed since)", Input: &CommandInput{Hint: "--force"}},
+		{Name: "rewind", Description: "List this session's turns and the files they changed; /rewind N undoes turns N to the last", Input: &CommandInput{Hint: "turn number"}},
 	}
 }
 
@@ -106,6 +108,10 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 			return res, err
 		}
 		res.Resume = arg
+	case "undo":
+		return res, ss.undoCommand(ctx, arg, say)
+	case "rewind":
+		return res, ss.rewindCommand(ctx, arg, say)
 	default:
 		return res, commandErr("unknown command /%s (see /help)", name)
 	}

@@ -36,6 +36,9 @@ type Options struct {
 	ReadDefinition func(party access.Party, path string) ([]byte, error)
 	// NewProvider makes the adapter of a profile; default llm.New.
 	NewProvider func(llm.Profile) (llm.Provider, error)
+	// Checkpoints serve the special commands /undo and /rewind; nil: they
+	// say checkpoints are off.
+	Checkpoints Checkpoints
 	// Getenv reads API keys; default os.LookupEnv.
 	Getenv func(string) (string, bool)
 	Logger *slog.Logger

@@ -714,3 +714,49 @@ func TestAnswerTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// The calls of a prompt carry the session and the turn, the number of the
+// person's prompt in the session, which a resumed session goes on
+// counting (special commands are no turn).
+func TestCallsCarrySessionAndTurn(t *testing.T) {
+	f := newFixture(t, nil)
+	id := f.session(t)
+	read := func(callID string) func(context.Context, *llm.Request, func(llm.Event)) (*llm.Response, error) {
+		return calls(llm.ToolCall{ID: callID, Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)})
+	}
+	prompt := func(text string) []agent.Update {
+		t.Helper()
+		var rec recorder
+		if _, err := f.svc.Prompt(context.Background(), person, id, text, agent.PromptOptions{OnUpdate: rec.add}); err != nil {
+			t.Fatal(err)
+		}
+		return rec.kinds("tool_call")
+	}
+	turnOf := func(u []agent.Update) string {
+		t.Helper()
+		if len(u) != 1 {
+			t.Fatalf("tool calls %+v, want one", u)
+		}
+		c, ok := f.m.Get(u[0].ToolCallID)
+		if !ok || c.Session != id {
+			t.Fatalf("call %+v: session %q, want %q", c, c.Session, id)
+		}
+		return c.Turn
+	}
+	f.model.turns = append(f.model.turns, read("c1"), text("one"))
+	if got := turnOf(prompt("first")); got != "1" {
+		t.Errorf("first prompt's turn %q, want 1", got)
+	}
+	prompt("/help")
+	f.model.turns = append(f.model.turns, read("c2"), text("two"))
+	if got := turnOf(prompt("second")); got != "2" {
+		t.Errorf("second prompt's turn %q, want 2", got)
+	}
+	f.svc.Close()
+	f.open(t)
+	prompt("/clear")
+	f.model.turns = append(f.model.turns, read("c3"), text("three"))
+	if got := turnOf(prompt("third")); got != "3" {
+		t.Errorf("after a restart and /clear, the third prompt's turn %q, want 3", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,11 @@ type Session struct {
 	log      *sessionLog
 	ctx      *Context  // the DCM, re-read when its file changes
 	ctxStamp fileStamp // of the context file when ctx was read
+	// turn is the number of the person's prompts so far, counted from the
+	// session's file (its user messages, /clear or not), so that a turn
+	// keeps its number across a resume: the Turn of the calls a prompt
+	// makes, for their checkpoints.
+	turn int
 }
 
 // newSession makes a session of owner with a profile ("" the default):
@@ -139,12 +145,23 @@ func (ss *Session) add(m Message) (Message, error) {
 		return kept, err
 	}
 	ss.updated = ss.svc.opts.Now().UTC()
+	if m.Role == RoleUser {
+		ss.turn++
+	}
 	if ss.title == "" && m.Role == RoleUser {
 		ss.title = titleOf(m.Text)
 		ss.logLocked(record{Type: "title", Title: ss.title})
 	}
 	ss.logLocked(record{Type: "message", Message: &kept})
 	return kept, nil
+}
+
+// currentTurn is the number of the prompt the session is running, as the
+// Turn of its calls ("1" for the first).
+func (ss *Session) currentTurn() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return strconv.Itoa(ss.turn)
 }
 
 // titleOf is a session's title: its first prompt's first line, cut.

@@ -285,6 +285,9 @@ func (ss *Session) apply(r record) error {
 		if _, err := ss.hist.Add(*r.Message); err != nil {
 			return err
 		}
+		if r.Message.Role == RoleUser {
+			ss.turn++
+		}
 	case "usage":
 		if r.Usage != nil {
 			ss.addUsageLocked(*r.Usage)

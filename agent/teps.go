@@ -327,7 +327,7 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 	}
 	res := ToolResult{CallID: c.ID, Name: c.Name}
 	req := tools.ExecuteRequest{ToolName: d.Name, ServerName: d.ServerName, Party: ss.party, TaskID: ss.id, RequestID: c.ID,
-		Elicit: ss.elicitor()}
+		Session: ss.id, Turn: ss.currentTurn(), Elicit: ss.elicitor()}
 	req.Arguments, req.Intent, req.ExpectedOutcome = splitICERC(d, c.Arguments)
 	first := true
 	req.OnUpdate = func(call tools.Call) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
@@ -17,12 +18,17 @@ import (
 // ToolManager, offered only the tools the policy does not deny, and their
 // permission requests go to the terminal that prompts them when there is
 // one, else to the editor.
-func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Definitions, apps map[string]*access.App,
-	ss *sessionServers, opts Options, logger *slog.Logger) (*agent.Service, error) {
+func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Definitions, cps *checkpoints.Store,
+	apps map[string]*access.App, ss *sessionServers, opts Options, logger *slog.Logger) (*agent.Service, error) {
+	var undo agent.Checkpoints
+	if cps != nil {
+		undo = cps // a nil *Store in the interface would be called
+	}
 	svc, err := agent.NewService(agent.Options{
-		Layout: l.Layout,
-		Config: cfg,
-		Tools:  tp.manager,
+		Checkpoints: undo,
+		Layout:      l.Layout,
+		Config:      cfg,
+		Tools:       tp.manager,
 		MayUse: func(party access.Party, d tools.Definition) bool {
 			if !ss.allowed(party.Author(), d.ServerName) {
 				return false // an MCP server another editor connection brought

@@ -25,6 +25,7 @@ import (
 	"github.com/nexuscocreate/nexus/acp"
 	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/server"
@@ -129,6 +130,9 @@ type Parts struct {
 	Approvers   *policy.Approvers
 	MCP         *mcp.Hub
 	Agent       *agent.Service
+	// Checkpoints records and undoes the changes of tool calls; nil when
+	// checkpoints.enabled is false.
+	Checkpoints *checkpoints.Store
 
 	opts        Options
 	layout      layout
@@ -219,6 +223,18 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, fmt.Errorf("definitions: %w", err)
 	}
 	p.closers = append(p.closers, func() { p.Definitions.Close() })
+	// Closed after the tools (their calls' checkpoints are recorded) and
+	// before the definitions, whose history repository holds them.
+	if p.Checkpoints, err = openCheckpoints(ws, cfg.Checkpoints, p.Definitions, p.Bus, logger); err != nil {
+		return nil, err
+	}
+	if p.Checkpoints != nil {
+		p.closers = append(p.closers, func() {
+			if err := p.Checkpoints.Close(); err != nil {
+				logger.Warn("checkpoints: closing the store", "error", err.Error())
+			}
+		})
+	}
 	if p.Runtime, err = openRuntime(cfg.Runtime, l, p.Bus, logger); err != nil {
 		return nil, fmt.Errorf("runtime values: %w", err)
 	}
@@ -230,7 +246,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, err
 	}
 	p.sessionServers = &sessionServers{registry: acp.NewRegistry()}
-	tp, err := openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, p.sessionServers, logger)
+	tp, err := openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, p.sessionServers, recorder(p.Checkpoints), logger)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +262,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if p.apps, p.appTokens, err = l.appTokens(cfg.Apps); err != nil {
 		return nil, err
 	}
-	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.apps, p.sessionServers, opts, logger); err != nil {
+	if p.Agent, err = openAgent(l, cfg, tp, p.Definitions, p.Checkpoints, p.apps, p.sessionServers, opts, logger); err != nil {
 		return nil, err
 	}
 	p.closers = append(p.closers, func() { p.Agent.Close() })
@@ -405,6 +421,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 			Approvers:   p.Approvers,
 			Agent:       p.Agent,
 			Approvals:   p.Approvals,
+			Checkpoints: p.Checkpoints,
 			Apps:        appIDs(p.apps),
 			Logger:      logger,
 			MaxMessage:  maxMsg,

@@ -39,7 +39,7 @@ type toolParts struct {
 // openTools builds the ToolManager with the core tools and the permission
 // policy of the configuration.
 func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus,
-	ss *sessionServers, logger *slog.Logger) (*toolParts, error) {
+	ss *sessionServers, rec tools.Recorder, logger *slog.Logger) (*toolParts, error) {
 	rules, err := policy.FromConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tool policy: %w", err)
@@ -65,6 +65,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 		MaxArguments: int(cfg.Tools.MaxArgumentsSize),
 		Timeout:      time.Duration(cfg.Tools.Timeout),
 		AuditFile:    l.Audit,
+		Recorder:     rec,
 	})
 	if err != nil {
 		return nil, err

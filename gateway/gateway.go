@@ -92,6 +92,9 @@ type Gateway struct {
 	urlQuestions urlQuestions
 	// subs are the hub subscriptions the clients asked for, by URI.
 	subs map[string]*subscription
+
+	// conns name the socket connections' sessions.
+	conns connSessions
 }
 
 type toolRef struct{ server, name string }
@@ -352,7 +355,8 @@ func (g *Gateway) toolHandler(ps *partyServer, ref toolRef) sdk.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		er := tools.ExecuteRequest{ToolName: ref.name, ServerName: ref.server, Arguments: args, Party: ps.party}
+		er := tools.ExecuteRequest{ToolName: ref.name, ServerName: ref.server, Arguments: args, Party: ps.party,
+			Session: g.sessionOf(req.Session)}
 		if token := req.Params.GetProgressToken(); token != nil {
 			er.OnUpdate = progressSender(ctx, req.Session, token)
 		}

@@ -118,6 +118,7 @@ func (g *Gateway) ServeConn(ctx context.Context, conn net.Conn, authenticate Aut
 	if err != nil {
 		return err
 	}
+	defer g.forget(session)
 	stop := context.AfterFunc(ctx, func() { session.Close() })
 	defer stop()
 	if stdio {

@@ -49,6 +49,11 @@ func (s *Server) methodTable() map[string]method {
 		"nexus/mcp/prompts/get":           {fn: typed((*Server).mcpPromptsGet), async: true},
 		"nexus/mcp/login":                 {fn: typed((*Server).mcpLogin), async: true},
 		"nexus/mcp/logout":                {fn: typed((*Server).mcpLogout), async: true},
+		"nexus/checkpoints/list":          {fn: typed((*Server).checkpointsList)},
+		"nexus/checkpoints/diff":          {fn: typed((*Server).checkpointsDiff), async: true},
+		"nexus/checkpoints/undo":          {fn: typed((*Server).checkpointsUndo), async: true},
+		"nexus/checkpoints/redo":          {fn: typed((*Server).checkpointsRedo), async: true},
+		"nexus/checkpoints/gc":            {fn: typed((*Server).checkpointsGC), async: true},
 	}
 	if s.opts.Approvals != nil {
 		t["nexus/approvals/list"] = method{fn: typed((*Server).approvalsList)}

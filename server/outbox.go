@@ -11,6 +11,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
@@ -27,11 +28,14 @@ const (
 	notifyLogMessage        = "window/logMessage"
 	notifyProgress          = "$/progress"
 	notifyAgentUpdate       = "nexus/agent/update"
+	// notifyCheckpointsChanged: checkpoints were added, undone, redone or
+	// pruned; list them again.
+	notifyCheckpointsChanged = "nexus/checkpointsChanged"
 )
 
 var notificationNames = []string{notifyToolCall, notifyDefinitionChanged, notifyRuntimeChanged,
 	notifyMCPServerStatus, notifyLog, notifyLogMessage, notifyProgress, notifyAgentUpdate,
-	notifyMCPResourceUpdated, notifyMCPListChanged}
+	notifyMCPResourceUpdated, notifyMCPListChanged, notifyCheckpointsChanged}
 
 // maxPendingLogs bounds the log entries waiting for a slow editor; more are
 // dropped and counted.
@@ -51,6 +55,7 @@ const (
 	outAgent
 	outMCPResource
 	outMCPList
+	outCheckpoints
 )
 
 type outKey struct {
@@ -117,6 +122,8 @@ func (o *outbox) event(ev any) {
 		o.put(outKey{outMCPResource, ev.Server + "\x00" + ev.URI}, ev)
 	case mcp.ListChanged:
 		o.put(outKey{outMCPList, ev.Server + "\x00" + ev.Kind}, ev)
+	case checkpoints.Changed:
+		o.put(outKey{outCheckpoints, ev.Session}, ev)
 	}
 }
 
@@ -312,6 +319,8 @@ func (o *outbox) append(buf []byte, k outKey, v any) []byte {
 		return o.appendNote(buf, notifyMCPListChanged, mcpListChangedWire{Server: v.Server, Kind: v.Kind, Time: v.Time})
 	case agentUpdateParams:
 		return o.appendNote(buf, notifyAgentUpdate, v)
+	case checkpoints.Changed:
+		return o.appendNote(buf, notifyCheckpointsChanged, checkpointsChangedWire{Session: v.Session})
 	case *progressItem:
 		for _, p := range []*workDoneProgress{v.begin, v.report, v.end} {
 			if p != nil {

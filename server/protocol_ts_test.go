@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 )
@@ -110,6 +111,21 @@ func TestProtocolTS(t *testing.T) {
 		{"AgentPromptParams", agentPromptParams{}},
 		{"AgentSessionInfo", agent.SessionInfo{}},
 		{"AgentPromptResult", agent.PromptResult{}},
+		{"FileChange", checkpoints.FileChange{}},
+		{"Skipped", checkpoints.Skipped{}},
+		{"Checkpoint", checkpoints.Checkpoint{}},
+		{"CheckpointUsage", checkpoints.Usage{}},
+		{"CheckpointsListParams", checkpointsListParams{}},
+		{"CheckpointsListResult", checkpointsListResult{}},
+		{"CheckpointsDiffParams", checkpointsDiffParams{}},
+		{"CheckpointFileDiff", checkpointFileWire{}},
+		{"CheckpointsDiffResult", checkpointsDiffResult{}},
+		{"CheckpointsUndoParams", checkpointsUndoParams{}},
+		{"CheckpointsRedoParams", checkpointsRedoParams{}},
+		{"CheckpointConflict", checkpoints.Conflict{}},
+		{"CheckpointResult", checkpoints.Result{}},
+		{"CheckpointsGcResult", checkpoints.GCResult{}},
+		{"CheckpointsChanged", checkpointsChangedWire{}},
 	} {
 		fields, ok := tsFields(ts, c.iface)
 		if !ok {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/checkpoints"
 	"io"
 	"log/slog"
 	"strings"
@@ -44,6 +45,10 @@ type Options struct {
 	Approvals *policy.Approvals
 	// Agent is the agent core; nil serves no nexus/agent/ methods.
 	Agent *agent.Service
+	// Checkpoints are the records of the changes of tool calls
+	// (nexus/checkpoints/); nil: checkpoints are off, and the methods say
+	// so.
+	Checkpoints *checkpoints.Store
 	// Apps are the app ids of the configuration (for appId parameters).
 	Apps   []string
 	Logger *slog.Logger
@@ -435,7 +440,7 @@ func wireError(ctx context.Context, err error) error {
 	}
 	code, kind := CodeInternal, "internal"
 	switch {
-	case errors.Is(err, state.ErrNotFound), errors.Is(err, mcp.ErrUnknownServer):
+	case errors.Is(err, state.ErrNotFound), errors.Is(err, mcp.ErrUnknownServer), errors.Is(err, checkpoints.ErrNotFound):
 		code, kind = CodeNotFound, "not_found"
 	case errors.Is(err, state.ErrConflict):
 		code, kind = CodeConflict, "conflict"

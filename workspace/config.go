@@ -42,6 +42,29 @@ type Config struct {
 	Log      LogConfig      `yaml:"log"`
 	GRPC     GRPCConfig     `yaml:"grpc"`
 	ACP      ACPConfig      `yaml:"acp"`
+	// Checkpoints are the records of what agents, apps, MCP clients and
+	// their commands change in the workspace, to review and undo it.
+	Checkpoints CheckpointsConfig `yaml:"checkpoints"`
+}
+
+// CheckpointsConfig is the checkpoints section: every tool call that
+// changes files (write_file, edit_file, execute_command, a local MCP
+// server's tool) is recorded in .nexus/history.git under refs/nexus/ (never
+// the workspace's own .git), to be listed, diffed, undone and redone.
+type CheckpointsConfig struct {
+	// Enabled records checkpoints; false records none, and undo has
+	// nothing to restore.
+	Enabled bool `yaml:"enabled"`
+	// MaxFileSize is the largest changed file recorded: a larger one is
+	// listed as skipped with its checkpoint, and cannot be undone.
+	MaxFileSize Size `yaml:"maxFileSize"`
+	// MaxStoreSize bounds the checkpoints' share of the history store: past
+	// it the oldest sessions' checkpoints are pruned (`nexus checkpoints
+	// gc` prunes at once).
+	MaxStoreSize Size `yaml:"maxStoreSize"`
+	// MaxFiles bounds the files compared before and after a command: in a
+	// workspace with more, a command's changes are listed as skipped.
+	MaxFiles int `yaml:"maxFiles"`
 }
 
 // ACPConfig is the acp section: the agent in the editors that speak the
@@ -452,6 +475,12 @@ func DefaultConfig() *Config {
 		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
 		Log:      LogConfig{Level: "info"},
 		ACP:      ACPConfig{Mode: "default", Terminal: "nexus"},
+		Checkpoints: CheckpointsConfig{
+			Enabled:      true,
+			MaxFileSize:  2 * mib,
+			MaxStoreSize: gib,
+			MaxFiles:     100000,
+		},
 	}
 }
 
@@ -1015,6 +1044,10 @@ func (d *decoder) check(c *Config) {
 
 	d.oneOf("acp.mode", c.ACP.Mode, "default", "ask", "auto-edit", "read-only")
 	d.oneOf("acp.terminal", c.ACP.Terminal, "nexus", "client")
+
+	d.sizeUpTo("checkpoints.maxFileSize", c.Checkpoints.MaxFileSize, gib)
+	d.sizeUpTo("checkpoints.maxStoreSize", c.Checkpoints.MaxStoreSize, 1<<40)
+	d.atLeast("checkpoints.maxFiles", c.Checkpoints.MaxFiles, 1)
 }
 
 // llm checks the llm section and folds a profile written directly under

@@ -55,11 +55,12 @@ func TestDefaultConfig(t *testing.T) {
 			Separator:      "__",
 			HTTP:           MCPHTTPConfig{SessionIdleTimeout: Duration(30 * time.Minute), MaxSessionsPerToken: 16},
 		},
-		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 << 10, MaxAnswerSize: 1 << 20, MaxToolCallSize: 1 << 20},
-		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
-		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
-		Log:      LogConfig{Level: "info"},
-		ACP:      ACPConfig{Mode: "default", Terminal: "nexus"},
+		Agent:       AgentConfig{MaxSteps: 25, MaxToolResult: 32 << 10, MaxAnswerSize: 1 << 20, MaxToolCallSize: 1 << 20},
+		Messages:    MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
+		Context:     ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
+		Log:         LogConfig{Level: "info"},
+		ACP:         ACPConfig{Mode: "default", Terminal: "nexus"},
+		Checkpoints: CheckpointsConfig{Enabled: true, MaxFileSize: 2 << 20, MaxStoreSize: 1 << 30, MaxFiles: 100000},
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig() = %+v\nwant %+v", got, want)
@@ -213,6 +214,11 @@ func TestParseConfigAllSections(t *testing.T) {
 		"acp:",
 		"  mode: read-only",
 		"  terminal: client",
+		"checkpoints:",
+		"  enabled: false",
+		"  maxFileSize: 512KiB",
+		"  maxStoreSize: 100MiB",
+		"  maxFiles: 5000",
 	)
 	want := &Config{
 		Definitions: DefinitionsConfig{Root: "defs", MaxFileSize: 512 * 1024, Watch: false, Debounce: Duration(250 * time.Millisecond)},
@@ -274,7 +280,8 @@ func TestParseConfigAllSections(t *testing.T) {
 		Log:      LogConfig{Level: "warn", File: "/tmp/nexus.log"},
 		GRPC: GRPCConfig{Address: "127.0.0.1:7777", MaxMessageSize: 1 << 30,
 			TLS: TLSConfig{Cert: "tls/server.crt", Key: "tls/server.key", ClientCA: "/etc/nexus/clients.pem"}},
-		ACP: ACPConfig{Mode: "read-only", Terminal: "client"},
+		ACP:         ACPConfig{Mode: "read-only", Terminal: "client"},
+		Checkpoints: CheckpointsConfig{Enabled: false, MaxFileSize: 512 << 10, MaxStoreSize: 100 << 20, MaxFiles: 5000},
 	}
 	got, err := ParseConfig("config.yaml", in, env(nil))
 	if err != nil {
@@ -363,7 +370,7 @@ func TestParseConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown top-level key", yamlText("logs:", "  level: debug"),
-			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp)`},
+			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints)`},
 		{"unknown key in app", yamlText(
 			"# Apps",
 			"",
@@ -516,7 +523,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duplicate key", yamlText("log:", "  level: info", "  file: a", "  level: debug"),
 			`c.yaml:4:3: log: duplicate key "level" (first at line 2)`},
 		{"merge key", yamlText("base: &b {level: info}", "log:", "  <<: *b"),
-			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp)\n" +
+			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints)\n" +
 				"c.yaml:3:3: log: merge keys (<<) are not supported"},
 		{"llm default not a profile", yamlText("llm:", "  default: big", "  profiles:", "    small: {provider: openai, model: gpt-5-mini}"),
 			`c.yaml:2:12: llm.default: "big" is not a profile (profiles: small)`},
@@ -589,7 +596,7 @@ func TestParseConfigManyErrors(t *testing.T) {
 		`.nexus/config.yaml:12:12: environment variable TOKEN is not set (write ${TOKEN:-default} to give a default)`,
 		`.nexus/config.yaml:14:12: tools.sandbox: "jail" is not one of: read-only, workspace-write, off`,
 		`.nexus/config.yaml:15:12: tools.network: "sure" is not a boolean (true or false)`,
-		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp)`,
+		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints)`,
 	}, "\n")
 	_, err := ParseConfig(".nexus/config.yaml", in, env(nil))
 	if err == nil {

@@ -40,7 +40,9 @@ const Methods = {
   agentSessionsDelete: "nexus/agent/sessions/delete",
   agentPrompt: "nexus/agent/prompt",
   agentCancel: "nexus/agent/cancel",
-  // checkpoints
+  // Checkpoints: what agents, apps, MCP clients and their commands changed
+  // (server/checkpoints.go). With checkpoints.enabled: false they answer
+  // FailedPrecondition.
   checkpointsList: "nexus/checkpoints/list",
   checkpointsDiff: "nexus/checkpoints/diff",
   checkpointsUndo: "nexus/checkpoints/undo",
@@ -58,7 +60,6 @@ const Notifications = {
   agentUpdate: "nexus/agent/update",
   mcpResourceUpdated: "nexus/mcp/resourceUpdated",
   mcpListChanged: "nexus/mcp/listChanged",
-  // checkpoints
   checkpointsChanged: "nexus/checkpointsChanged"
 };
 const Requests = {

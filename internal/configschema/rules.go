@@ -164,6 +164,10 @@ var rules = map[string]rule{
 
 	"ACPConfig.Mode":     {enum: []string{"default", "ask", "auto-edit", "read-only"}},
 	"ACPConfig.Terminal": {enum: []string{"nexus", "client"}},
+
+	"CheckpointsConfig.MaxFileSize":  {positive: true, max: num(gib)},
+	"CheckpointsConfig.MaxStoreSize": {positive: true, max: num(1 << 40)},
+	"CheckpointsConfig.MaxFiles":     {min: num(1)},
 }
 
 // compatibleNeedsBaseURL says that provider openai-compatible needs a baseURL.

@@ -101,6 +101,7 @@ func (t *Tools) ExecuteCommand(cfg ExecConfig) tools.Tool {
 			Risk:         tools.RiskHigh,
 		},
 		Timeout: -1, // the command's own timeout applies
+		Touches: touchesAll,
 		Handler: func(ctx context.Context, inv *tools.Invocation, raw json.RawMessage) (json.RawMessage, error) {
 			return t.execute(ctx, cfg, inv.Acting(), inv.CallID, raw)
 		},

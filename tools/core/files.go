@@ -239,6 +239,7 @@ func (t *Tools) writeFileTool() tools.Tool {
 			Risk: tools.RiskMedium,
 		},
 		Handler: t.writeFile,
+		Touches: t.touchesPath,
 	}
 }
 
@@ -342,6 +343,7 @@ func (t *Tools) editFileTool() tools.Tool {
 			Risk: tools.RiskMedium,
 		},
 		Handler: t.editFile,
+		Touches: t.touchesPath,
 	}
 }
 

@@ -58,6 +58,18 @@ func definition(server string, t *mcp.Tool) (tools.Definition, error) {
 	return d, nil
 }
 
+// touches is the Touches of a server's tool, for its checkpoint: a server
+// that runs on this machine (stdio) may change any file of the workspace,
+// unless the tool says it only reads (readOnlyHint; a server that lies
+// could change files at any time anyway, call or not); a remote (HTTP)
+// server cannot reach the workspace's files, so its tools touch nothing.
+func touches(transport string, d tools.Definition) func(json.RawMessage) tools.Touch {
+	if transport != "stdio" || d.Kind == tools.KindRead {
+		return nil
+	}
+	return func(json.RawMessage) tools.Touch { return tools.Touch{All: true} }
+}
+
 // codeRejectedByTransport is the go-sdk's error for a request its
 // transport could not deliver or get an answer to (an HTTP request that
 // failed): the connection's failure, not the server's answer.

@@ -36,3 +36,31 @@ func TestDefinitionFromAnnotations(t *testing.T) {
 		t.Errorf("title %q, schema %s", d.Title, d.InputSchema)
 	}
 }
+
+// A tool of a server on this machine may change any file, unless it says
+// it only reads; a remote server's tools cannot reach the workspace.
+func TestToolTouches(t *testing.T) {
+	for _, c := range []struct {
+		transport string
+		ann       *mcp.ToolAnnotations
+		all       bool
+	}{
+		{"stdio", nil, true},
+		{"stdio", &mcp.ToolAnnotations{Title: "edit"}, true},
+		{"stdio", &mcp.ToolAnnotations{ReadOnlyHint: true}, false},
+		{"http", nil, false},
+		{"http", &mcp.ToolAnnotations{Title: "edit"}, false},
+	} {
+		d, err := definition("srv", &mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}, Annotations: c.ann})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got tools.Touch
+		if fn := touches(c.transport, d); fn != nil {
+			got = fn(nil)
+		}
+		if got.All != c.all || len(got.Paths) != 0 {
+			t.Errorf("%s %+v: touches %+v, want all=%v", c.transport, c.ann, got, c.all)
+		}
+	}
+}

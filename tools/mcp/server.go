@@ -591,7 +591,8 @@ func (s *server) refreshTools(ctx context.Context, session *mcp.ClientSession) e
 			continue
 		}
 		if m != nil {
-			if err := m.Replace(tools.Tool{Definition: def, Handler: s.handler(t.Name), Timeout: s.callTimeout()}); err != nil {
+			if err := m.Replace(tools.Tool{Definition: def, Handler: s.handler(t.Name), Timeout: s.callTimeout(),
+				Touches: touches(s.cfg.Transport, def)}); err != nil {
 				s.hub.logger.Warn("MCP tool skipped", "server", s.cfg.Name, "tool", t.Name, "error", err.Error())
 				continue
 			}

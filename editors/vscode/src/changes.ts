@@ -27,8 +27,8 @@ import {
   call,
   type Checkpoint,
   type CheckpointsDiffResult,
-  type CheckpointsResult,
-  type CheckpointsUsage,
+  type CheckpointResult,
+  type CheckpointUsage,
   isMethodNotFound,
   Methods,
   Notifications,
@@ -52,7 +52,7 @@ type Node = FolderNode | { kind: 'change'; daemon: Daemon; node: ChangeNode; ses
 /** What the view knows of a daemon: its sessions, or why it has none. */
 interface Loaded {
   sessions: SessionNode[];
-  usage?: CheckpointsUsage;
+  usage?: CheckpointUsage;
   listed: number;
   error?: string;
 }
@@ -387,7 +387,7 @@ export class ChangesView
   /** apply runs an undo or a redo; when files changed since, it lists them
    * in a modal and runs it again with force only on "WHAT anyway". It
    * tells whether it went through. */
-  private async apply(d: Daemon, what: 'Undo' | 'Redo', run: (client: LanguageClient, force: boolean) => Promise<CheckpointsResult>): Promise<boolean> {
+  private async apply(d: Daemon, what: 'Undo' | 'Redo', run: (client: LanguageClient, force: boolean) => Promise<CheckpointResult>): Promise<boolean> {
     const client = d.current;
     if (!client) {
       void vscode.window.showErrorMessage(`Nexus: the daemon of ${d.name} is not running.`);

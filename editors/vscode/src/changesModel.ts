@@ -6,7 +6,7 @@
 // author and a path are written by a model, an app, an MCP server or a file.
 
 import { inertLine } from './inert';
-import type { Checkpoint, CheckpointFile, CheckpointsUndoParams } from './protocol';
+import type { Checkpoint, FileChange, CheckpointsUndoParams } from './protocol';
 
 /** Whether a node's changes stand, are all undone, or some of each. */
 export type Undone = 'none' | 'partly' | 'all';
@@ -22,7 +22,7 @@ export interface Actions {
 export interface FileNode {
   kind: 'file';
   checkpoint: Checkpoint;
-  file: CheckpointFile;
+  file: FileChange;
   undone: boolean;
   label: string;
   description: string;
@@ -143,7 +143,7 @@ function undoneWord(u: Undone): string {
   return u === 'all' ? 'undone' : u === 'partly' ? 'partly undone' : '';
 }
 
-function fileNode(c: Checkpoint, f: CheckpointFile, undone: boolean): FileNode {
+function fileNode(c: Checkpoint, f: FileChange, undone: boolean): FileNode {
   const slash = f.path.lastIndexOf('/');
   const dir = slash < 0 ? '' : f.path.slice(0, slash);
   return {

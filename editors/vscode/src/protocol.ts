@@ -50,7 +50,9 @@ export const Methods = {
   agentSessionsDelete: 'nexus/agent/sessions/delete',
   agentPrompt: 'nexus/agent/prompt',
   agentCancel: 'nexus/agent/cancel',
-  // checkpoints
+  // Checkpoints: what agents, apps, MCP clients and their commands changed
+  // (server/checkpoints.go). With checkpoints.enabled: false they answer
+  // FailedPrecondition.
   checkpointsList: 'nexus/checkpoints/list',
   checkpointsDiff: 'nexus/checkpoints/diff',
   checkpointsUndo: 'nexus/checkpoints/undo',
@@ -70,7 +72,6 @@ export const Notifications = {
   agentUpdate: 'nexus/agent/update',
   mcpResourceUpdated: 'nexus/mcp/resourceUpdated',
   mcpListChanged: 'nexus/mcp/listChanged',
-  // checkpoints
   checkpointsChanged: 'nexus/checkpointsChanged',
 } as const;
 
@@ -686,6 +687,128 @@ export interface AgentUpdateParams {
   update: AgentUpdate;
 }
 
+// ---- checkpoints (package checkpoints; server/checkpoints.go) ---------------
+
+/** checkpoints.FileChange: one file a checkpoint changed; before and after are blob ids of the
+ * history repository (absent: the file did not exist). */
+export interface FileChange {
+  /** Slash-separated, relative to the workspace root. */
+  path: string;
+  action: 'added' | 'modified' | 'deleted' | string;
+  before?: string;
+  after?: string;
+  beforeExecutable?: boolean;
+  afterExecutable?: boolean;
+}
+/** checkpoints.Skipped: a change seen but not recorded, and why (ignored, over the size cap...). */
+export interface Skipped {
+  path: string;
+  reason: string;
+}
+/** checkpoints.Checkpoint: one tool call's changes, or an undo's, or a redo's. */
+export interface Checkpoint {
+  /** The tool call's id for kind "call"; a fresh id for an undo or a redo. */
+  id: string;
+  kind: 'call' | 'undo' | 'redo' | string;
+  toolCallId?: string;
+  toolName?: string;
+  serverName?: string;
+  /** "agent:<session>", "app:<id>", "mcp:<client>", "cli", "editor"... */
+  author: string;
+  appId?: string;
+  /** The agent session, "app:<id>" for an app's own calls, or an MCP client's session. */
+  session: string;
+  /** The turn of an agent session: "1", "2"... */
+  turn?: string;
+  time: string;
+  /** An undo's: the checkpoints it took back; a redo's: the undo it reversed. */
+  undoes?: string[];
+  /** The undo that currently takes this checkpoint back; absent when its changes stand. */
+  undoneBy?: string;
+  files: FileChange[];
+  skipped?: Skipped[];
+}
+/** checkpoints.Usage: the store's size. */
+export interface CheckpointUsage {
+  checkpoints: number;
+  sessions: number;
+  bytes: number;
+  maxBytes: number;
+}
+/** checkpointsListParams: every checkpoint by default, newest first. turn needs session. */
+export interface CheckpointsListParams {
+  session?: string;
+  turn?: string;
+  /** At most this many, newest first; 0 or absent: all. */
+  limit?: number;
+}
+export interface CheckpointsListResult {
+  checkpoints: Checkpoint[];
+  usage: CheckpointUsage;
+}
+/** checkpointsDiffParams: id is a checkpoint's id or a unique prefix of it. */
+export interface CheckpointsDiffParams {
+  id: string;
+}
+/** checkpointFileWire: a file of a checkpoint with its unified diff and, for VS Code's diff editor,
+ * its contents as text (before and after replace FileChange's blob ids). A content is absent when
+ * the file was absent, binary or not UTF-8 (binary: true), or over 1 MiB (truncated: true). */
+export interface CheckpointFileDiff {
+  path: string;
+  action: 'added' | 'modified' | 'deleted' | string;
+  beforeExecutable?: boolean;
+  afterExecutable?: boolean;
+  /** As `git diff` prints it, no colour. */
+  diff: string;
+  binary?: boolean;
+  before?: string;
+  after?: string;
+  truncated?: boolean;
+}
+export interface CheckpointsDiffResult {
+  checkpoint: Checkpoint;
+  files: CheckpointFileDiff[];
+}
+/** checkpointsUndoParams: call alone undoes that call; session alone the whole session; session and
+ * turn that turn; lastTurn the last turn of session (or of the most recent session); nothing at all
+ * is lastTurn of the most recent session. force restores files changed since (conflicts). */
+export interface CheckpointsUndoParams {
+  call?: string;
+  session?: string;
+  turn?: string;
+  lastTurn?: boolean;
+  force?: boolean;
+}
+/** checkpointsRedoParams: id is the undo to reverse; absent: the most recent undo that stands. */
+export interface CheckpointsRedoParams {
+  id?: string;
+  force?: boolean;
+}
+/** checkpoints.Conflict: a file changed since the checkpoint, left alone. */
+export interface CheckpointConflict {
+  path: string;
+  reason: string;
+}
+/** checkpoints.Result: what an undo or redo did. With conflicts and no force, nothing was changed
+ * (checkpoint absent, restored empty): offer "Undo anyway" (force: true). */
+export interface CheckpointResult {
+  checkpoint?: Checkpoint;
+  undone: string[];
+  restored: FileChange[];
+  conflicts?: CheckpointConflict[];
+}
+/** checkpoints.GCResult. */
+export interface CheckpointsGcResult {
+  pruned: number;
+  bytesBefore: number;
+  bytesAfter: number;
+}
+/** nexus/checkpointsChanged: checkpoints were added, undone, redone or pruned (of session, when
+ * given): list them again. */
+export interface CheckpointsChanged {
+  session?: string;
+}
+
 // ---- requests to the editor -------------------------------------------------------
 
 /** The answers to nexus/requestPermission (policy.Answer). */
@@ -778,100 +901,6 @@ export interface ElicitationField {
   maxItems?: number;
 }
 
-// checkpoints: the workspace's checkpoints (checkpoints/checkpoints.go's
-// JSON): what each tool call changed, and their undo and redo.
-
-/** checkpoints.FileChange: before and after are blob ids ("" or absent: the file was absent). */
-export interface CheckpointFile {
-  path: string;
-  action: 'added' | 'modified' | 'deleted';
-  before?: string;
-  after?: string;
-  beforeExecutable?: boolean;
-  afterExecutable?: boolean;
-}
-export interface CheckpointSkipped {
-  path: string;
-  reason: string;
-}
-/** checkpoints.Checkpoint: a tool call's change, or an undo's or a redo's. */
-export interface Checkpoint {
-  id: string;
-  kind: 'call' | 'undo' | 'redo';
-  toolCallId?: string;
-  toolName?: string;
-  serverName?: string;
-  author: string;
-  appId?: string;
-  session: string;
-  turn?: string;
-  time: string;
-  undoes?: string[];
-  undoneBy?: string;
-  files: CheckpointFile[];
-  skipped?: CheckpointSkipped[];
-}
-export interface CheckpointsUsage {
-  checkpoints: number;
-  sessions: number;
-  bytes: number;
-  maxBytes: number;
-}
-export interface CheckpointsListParams {
-  session?: string;
-  turn?: string;
-  limit?: number;
-}
-export interface CheckpointsListResult {
-  checkpoints: Checkpoint[];
-  usage: CheckpointsUsage;
-}
-export interface CheckpointsDiffParams {
-  id: string;
-}
-/** A file of a checkpoint with its diff; here before and after are the
- * contents (text; an absent side is empty), not blob ids. */
-export interface CheckpointFileDiff extends CheckpointFile {
-  diff: string;
-  binary?: boolean;
-  truncated?: boolean;
-}
-export interface CheckpointsDiffResult {
-  checkpoint: Checkpoint;
-  files: CheckpointFileDiff[];
-}
-export interface CheckpointsUndoParams {
-  call?: string;
-  session?: string;
-  turn?: string;
-  lastTurn?: boolean;
-  force?: boolean;
-}
-export interface CheckpointsRedoParams {
-  id?: string;
-  force?: boolean;
-}
-export interface CheckpointConflict {
-  path: string;
-  reason: string;
-}
-/** checkpoints.Result: with conflicts, nothing was changed. */
-export interface CheckpointsResult {
-  checkpoint?: Checkpoint;
-  undone: string[];
-  restored: CheckpointFile[];
-  conflicts?: CheckpointConflict[];
-}
-export interface CheckpointsGcResult {
-  pruned: number;
-  bytesBefore: number;
-  bytesAfter: number;
-}
-export interface CheckpointsChanged {
-  session?: string;
-}
-// end checkpoints
-
 /** The params and result of every method, by name, for typed calls. */
 export interface MethodTypes {
   'nexus/definitions/get': [DefGetParams, DefGetResult];
@@ -911,11 +940,10 @@ export interface MethodTypes {
   'nexus/agent/sessions/delete': [AgentSessionParams, EmptyResult];
   'nexus/agent/prompt': [AgentPromptParams, AgentPromptResult];
   'nexus/agent/cancel': [AgentSessionParams, AgentCancelResult];
-  // checkpoints
   'nexus/checkpoints/list': [CheckpointsListParams, CheckpointsListResult];
   'nexus/checkpoints/diff': [CheckpointsDiffParams, CheckpointsDiffResult];
-  'nexus/checkpoints/undo': [CheckpointsUndoParams, CheckpointsResult];
-  'nexus/checkpoints/redo': [CheckpointsRedoParams, CheckpointsResult];
+  'nexus/checkpoints/undo': [CheckpointsUndoParams, CheckpointResult];
+  'nexus/checkpoints/redo': [CheckpointsRedoParams, CheckpointResult];
   'nexus/checkpoints/gc': [Record<string, never>, CheckpointsGcResult];
 }
 
@@ -935,7 +963,6 @@ export interface NotificationTypes {
   'nexus/agent/update': AgentUpdateParams;
   'nexus/mcp/resourceUpdated': McpResourceUpdated;
   'nexus/mcp/listChanged': McpListChanged;
-  // checkpoints
   'nexus/checkpointsChanged': CheckpointsChanged;
 }
 
