@@ -569,6 +569,16 @@ async function dialogButton(page, button) {
   return text;
 }
 
+/** widenSidebar drags the side bar's edge by px to the right. */
+async function widenSidebar(page, px) {
+  const bar = await page.locator('.part.sidebar').boundingBox();
+  await page.mouse.move(bar.x + bar.width + 1, bar.y + bar.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(bar.x + bar.width + px / 2, bar.y + bar.height / 2, { steps: 5 });
+  await page.mouse.move(bar.x + bar.width + px, bar.y + bar.height / 2, { steps: 5 });
+  await page.mouse.up();
+}
+
 /** roomForChanges collapses the views but Changes and clears the
  * notifications, for its screenshots. */
 async function roomForChanges(s) {
@@ -579,6 +589,7 @@ async function roomForChanges(s) {
     }
   }
   await runCommand(s.page, 'Notifications: Clear All Notifications');
+  await widenSidebar(s.page, 200);
 }
 
 /** echoMcpServer is a tiny MCP server (stdio, newline-delimited JSON-RPC)
@@ -1237,12 +1248,7 @@ const scenarios = [
         await waitTreeItem(s.page, 'Tool Activity', writeFile, (d) => d.startsWith('denied') && !(d ?? '').includes('initiated'));
         // Room for what the answer covers: the side bar widened, the
         // answer's tooltip open.
-        const bar = await s.page.locator('.part.sidebar').boundingBox();
-        await s.page.mouse.move(bar.x + bar.width + 1, bar.y + bar.height / 2);
-        await s.page.mouse.down();
-        await s.page.mouse.move(bar.x + bar.width + 200, bar.y + bar.height / 2, { steps: 5 });
-        await s.page.mouse.move(bar.x + bar.width + 380, bar.y + bar.height / 2, { steps: 5 });
-        await s.page.mouse.up();
+        await widenSidebar(s.page, 380);
         await s.page.locator('.part.sidebar .monaco-list-row', { hasText: 'write_file:.nexus/definitions/planner/always.md' }).first().hover();
         await s.page.locator('.monaco-hover', { hasText: 'For app "planner"' }).first().waitFor({ timeout: HANG });
         await s.screenshot('remembered-answers.png');
@@ -1352,7 +1358,7 @@ const scenarios = [
   },
   {
     name: 'changes-view',
-    about: 'an agent turn writes a file, edits one and runs a command that changes a third and deletes a fourth: the Changes view shows the session, the turn, its calls and files; a file opens the diff editor; Undo on the turn restores the four files; they show undone with Redo, which brings the changes back',
+    about: 'an agent turn writes a file, edits one and runs a command that changes a third and deletes a fourth: the Changes view shows the session, the turn, its calls and files; a file opens the diff editor; Undo on the turn restores the four files; they show undone with Redo, which brings the changes back; a file the person edited since is a conflict, left alone until "Undo anyway"',
     xfail: fixture && 'the fixture extension has no Changes view',
     files: { 'edit.txt': 'an old line\n', 'cmd.txt': 'before the command\n', 'gone.txt': 'deleted by the command\n' },
     setup: () => scriptedModel([
@@ -1399,7 +1405,8 @@ const scenarios = [
       await viewRow(s.page, 'Changes', 'edit.txt').click();
       await waitFor('a diff editor of edit.txt', () => s.page.evaluate(() => {
         const e = document.querySelector('.monaco-diff-editor');
-        return !!e && e.textContent.includes('an old line') && e.textContent.includes('an edited line');
+        // Monaco writes spaces as no-break spaces: \s matches both.
+        return !!e && /an\sold\sline/.test(e.textContent) && /an\sedited\sline/.test(e.textContent);
       }));
       const tab = await s.page.locator('.tabs-container .tab.active').first().textContent();
       if (!/edit\.txt \(call …[0-9a-f]{6} by agent/.test(tab ?? '')) {
@@ -1433,6 +1440,24 @@ const scenarios = [
       await dialogButton(s.page, 'Redo');
       await waitFor('the turn\'s changes back', () => matches(after));
       await waitTreeItem(s.page, 'Changes', 'Turn 1', (d) => !d.includes('undone'));
+
+      // The person edits edit.txt: undoing the edit_file call shows the
+      // conflict and changes nothing, unless "Undo anyway".
+      const mine = 'the person\'s own line\n';
+      fs.writeFileSync(path.join(s.ws, 'edit.txt'), mine);
+      await waitTreeItem(s.page, 'Changes', 'edit_file', (d) => !d.includes('undone'));
+      await rowAction(s.page, 'Changes', 'edit_file', 'Nexus: Undo');
+      await dialogButton(s.page, 'Undo');
+      const box = s.page.locator('.monaco-dialog-box');
+      await box.locator('.monaco-button', { hasText: 'Undo anyway' }).waitFor({ timeout: HANG });
+      const conflict = await box.textContent();
+      if (!conflict.includes('edit.txt') || read('edit.txt') !== mine) {
+        throw new Error(`the conflict: ${conflict}; edit.txt holds ${JSON.stringify(read('edit.txt'))}`);
+      }
+      await s.screenshot('changes-conflict.png');
+      await dialogButton(s.page, 'Undo anyway');
+      await waitFor('edit.txt restored over the person\'s edit', () => read('edit.txt') === before['edit.txt']);
+      await waitTreeItem(s.page, 'Changes', 'edit_file', (d) => d.includes('undone'));
     },
   },
   {

@@ -71,6 +71,17 @@ function bytes(n: number): string {
   return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }
 
+/** shortTime is a time of today as its hour and minute, another as its
+ * date too. */
+function shortTime(iso: string): string {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) {
+    return iso;
+  }
+  const hm = t.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  return t.toDateString() === new Date().toDateString() ? hm : `${t.toLocaleDateString()} ${hm}`;
+}
+
 /** listed is a confirmation's list of lines, cut at MAX_LISTED. */
 function listed(lines: string[]): string {
   const shown = lines.slice(0, MAX_LISTED);
@@ -166,7 +177,7 @@ export class ChangesView
     try {
       const [r, titles] = await Promise.all([call(client, Methods.checkpointsList, { limit: LIMIT }), this.titles(client)]);
       const checkpoints = r.checkpoints ?? [];
-      this.loaded.set(d.id, { sessions: changeTree(checkpoints, { titles }), usage: r.usage, listed: checkpoints.length });
+      this.loaded.set(d.id, { sessions: changeTree(checkpoints, { titles, formatTime: shortTime }), usage: r.usage, listed: checkpoints.length });
     } catch (err) {
       const error = isMethodNotFound(err) ? 'This nexusd records no checkpoints (it is older than the extension).' : `Checkpoints: ${errText(err)}`;
       d.output.appendLine(`[nexus] changes: ${errText(err)}`);

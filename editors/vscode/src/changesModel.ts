@@ -119,7 +119,7 @@ export function callLabel(c: Checkpoint): string {
 /** diffTitle is the title of a file's diff editor: "path (call …a1b2c3 by agent:…)". */
 export function diffTitle(c: Checkpoint, path: string): string {
   const what = c.kind === 'call' ? 'call' : c.kind;
-  return inertLine(`${path} (${what} ${shortId(c.id)} by ${c.author || 'unknown'})`);
+  return inertLine(`${path} (${what} ${shortId(c.id)} by ${c.author ? shortAuthor(c.author) : 'unknown'})`);
 }
 
 /** plural is "1 file", "2 files". */
@@ -152,8 +152,18 @@ function fileNode(c: Checkpoint, f: FileChange, undone: boolean): FileNode {
     file: f,
     undone,
     label: inertLine(f.path.slice(slash + 1)),
-    description: [inertLine(dir), actionLetter(f.action), undone ? 'undone' : ''].filter(Boolean).join(' · '),
+    // The A/M/D letter is the row's decoration (changes.ts), as in the SCM view.
+    description: [inertLine(dir), undone ? 'undone' : ''].filter(Boolean).join(' · '),
   };
+}
+
+/** shortAuthor is an author with a long id shortened: "agent:…a1b2c3". */
+export function shortAuthor(author: string): string {
+  const colon = author.indexOf(':');
+  if (colon < 0) {
+    return inertLine(author);
+  }
+  return inertLine(`${author.slice(0, colon + 1)}${shortOr(author.slice(colon + 1))}`);
 }
 
 function callNode(c: Checkpoint, formatTime: (iso: string) => string): CallNode {
@@ -186,7 +196,11 @@ function callNode(c: Checkpoint, formatTime: (iso: string) => string): CallNode 
     undone: undone ? 'all' : 'none',
     actions,
     label: callLabel(c),
-    description: [c.author, plural(c.files.length, 'file') + skipped, undone ? 'undone' : ''].filter(Boolean).map(inertLine).join(' · '),
+    // Who, when it is not the session itself (an agent's or an app's own).
+    description: [c.author === c.session || c.author === `agent:${c.session}` ? '' : shortAuthor(c.author), plural(c.files.length, 'file') + skipped, undone ? 'undone' : '']
+      .filter(Boolean)
+      .map(inertLine)
+      .join(' · '),
     tooltip: tooltip.filter(Boolean).map(inertLine).join('\n'),
     files,
   };

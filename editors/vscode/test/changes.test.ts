@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { changeTree, children, contextValue, diffTitle, sessionLabel, shortId, whatUndo } from '../src/changesModel';
+import { actionLetter, changeTree, children, contextValue, diffTitle, sessionLabel, shortId, whatUndo } from '../src/changesModel';
 import type { Checkpoint } from '../src/protocol';
 
 const time = (s: number) => new Date(Date.UTC(2026, 10, 28, 10, 0, s)).toISOString();
@@ -43,15 +43,17 @@ test('changes: sessions, turns, calls and files, newest first', () => {
   assert.deepEqual(children(s1).map((n) => n.kind === 'call' ? n.checkpoint.id : n.kind === 'turn' ? `turn ${n.turn}` : n.kind), ['turn 2', 'turn 1', 'u1']);
   const [t2, t1] = s1.turns;
   assert.deepEqual(t2.calls.map((c) => [c.label, c.description]), [
-    [`execute_command ${shortId('c4')}`, 'agent:s1 · 2 files, 1 path skipped'],
-    [`edit_file ${shortId('c3')}`, 'agent:s1 · 1 file'],
+    [`execute_command ${shortId('c4')}`, '2 files, 1 path skipped'],
+    [`edit_file ${shortId('c3')}`, '1 file'],
   ]);
   assert.match(t2.calls[0].tooltip, /Skipped big\.bin: over the size cap/);
+  // Who made a change shows when it is not the session's own: the undo's.
+  assert.deepEqual([s1.calls[0].label, s1.calls[0].description], [`undo ${shortId('u1')}`, 'editor · 1 file']);
   assert.deepEqual(t2.calls[0].files.map((f) => [f.label, f.description]), [
-    ['gone.txt', 'D'],
-    ['b.go', 'src · M'],
+    ['gone.txt', ''],
+    ['b.go', 'src'],
   ]);
-  assert.deepEqual(t1.calls[1].files.map((f) => [f.label, f.description, f.undone]), [['a.txt', 'A · undone', true]]);
+  assert.deepEqual(t1.calls[1].files.map((f) => [f.label, f.description, f.undone]), [['a.txt', 'undone', true]]);
 });
 
 test('changes: what Undo and Redo do at each level', () => {
@@ -104,6 +106,10 @@ test('changes: session labels', () => {
   assert.equal(sessionLabel(''), 'Without a session');
   assert.equal(shortId(id), '…abcdef');
   assert.equal(diffTitle(cp(id, { author: 'agent:s1' }), 'src/b.go'), 'src/b.go (call …abcdef by agent:s1)');
+  assert.equal(diffTitle(cp('c1', { author: `agent:${id}` }), 'a.txt'), 'a.txt (call c1 by agent:…abcdef)');
+  assert.equal(actionLetter('added'), 'A');
+  assert.equal(actionLetter('deleted'), 'D');
+  assert.equal(actionLetter('modified'), 'M');
 });
 
 test('changes: what a model, an app or a file wrote shows inert', () => {
