@@ -1358,7 +1358,7 @@ const scenarios = [
   },
   {
     name: 'changes-view',
-    about: 'an agent turn writes a file, edits one and runs a command that changes a third and deletes a fourth: the Changes view shows the session, the turn, its calls and files; a file opens the diff editor; Undo on the turn restores the four files; they show undone with Redo, which brings the changes back; a file the person edited since is a conflict, left alone until "Undo anyway"',
+    about: 'an agent turn writes a file, edits one and runs a command that changes a third and deletes a fourth: the Changes view shows the session, the turn, its calls and files; a file opens the diff editor; Undo on the turn restores the four files; they show undone with Redo, which brings the changes back; a file the person edited since is a conflict, left alone until "Undo anyway"; Undo the Last Turn and Collect Garbage from the command palette',
     xfail: fixture && 'the fixture extension has no Changes view',
     files: { 'edit.txt': 'an old line\n', 'cmd.txt': 'before the command\n', 'gone.txt': 'deleted by the command\n' },
     setup: () => scriptedModel([
@@ -1458,6 +1458,16 @@ const scenarios = [
       await dialogButton(s.page, 'Undo anyway');
       await waitFor('edit.txt restored over the person\'s edit', () => read('edit.txt') === before['edit.txt']);
       await waitTreeItem(s.page, 'Changes', 'edit_file', (d) => d.includes('undone'));
+
+      // "Nexus: Undo the Last Turn" (the view's menu, the command palette)
+      // undoes what still stands of the turn; "Collect Garbage" compacts.
+      await runCommand(s.page, 'Notifications: Clear All Notifications');
+      await runCommand(s.page, 'Nexus: Undo the Last Turn');
+      await dialogButton(s.page, 'Undo');
+      await waitFor('the rest of the turn undone', () => matches(before));
+      await waitTreeItem(s.page, 'Changes', 'Turn 1', (d) => d.includes('undone') && !d.includes('partly'));
+      await runCommand(s.page, 'Nexus: Collect Garbage (Checkpoints)');
+      await s.page.locator('.notifications-toasts .notification-list-item-message', { hasText: /^Nexus: checkpoints .* pruned\.$/ }).first().waitFor({ timeout: HANG });
     },
   },
   {
