@@ -8,16 +8,15 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 import { Coalescer } from './activityModel';
 import {
   actionLetter,
-  type CallNode,
   type ChangeNode,
   changeTree,
   children,
   contextValue,
   diffTitle,
+  isUndoable,
   nodeName,
   plural,
   type SessionNode,
-  type TurnNode,
   whatUndo,
 } from './changesModel';
 import type { Daemon, Daemons } from './daemon';
@@ -217,8 +216,10 @@ export class ChangesView
     }
     const c = n.node;
     const grey = new vscode.ThemeColor('disabledForeground');
-    const undone = c.kind === 'file' ? c.undone : c.undone === 'all';
-    const item = new vscode.TreeItem(c.label, c.kind === 'file' ? vscode.TreeItemCollapsibleState.None : c.kind === 'call' ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.Expanded);
+    const undone = c.kind === 'file' ? c.undone : c.kind !== 'skipped' && c.undone === 'all';
+    const { None, Collapsed, Expanded } = vscode.TreeItemCollapsibleState;
+    const open = c.kind === 'session' || c.kind === 'turn' ? (c.expanded ? Expanded : Collapsed) : c.kind === 'call' ? Collapsed : None;
+    const item = new vscode.TreeItem(c.label, open);
     item.description = c.description;
     item.contextValue = contextValue(c);
     const base = `changes:${n.daemon.id}:${encodeURIComponent(n.session.session)}`;
@@ -246,6 +247,11 @@ export class ChangesView
         item.iconPath = vscode.ThemeIcon.File;
         item.command = { command: 'nexus.openChange', title: 'Open the change', arguments: [n] };
         break;
+      case 'skipped':
+        item.id = `${base}:cp:${c.checkpoint.id}:skipped:${encodeURIComponent(c.path)}`;
+        item.tooltip = `${c.label} — ${c.description}`;
+        item.iconPath = new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'));
+        return item;
     }
     // The decoration: the file's letter, and grey when undone. A file's
     // row keeps its name's extension so that the file icon theme applies.
@@ -313,11 +319,18 @@ export class ChangesView
     if (!f) {
       throw new Error(`checkpoint ${id} did not change ${path}`);
     }
-    if (f.binary) {
-      return `(${path} is a binary file: its contents are not shown)\n`;
+    const before = q.get('side') === 'before';
+    // The side where the file was absent is empty; a side that exists
+    // comes without text when binary or too large for the editor.
+    if (before ? f.action === 'added' : f.action === 'deleted') {
+      return '';
     }
-    const text = (q.get('side') === 'before' ? f.before : f.after) ?? '';
-    return f.truncated ? `${text}\n(… cut: the file is larger than the daemon shows)\n` : text;
+    const text = before ? f.before : f.after;
+    if (text !== undefined) {
+      return text;
+    }
+    const why = f.binary ? 'a binary file' : f.truncated ? 'too large for the diff editor (over 1 MiB)' : 'not shown';
+    return `(${path} is ${why}: nexus checkpoints diff ${id} lists the change)\n`;
   }
 
   /** open shows a file's change in VS Code's diff editor. */
@@ -339,10 +352,10 @@ export class ChangesView
    * modal that names the files; conflicts are shown and nothing changes
    * unless the person says "Undo anyway". */
   private async undo(n?: Node): Promise<void> {
-    if (n?.kind !== 'change' || n.node.kind === 'file' || !n.node.actions.undo) {
+    if (n?.kind !== 'change' || !isUndoable(n.node) || !n.node.actions.undo) {
       return;
     }
-    const node = n.node as SessionNode | TurnNode | CallNode;
+    const node = n.node;
     const files = whatUndo(node);
     const name = nodeName(node, node.kind === 'session' ? undefined : n.session);
     const ok = await vscode.window.showWarningMessage(
@@ -358,10 +371,10 @@ export class ChangesView
 
   /** redo reverses the undos that took a node's changes back, newest first. */
   private async redo(n?: Node): Promise<void> {
-    if (n?.kind !== 'change' || n.node.kind === 'file' || n.node.actions.redo.length === 0) {
+    if (n?.kind !== 'change' || !isUndoable(n.node) || n.node.actions.redo.length === 0) {
       return;
     }
-    const node = n.node as SessionNode | TurnNode | CallNode;
+    const node = n.node;
     const name = nodeName(node, node.kind === 'session' ? undefined : n.session);
     const ok = await vscode.window.showWarningMessage(
       inFolder(this.daemons, n.daemon, `Redo the changes of ${name}?`),

@@ -37,10 +37,22 @@ export interface CallNode {
   description: string;
   tooltip: string;
   files: FileNode[];
+  /** The paths whose change was seen but not recorded, and why. */
+  skipped: SkippedNode[];
+}
+
+export interface SkippedNode {
+  kind: 'skipped';
+  checkpoint: Checkpoint;
+  path: string;
+  label: string;
+  description: string;
 }
 
 export interface TurnNode {
   kind: 'turn';
+  /** The session's newest turn shows open. */
+  expanded: boolean;
   session: string;
   turn: string;
   undone: Undone;
@@ -52,6 +64,8 @@ export interface TurnNode {
 
 export interface SessionNode {
   kind: 'session';
+  /** The newest session shows open. */
+  expanded: boolean;
   session: string;
   /** The newest change's time (RFC 3339). */
   time: string;
@@ -65,7 +79,7 @@ export interface SessionNode {
   calls: CallNode[];
 }
 
-export type ChangeNode = SessionNode | TurnNode | CallNode | FileNode;
+export type ChangeNode = SessionNode | TurnNode | CallNode | FileNode | SkippedNode;
 
 /** Options of changeTree: the agent sessions' titles the extension knows,
  * by session id, and how a time is shown. */
@@ -179,6 +193,13 @@ function callNode(c: Checkpoint, formatTime: (iso: string) => string): CallNode 
     }
   }
   const files = c.files.map((f) => fileNode(c, f, undone));
+  const skippedNodes = (c.skipped ?? []).map((k): SkippedNode => ({
+    kind: 'skipped',
+    checkpoint: c,
+    path: k.path,
+    label: inertLine(k.path),
+    description: inertLine(`not recorded: ${k.reason}`),
+  }));
   const skipped = c.skipped?.length ? `, ${plural(c.skipped.length, 'path')} skipped` : '';
   const tooltip = [
     `${c.kind === 'call' ? 'Tool call' : c.kind === 'undo' ? 'Undo' : 'Redo'} ${c.id}`,
@@ -203,6 +224,7 @@ function callNode(c: Checkpoint, formatTime: (iso: string) => string): CallNode 
       .join(' · '),
     tooltip: tooltip.filter(Boolean).map(inertLine).join('\n'),
     files,
+    skipped: skippedNodes,
   };
 }
 
@@ -244,6 +266,7 @@ export function changeTree(checkpoints: readonly Checkpoint[], opts: TreeOptions
       const files = new Set(tcs.flatMap((c) => c.files.map((f) => f.path)));
       return {
         kind: 'turn',
+        expanded: i === oldestFirst.length - 1,
         session,
         turn,
         undone,
@@ -258,6 +281,7 @@ export function changeTree(checkpoints: readonly Checkpoint[], opts: TreeOptions
     const authors = [...new Set(list.map((c) => c.author).filter(Boolean))];
     out.push({
       kind: 'session',
+      expanded: out.length === 0,
       session,
       time: list[0].time,
       undone,
@@ -280,10 +304,18 @@ export function children(n: ChangeNode): ChangeNode[] {
     case 'turn':
       return n.calls;
     case 'call':
-      return n.files;
+      return [...n.files, ...n.skipped];
     case 'file':
+    case 'skipped':
       return [];
   }
+}
+
+/** A node that Undo and Redo act on. */
+export type Undoable = SessionNode | TurnNode | CallNode;
+
+export function isUndoable(n: ChangeNode): n is Undoable {
+  return n.kind === 'session' || n.kind === 'turn' || n.kind === 'call';
 }
 
 /** contextValue is "change.KIND" with ".undo" when it may be undone and
@@ -292,12 +324,15 @@ export function contextValue(n: ChangeNode): string {
   if (n.kind === 'file') {
     return n.undone ? 'change.file.undone' : 'change.file';
   }
+  if (n.kind === 'skipped') {
+    return 'change.skipped';
+  }
   return `change.${n.kind}${n.actions.undo ? '.undo' : ''}${n.actions.redo.length > 0 ? '.redo' : ''}`;
 }
 
 /** whatUndo says, for the confirmation, what an undo of a node changes:
  * the files it restores, each with what becomes of it. */
-export function whatUndo(n: SessionNode | TurnNode | CallNode): string[] {
+export function whatUndo(n: Undoable): string[] {
   const calls = n.kind === 'call' ? [n] : n.kind === 'turn' ? n.calls : [...n.turns.flatMap((t) => t.calls), ...n.calls];
   // Oldest first, each file's first change decides what it becomes.
   const first = new Map<string, string>();
@@ -316,7 +351,7 @@ export function whatUndo(n: SessionNode | TurnNode | CallNode): string[] {
 }
 
 /** nodeName names a node in a confirmation: "Turn 2 of app: alpha". */
-export function nodeName(n: SessionNode | TurnNode | CallNode, session?: SessionNode): string {
+export function nodeName(n: Undoable, session?: SessionNode): string {
   if (n.kind === 'session') {
     return `the session "${n.label}"`;
   }

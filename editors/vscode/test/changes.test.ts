@@ -47,6 +47,15 @@ test('changes: sessions, turns, calls and files, newest first', () => {
     [`edit_file ${shortId('c3')}`, '1 file'],
   ]);
   assert.match(t2.calls[0].tooltip, /Skipped big\.bin: over the size cap/);
+  // What was seen but not recorded is listed under its call, never dropped.
+  assert.deepEqual(children(t2.calls[0]).map((n) => [n.kind, n.label, n.description]), [
+    ['file', 'gone.txt', ''],
+    ['file', 'b.go', 'src'],
+    ['skipped', 'big.bin', 'not recorded: over the size cap'],
+  ]);
+  assert.equal(contextValue(t2.calls[0].skipped[0]), 'change.skipped');
+  // The newest session and each session's newest turn show open.
+  assert.deepEqual([app.expanded, s1.expanded, t2.expanded, t1.expanded], [true, false, true, false]);
   // Who made a change shows when it is not the session's own: the undo's.
   assert.deepEqual([s1.calls[0].label, s1.calls[0].description], [`undo ${shortId('u1')}`, 'editor · 1 file']);
   assert.deepEqual(t2.calls[0].files.map((f) => [f.label, f.description]), [
@@ -129,7 +138,8 @@ test('changes: what a model, an app or a file wrote shows inert', () => {
   const t = s.turns[0];
   const c = t.calls[0];
   const f = c.files[0];
-  const shown = [s.label, s.description, s.tooltip, t.label, t.description, c.label, c.description, c.tooltip, f.label, f.description, diffTitle(c.checkpoint, f.file.path), ...whatUndo(s)];
+  const k = c.skipped[0];
+  const shown = [s.label, s.description, s.tooltip, t.label, t.description, c.label, c.description, c.tooltip, f.label, f.description, k.label, k.description, diffTitle(c.checkpoint, f.file.path), ...whatUndo(s)];
   for (const text of shown) {
     // Tooltips are lines joined by the view's own new lines.
     for (const line of text.split('\n')) {
