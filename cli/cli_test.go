@@ -201,6 +201,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"mcp", "prompts", "--get", "p"}, "--get needs the SERVER"},
 		{[]string{"mcp", "prompts", "s", "--arg", "k=v"}, "--arg needs --get NAME"},
 		{[]string{"mcp", "prompts", "s", "--get", "p", "--arg", "novalue"}, "want KEY=VALUE"},
+		{[]string{"checkpoints"}, "nexus checkpoints needs a verb: diff, gc, ls"},
+		{[]string{"checkpoints", "diff"}, "missing arguments; usage: nexus checkpoints diff ID"},
+		{[]string{"undo", "--call", "c1", "--session", "s"}, "--call undoes one call"},
+		{[]string{"undo", "--turn=2"}, "--turn=2 needs --session"},
+		{[]string{"undo", "extra"}, "too many arguments"},
+		{[]string{"redo", "a", "b"}, "too many arguments"},
 	} {
 		args := append([]string{"--workspace", ws}, tc.args...)
 		r := run(t, "", args...)
@@ -401,5 +407,32 @@ func TestErrorMessageOfARequestTooLarge(t *testing.T) {
 	}
 	if got := errorMessage(context.Background(), status.Error(codes.ResourceExhausted, "other")); got != "other (resource_exhausted)" {
 		t.Errorf("errorMessage of another status = %q", got)
+	}
+}
+
+// A checkpoint's diff is shown inert, coloured only on a terminal.
+func TestWriteDiff(t *testing.T) {
+	diff := "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\x1b[2J\n+new\u202e\n"
+	var plain, tty strings.Builder
+	writeDiff(&plain, diff, false)
+	writeDiff(&tty, diff, true)
+	if want := "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\\x1b[2J\n+new\\u202e\n"; plain.String() != want {
+		t.Errorf("plain diff %q, want %q", plain.String(), want)
+	}
+	if !strings.Contains(tty.String(), "\x1b[31m-old\\x1b[2J\x1b[0m") || !strings.Contains(tty.String(), "\x1b[32m+new\\u202e\x1b[0m") {
+		t.Errorf("coloured diff %q", tty.String())
+	}
+}
+
+func TestUniquePrefix(t *testing.T) {
+	ids := []string{"019a0000-0001-7000-8000-000000000001", "019a0000-0001-7000-8000-000000000002", "019a0000-0002-7000-8000-000000000001"}
+	if n := uniquePrefix(ids, 13); n != len(ids[0]) {
+		t.Errorf("prefix %d for ids that differ only at the end", n)
+	}
+	if n := uniquePrefix(ids[1:], 13); n != 13 {
+		t.Errorf("prefix %d, want 13", n)
+	}
+	if n := uniquePrefix(nil, 13); n != 13 {
+		t.Errorf("prefix of none %d", n)
 	}
 }

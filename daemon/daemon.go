@@ -310,6 +310,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 		Approvers:      p.Approvers,
 		MCP:            p.MCP,
 		Agent:          p.Agent,
+		Checkpoints:    p.Checkpoints,
 	})
 
 	sock := p.socket

@@ -22,6 +22,19 @@ type scriptedModel struct {
 	args     string
 	text     string
 	requests int
+	// queue are tool calls made one a request, before name and args: a
+	// turn of several calls in a row.
+	queue []scriptedCall
+}
+
+// scriptedCall is a tool call of the queue.
+type scriptedCall struct{ name, args string }
+
+// then queues tool calls, made one a request whatever the last message.
+func (m *scriptedModel) then(calls ...scriptedCall) {
+	m.mu.Lock()
+	m.queue = append(m.queue, calls...)
+	m.mu.Unlock()
 }
 
 func startScriptedModel(t *testing.T) *scriptedModel {
@@ -59,8 +72,12 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.requests++
 	n, name, args, text := m.requests, m.name, m.args, m.text
+	queued := len(m.queue) > 0
+	if queued {
+		name, args, m.queue = m.queue[0].name, m.queue[0].args, m.queue[1:]
+	}
 	m.mu.Unlock()
-	if len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "tool" {
+	if !queued && len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "tool" {
 		name = ""
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/nexuscocreate/nexus/agent"
+	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/events"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/state"
@@ -37,6 +38,9 @@ type Config struct {
 	MCP *mcp.Hub
 	// Agent is the agent core; nil serves no Agent service.
 	Agent *agent.Service
+	// Checkpoints records and undoes the changes of tool calls; nil:
+	// checkpoints are off, and the checkpoint RPCs say so.
+	Checkpoints *checkpoints.Store
 	// MaxMessageSize bounds a request or response, in bytes; gRPC refuses
 	// a larger request (RESOURCE_EXHAUSTED) before it reads it.
 	MaxMessageSize int
@@ -66,7 +70,7 @@ func NewServer(cfg Config) *grpc.Server {
 		grpc.NumStreamWorkers(uint32(8*runtime.NumCPU())),
 	)...)
 	ts := &toolService{tools: cfg.Tools, perms: cfg.Permissions, approvals: cfg.Approvals, approvers: cfg.Approvers, bus: cfg.Bus, apps: cfg.Auth.apps, mcp: cfg.MCP,
-		questions: newQuestions()}
+		checkpoints: cfg.Checkpoints, questions: newQuestions()}
 	nexusv1.RegisterCoreFrameworkServer(srv, &frameworkService{
 		defs: cfg.Definitions, runtime: cfg.Runtime, bus: cfg.Bus, logger: cfg.Logger, apps: cfg.Auth.apps, tools: ts,
 	})

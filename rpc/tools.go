@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/events"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/tools"
@@ -34,6 +35,8 @@ type toolService struct {
 	bus       *events.Bus
 	apps      apps
 	mcp       *mcp.Hub
+	// checkpoints is nil when checkpoints are off.
+	checkpoints *checkpoints.Store
 	// questions are MCP servers' questions put to the callers of
 	// ExecuteToolStream (and Agent's Prompt) that answer them.
 	questions *questions
@@ -102,6 +105,9 @@ func (s *toolService) executeRequest(ctx context.Context, req *nexusv1.ExecuteTo
 	return tools.ExecuteRequest{
 		ToolName: req.GetToolName(), ServerName: req.GetServerName(), Arguments: args,
 		Party: c.party, AppID: c.appID, TaskID: req.GetTaskId(), RequestID: req.GetRequestId(),
+		// An app's task groups its calls' checkpoints as a turn of its
+		// session ("app:<id>"): undone with --session app:<id> --turn TASK.
+		Turn:   req.GetTaskId(),
 		Intent: req.GetIntent(), ExpectedOutcome: req.GetExpectedOutcome(),
 	}, nil
 }

@@ -3740,6 +3740,1004 @@ func (x *McpChange) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// Checkpoint is the record of one change to the workspace: a tool call's
+// (kind "call"), an undo's or a redo's.
+type Checkpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the tool call's id for a call's checkpoint.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// kind is call, undo or redo.
+	Kind       string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	ToolCallId string `protobuf:"bytes,3,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	ToolName   string `protobuf:"bytes,4,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	ServerName string `protobuf:"bytes,5,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// author is who made the change: "agent:<session>", "app:<id>", "cli"...
+	Author string `protobuf:"bytes,6,opt,name=author,proto3" json:"author,omitempty"`
+	AppId  string `protobuf:"bytes,7,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	// session groups checkpoints for undo: an agent session, "app:<id>" for
+	// an app's own calls, "mcp:<session>" for an MCP gateway client's.
+	Session string `protobuf:"bytes,8,opt,name=session,proto3" json:"session,omitempty"`
+	// turn is the turn of an agent session ("1", "2", ...), or the task_id
+	// an app gave its call.
+	Turn string                 `protobuf:"bytes,9,opt,name=turn,proto3" json:"turn,omitempty"`
+	Time *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=time,proto3" json:"time,omitempty"`
+	// undoes: an undo's, the checkpoints it took back; a redo's, the undo.
+	Undoes []string `protobuf:"bytes,11,rep,name=undoes,proto3" json:"undoes,omitempty"`
+	// undone_by is the undo that takes this checkpoint back; empty when its
+	// changes stand.
+	UndoneBy string            `protobuf:"bytes,12,opt,name=undone_by,json=undoneBy,proto3" json:"undone_by,omitempty"`
+	Files    []*CheckpointFile `protobuf:"bytes,13,rep,name=files,proto3" json:"files,omitempty"`
+	// skipped are changes seen but not recorded (ignored, over the size cap).
+	Skipped       []*CheckpointSkipped `protobuf:"bytes,14,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Checkpoint) Reset() {
+	*x = Checkpoint{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Checkpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Checkpoint) ProtoMessage() {}
+
+func (x *Checkpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
+func (*Checkpoint) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *Checkpoint) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetTurn() string {
+	if x != nil {
+		return x.Turn
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Checkpoint) GetUndoes() []string {
+	if x != nil {
+		return x.Undoes
+	}
+	return nil
+}
+
+func (x *Checkpoint) GetUndoneBy() string {
+	if x != nil {
+		return x.UndoneBy
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetFiles() []*CheckpointFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *Checkpoint) GetSkipped() []*CheckpointSkipped {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+// CheckpointFile is one file a checkpoint changed. action is added,
+// modified or deleted; before and after are blob ids of the history
+// repository, empty when the file was absent.
+type CheckpointFile struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Path             string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Action           string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	Before           string                 `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
+	After            string                 `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
+	BeforeExecutable bool                   `protobuf:"varint,5,opt,name=before_executable,json=beforeExecutable,proto3" json:"before_executable,omitempty"`
+	AfterExecutable  bool                   `protobuf:"varint,6,opt,name=after_executable,json=afterExecutable,proto3" json:"after_executable,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CheckpointFile) Reset() {
+	*x = CheckpointFile{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFile) ProtoMessage() {}
+
+func (x *CheckpointFile) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFile.ProtoReflect.Descriptor instead.
+func (*CheckpointFile) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *CheckpointFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CheckpointFile) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *CheckpointFile) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+func (x *CheckpointFile) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *CheckpointFile) GetBeforeExecutable() bool {
+	if x != nil {
+		return x.BeforeExecutable
+	}
+	return false
+}
+
+func (x *CheckpointFile) GetAfterExecutable() bool {
+	if x != nil {
+		return x.AfterExecutable
+	}
+	return false
+}
+
+type CheckpointSkipped struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointSkipped) Reset() {
+	*x = CheckpointSkipped{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointSkipped) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointSkipped) ProtoMessage() {}
+
+func (x *CheckpointSkipped) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointSkipped.ProtoReflect.Descriptor instead.
+func (*CheckpointSkipped) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *CheckpointSkipped) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CheckpointSkipped) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CheckpointUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checkpoints   int64                  `protobuf:"varint,1,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	Sessions      int64                  `protobuf:"varint,2,opt,name=sessions,proto3" json:"sessions,omitempty"`
+	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	MaxBytes      int64                  `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointUsage) Reset() {
+	*x = CheckpointUsage{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointUsage) ProtoMessage() {}
+
+func (x *CheckpointUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointUsage.ProtoReflect.Descriptor instead.
+func (*CheckpointUsage) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *CheckpointUsage) GetCheckpoints() int64 {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return 0
+}
+
+func (x *CheckpointUsage) GetSessions() int64 {
+	if x != nil {
+		return x.Sessions
+	}
+	return 0
+}
+
+func (x *CheckpointUsage) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *CheckpointUsage) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+// ListCheckpointsRequest: every checkpoint the caller may see by default;
+// turn needs session; limit 0 is no bound.
+type ListCheckpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Turn          string                 `protobuf:"bytes,2,opt,name=turn,proto3" json:"turn,omitempty"`
+	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCheckpointsRequest) Reset() {
+	*x = ListCheckpointsRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCheckpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCheckpointsRequest) ProtoMessage() {}
+
+func (x *ListCheckpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCheckpointsRequest.ProtoReflect.Descriptor instead.
+func (*ListCheckpointsRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ListCheckpointsRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ListCheckpointsRequest) GetTurn() string {
+	if x != nil {
+		return x.Turn
+	}
+	return ""
+}
+
+func (x *ListCheckpointsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListCheckpointsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checkpoints   []*Checkpoint          `protobuf:"bytes,1,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	Usage         *CheckpointUsage       `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCheckpointsResponse) Reset() {
+	*x = ListCheckpointsResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCheckpointsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCheckpointsResponse) ProtoMessage() {}
+
+func (x *ListCheckpointsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCheckpointsResponse.ProtoReflect.Descriptor instead.
+func (*ListCheckpointsResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ListCheckpointsResponse) GetCheckpoints() []*Checkpoint {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return nil
+}
+
+func (x *ListCheckpointsResponse) GetUsage() *CheckpointUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// GetCheckpointDiffRequest: id is a checkpoint's id or a unique prefix.
+type GetCheckpointDiffRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckpointDiffRequest) Reset() {
+	*x = GetCheckpointDiffRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckpointDiffRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckpointDiffRequest) ProtoMessage() {}
+
+func (x *GetCheckpointDiffRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckpointDiffRequest.ProtoReflect.Descriptor instead.
+func (*GetCheckpointDiffRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *GetCheckpointDiffRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetCheckpointDiffResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checkpoint    *Checkpoint            `protobuf:"bytes,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Files         []*CheckpointFileDiff  `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckpointDiffResponse) Reset() {
+	*x = GetCheckpointDiffResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckpointDiffResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckpointDiffResponse) ProtoMessage() {}
+
+func (x *GetCheckpointDiffResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckpointDiffResponse.ProtoReflect.Descriptor instead.
+func (*GetCheckpointDiffResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *GetCheckpointDiffResponse) GetCheckpoint() *Checkpoint {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+func (x *GetCheckpointDiffResponse) GetFiles() []*CheckpointFileDiff {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// CheckpointFileDiff is a file of a checkpoint with its unified diff (as
+// git diff prints it, no colour); binary files have none.
+type CheckpointFileDiff struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	File          *CheckpointFile        `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	Diff          string                 `protobuf:"bytes,2,opt,name=diff,proto3" json:"diff,omitempty"`
+	Binary        bool                   `protobuf:"varint,3,opt,name=binary,proto3" json:"binary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFileDiff) Reset() {
+	*x = CheckpointFileDiff{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFileDiff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFileDiff) ProtoMessage() {}
+
+func (x *CheckpointFileDiff) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFileDiff.ProtoReflect.Descriptor instead.
+func (*CheckpointFileDiff) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *CheckpointFileDiff) GetFile() *CheckpointFile {
+	if x != nil {
+		return x.File
+	}
+	return nil
+}
+
+func (x *CheckpointFileDiff) GetDiff() string {
+	if x != nil {
+		return x.Diff
+	}
+	return ""
+}
+
+func (x *CheckpointFileDiff) GetBinary() bool {
+	if x != nil {
+		return x.Binary
+	}
+	return false
+}
+
+// UndoCheckpointsRequest: call alone undoes that call's checkpoint;
+// session alone the whole session; session and turn that turn; last_turn
+// the last turn of session, or of the most recent session when session is
+// empty (as a request with nothing set). force restores files changed
+// since.
+type UndoCheckpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Call          string                 `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
+	Session       string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Turn          string                 `protobuf:"bytes,3,opt,name=turn,proto3" json:"turn,omitempty"`
+	LastTurn      bool                   `protobuf:"varint,4,opt,name=last_turn,json=lastTurn,proto3" json:"last_turn,omitempty"`
+	Force         bool                   `protobuf:"varint,5,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UndoCheckpointsRequest) Reset() {
+	*x = UndoCheckpointsRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UndoCheckpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UndoCheckpointsRequest) ProtoMessage() {}
+
+func (x *UndoCheckpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UndoCheckpointsRequest.ProtoReflect.Descriptor instead.
+func (*UndoCheckpointsRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *UndoCheckpointsRequest) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *UndoCheckpointsRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *UndoCheckpointsRequest) GetTurn() string {
+	if x != nil {
+		return x.Turn
+	}
+	return ""
+}
+
+func (x *UndoCheckpointsRequest) GetLastTurn() bool {
+	if x != nil {
+		return x.LastTurn
+	}
+	return false
+}
+
+func (x *UndoCheckpointsRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+// RedoCheckpointsRequest: id is the undo to reverse; empty, the most
+// recent undo that stands.
+type RedoCheckpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Force         bool                   `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedoCheckpointsRequest) Reset() {
+	*x = RedoCheckpointsRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedoCheckpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedoCheckpointsRequest) ProtoMessage() {}
+
+func (x *RedoCheckpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedoCheckpointsRequest.ProtoReflect.Descriptor instead.
+func (*RedoCheckpointsRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *RedoCheckpointsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RedoCheckpointsRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+// UndoCheckpointsResponse is what an undo or a redo did: its own
+// checkpoint (unset when nothing was restored), the checkpoints it took
+// back, the files restored, and the conflicts that kept it from changing
+// anything.
+type UndoCheckpointsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checkpoint    *Checkpoint            `protobuf:"bytes,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Undone        []string               `protobuf:"bytes,2,rep,name=undone,proto3" json:"undone,omitempty"`
+	Restored      []*CheckpointFile      `protobuf:"bytes,3,rep,name=restored,proto3" json:"restored,omitempty"`
+	Conflicts     []*CheckpointConflict  `protobuf:"bytes,4,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UndoCheckpointsResponse) Reset() {
+	*x = UndoCheckpointsResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UndoCheckpointsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UndoCheckpointsResponse) ProtoMessage() {}
+
+func (x *UndoCheckpointsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UndoCheckpointsResponse.ProtoReflect.Descriptor instead.
+func (*UndoCheckpointsResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *UndoCheckpointsResponse) GetCheckpoint() *Checkpoint {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+func (x *UndoCheckpointsResponse) GetUndone() []string {
+	if x != nil {
+		return x.Undone
+	}
+	return nil
+}
+
+func (x *UndoCheckpointsResponse) GetRestored() []*CheckpointFile {
+	if x != nil {
+		return x.Restored
+	}
+	return nil
+}
+
+func (x *UndoCheckpointsResponse) GetConflicts() []*CheckpointConflict {
+	if x != nil {
+		return x.Conflicts
+	}
+	return nil
+}
+
+// CheckpointConflict is a file changed since the checkpoint, left alone.
+type CheckpointConflict struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointConflict) Reset() {
+	*x = CheckpointConflict{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointConflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointConflict) ProtoMessage() {}
+
+func (x *CheckpointConflict) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointConflict.ProtoReflect.Descriptor instead.
+func (*CheckpointConflict) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *CheckpointConflict) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CheckpointConflict) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CollectCheckpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectCheckpointsRequest) Reset() {
+	*x = CollectCheckpointsRequest{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectCheckpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectCheckpointsRequest) ProtoMessage() {}
+
+func (x *CollectCheckpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectCheckpointsRequest.ProtoReflect.Descriptor instead.
+func (*CollectCheckpointsRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{70}
+}
+
+type CollectCheckpointsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pruned is how many checkpoints were dropped to stay under the cap.
+	Pruned        int64 `protobuf:"varint,1,opt,name=pruned,proto3" json:"pruned,omitempty"`
+	BytesBefore   int64 `protobuf:"varint,2,opt,name=bytes_before,json=bytesBefore,proto3" json:"bytes_before,omitempty"`
+	BytesAfter    int64 `protobuf:"varint,3,opt,name=bytes_after,json=bytesAfter,proto3" json:"bytes_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectCheckpointsResponse) Reset() {
+	*x = CollectCheckpointsResponse{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectCheckpointsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectCheckpointsResponse) ProtoMessage() {}
+
+func (x *CollectCheckpointsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectCheckpointsResponse.ProtoReflect.Descriptor instead.
+func (*CollectCheckpointsResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *CollectCheckpointsResponse) GetPruned() int64 {
+	if x != nil {
+		return x.Pruned
+	}
+	return 0
+}
+
+func (x *CollectCheckpointsResponse) GetBytesBefore() int64 {
+	if x != nil {
+		return x.BytesBefore
+	}
+	return 0
+}
+
+func (x *CollectCheckpointsResponse) GetBytesAfter() int64 {
+	if x != nil {
+		return x.BytesAfter
+	}
+	return 0
+}
+
 var File_nexus_v1_tool_manager_proto protoreflect.FileDescriptor
 
 const file_nexus_v1_tool_manager_proto_rawDesc = "" +
@@ -4042,7 +5040,84 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"serverName\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03uri\x18\x03 \x01(\tR\x03uri\x12.\n" +
-	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time2\xae\r\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xb9\x03\n" +
+	"\n" +
+	"Checkpoint\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12 \n" +
+	"\ftool_call_id\x18\x03 \x01(\tR\n" +
+	"toolCallId\x12\x1b\n" +
+	"\ttool_name\x18\x04 \x01(\tR\btoolName\x12\x1f\n" +
+	"\vserver_name\x18\x05 \x01(\tR\n" +
+	"serverName\x12\x16\n" +
+	"\x06author\x18\x06 \x01(\tR\x06author\x12\x15\n" +
+	"\x06app_id\x18\a \x01(\tR\x05appId\x12\x18\n" +
+	"\asession\x18\b \x01(\tR\asession\x12\x12\n" +
+	"\x04turn\x18\t \x01(\tR\x04turn\x12.\n" +
+	"\x04time\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
+	"\x06undoes\x18\v \x03(\tR\x06undoes\x12\x1b\n" +
+	"\tundone_by\x18\f \x01(\tR\bundoneBy\x12.\n" +
+	"\x05files\x18\r \x03(\v2\x18.nexus.v1.CheckpointFileR\x05files\x125\n" +
+	"\askipped\x18\x0e \x03(\v2\x1b.nexus.v1.CheckpointSkippedR\askipped\"\xc2\x01\n" +
+	"\x0eCheckpointFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
+	"\x06before\x18\x03 \x01(\tR\x06before\x12\x14\n" +
+	"\x05after\x18\x04 \x01(\tR\x05after\x12+\n" +
+	"\x11before_executable\x18\x05 \x01(\bR\x10beforeExecutable\x12)\n" +
+	"\x10after_executable\x18\x06 \x01(\bR\x0fafterExecutable\"?\n" +
+	"\x11CheckpointSkipped\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x82\x01\n" +
+	"\x0fCheckpointUsage\x12 \n" +
+	"\vcheckpoints\x18\x01 \x01(\x03R\vcheckpoints\x12\x1a\n" +
+	"\bsessions\x18\x02 \x01(\x03R\bsessions\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x1b\n" +
+	"\tmax_bytes\x18\x04 \x01(\x03R\bmaxBytes\"\\\n" +
+	"\x16ListCheckpointsRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04turn\x18\x02 \x01(\tR\x04turn\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\x82\x01\n" +
+	"\x17ListCheckpointsResponse\x126\n" +
+	"\vcheckpoints\x18\x01 \x03(\v2\x14.nexus.v1.CheckpointR\vcheckpoints\x12/\n" +
+	"\x05usage\x18\x02 \x01(\v2\x19.nexus.v1.CheckpointUsageR\x05usage\"*\n" +
+	"\x18GetCheckpointDiffRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x85\x01\n" +
+	"\x19GetCheckpointDiffResponse\x124\n" +
+	"\n" +
+	"checkpoint\x18\x01 \x01(\v2\x14.nexus.v1.CheckpointR\n" +
+	"checkpoint\x122\n" +
+	"\x05files\x18\x02 \x03(\v2\x1c.nexus.v1.CheckpointFileDiffR\x05files\"n\n" +
+	"\x12CheckpointFileDiff\x12,\n" +
+	"\x04file\x18\x01 \x01(\v2\x18.nexus.v1.CheckpointFileR\x04file\x12\x12\n" +
+	"\x04diff\x18\x02 \x01(\tR\x04diff\x12\x16\n" +
+	"\x06binary\x18\x03 \x01(\bR\x06binary\"\x8d\x01\n" +
+	"\x16UndoCheckpointsRequest\x12\x12\n" +
+	"\x04call\x18\x01 \x01(\tR\x04call\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04turn\x18\x03 \x01(\tR\x04turn\x12\x1b\n" +
+	"\tlast_turn\x18\x04 \x01(\bR\blastTurn\x12\x14\n" +
+	"\x05force\x18\x05 \x01(\bR\x05force\">\n" +
+	"\x16RedoCheckpointsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xd9\x01\n" +
+	"\x17UndoCheckpointsResponse\x124\n" +
+	"\n" +
+	"checkpoint\x18\x01 \x01(\v2\x14.nexus.v1.CheckpointR\n" +
+	"checkpoint\x12\x16\n" +
+	"\x06undone\x18\x02 \x03(\tR\x06undone\x124\n" +
+	"\brestored\x18\x03 \x03(\v2\x18.nexus.v1.CheckpointFileR\brestored\x12:\n" +
+	"\tconflicts\x18\x04 \x03(\v2\x1c.nexus.v1.CheckpointConflictR\tconflicts\"@\n" +
+	"\x12CheckpointConflict\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x1b\n" +
+	"\x19CollectCheckpointsRequest\"x\n" +
+	"\x1aCollectCheckpointsResponse\x12\x16\n" +
+	"\x06pruned\x18\x01 \x01(\x03R\x06pruned\x12!\n" +
+	"\fbytes_before\x18\x02 \x01(\x03R\vbytesBefore\x12\x1f\n" +
+	"\vbytes_after\x18\x03 \x01(\x03R\n" +
+	"bytesAfter2\xf5\x10\n" +
 	"\vToolManager\x12D\n" +
 	"\tListTools\x12\x1a.nexus.v1.ListToolsRequest\x1a\x1b.nexus.v1.ListToolsResponse\x12\\\n" +
 	"\x11GetToolDefinition\x12\".nexus.v1.GetToolDefinitionRequest\x1a#.nexus.v1.GetToolDefinitionResponse\x12J\n" +
@@ -4063,7 +5138,12 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x0eListMcpPrompts\x12\x1f.nexus.v1.ListMcpPromptsRequest\x1a .nexus.v1.ListMcpPromptsResponse\x12M\n" +
 	"\fGetMcpPrompt\x12\x1d.nexus.v1.GetMcpPromptRequest\x1a\x1e.nexus.v1.GetMcpPromptResponse\x12q\n" +
 	"\x18ListMcpResourceTemplates\x12).nexus.v1.ListMcpResourceTemplatesRequest\x1a*.nexus.v1.ListMcpResourceTemplatesResponse\x12J\n" +
-	"\x0fWatchMcpChanges\x12 .nexus.v1.WatchMcpChangesRequest\x1a\x13.nexus.v1.McpChange0\x01B7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
+	"\x0fWatchMcpChanges\x12 .nexus.v1.WatchMcpChangesRequest\x1a\x13.nexus.v1.McpChange0\x01\x12V\n" +
+	"\x0fListCheckpoints\x12 .nexus.v1.ListCheckpointsRequest\x1a!.nexus.v1.ListCheckpointsResponse\x12\\\n" +
+	"\x11GetCheckpointDiff\x12\".nexus.v1.GetCheckpointDiffRequest\x1a#.nexus.v1.GetCheckpointDiffResponse\x12V\n" +
+	"\x0fUndoCheckpoints\x12 .nexus.v1.UndoCheckpointsRequest\x1a!.nexus.v1.UndoCheckpointsResponse\x12V\n" +
+	"\x0fRedoCheckpoints\x12 .nexus.v1.RedoCheckpointsRequest\x1a!.nexus.v1.UndoCheckpointsResponse\x12_\n" +
+	"\x12CollectCheckpoints\x12#.nexus.v1.CollectCheckpointsRequest\x1a$.nexus.v1.CollectCheckpointsResponseB7Z5github.com/nexuscocreate/nexus/proto/nexus/v1;nexusv1b\x06proto3"
 
 var (
 	file_nexus_v1_tool_manager_proto_rawDescOnce sync.Once
@@ -4077,7 +5157,7 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
 	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
@@ -4136,29 +5216,44 @@ var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ListMcpResourceTemplatesResponse)(nil), // 54: nexus.v1.ListMcpResourceTemplatesResponse
 	(*WatchMcpChangesRequest)(nil),           // 55: nexus.v1.WatchMcpChangesRequest
 	(*McpChange)(nil),                        // 56: nexus.v1.McpChange
-	nil,                                      // 57: nexus.v1.McpLaunch.EnvEntry
-	nil,                                      // 58: nexus.v1.McpLaunch.HeadersEntry
-	nil,                                      // 59: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),            // 60: google.protobuf.Timestamp
+	(*Checkpoint)(nil),                       // 57: nexus.v1.Checkpoint
+	(*CheckpointFile)(nil),                   // 58: nexus.v1.CheckpointFile
+	(*CheckpointSkipped)(nil),                // 59: nexus.v1.CheckpointSkipped
+	(*CheckpointUsage)(nil),                  // 60: nexus.v1.CheckpointUsage
+	(*ListCheckpointsRequest)(nil),           // 61: nexus.v1.ListCheckpointsRequest
+	(*ListCheckpointsResponse)(nil),          // 62: nexus.v1.ListCheckpointsResponse
+	(*GetCheckpointDiffRequest)(nil),         // 63: nexus.v1.GetCheckpointDiffRequest
+	(*GetCheckpointDiffResponse)(nil),        // 64: nexus.v1.GetCheckpointDiffResponse
+	(*CheckpointFileDiff)(nil),               // 65: nexus.v1.CheckpointFileDiff
+	(*UndoCheckpointsRequest)(nil),           // 66: nexus.v1.UndoCheckpointsRequest
+	(*RedoCheckpointsRequest)(nil),           // 67: nexus.v1.RedoCheckpointsRequest
+	(*UndoCheckpointsResponse)(nil),          // 68: nexus.v1.UndoCheckpointsResponse
+	(*CheckpointConflict)(nil),               // 69: nexus.v1.CheckpointConflict
+	(*CollectCheckpointsRequest)(nil),        // 70: nexus.v1.CollectCheckpointsRequest
+	(*CollectCheckpointsResponse)(nil),       // 71: nexus.v1.CollectCheckpointsResponse
+	nil,                                      // 72: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 73: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 74: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 75: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
 	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
 	11, // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	60, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	60, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	75, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	75, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
 	12, // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
 	13, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
 	8,  // 7: nexus.v1.ToolCall.elicitation:type_name -> nexus.v1.Elicitation
 	14, // 8: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
 	7,  // 9: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	60, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	75, // 10: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
 	7,  // 11: nexus.v1.PermissionQuestion.tool_call:type_name -> nexus.v1.ToolCall
 	20, // 12: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	60, // 13: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	75, // 13: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
 	28, // 14: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	57, // 15: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	58, // 16: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	72, // 15: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	73, // 16: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
 	29, // 17: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
 	30, // 18: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
 	27, // 19: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
@@ -4168,54 +5263,75 @@ var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
 	27, // 23: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
 	42, // 24: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
 	47, // 25: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	59, // 26: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	74, // 26: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
 	52, // 27: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
-	60, // 28: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
-	1,  // 29: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 30: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 31: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	15, // 32: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	16, // 33: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	18, // 34: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	23, // 35: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	25, // 36: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	22, // 37: nexus.v1.ToolManager.AnswerPermissions:input_type -> nexus.v1.PermissionAnswer
-	31, // 38: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	33, // 39: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	35, // 40: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	37, // 41: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
-	40, // 42: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
-	43, // 43: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	45, // 44: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	48, // 45: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	50, // 46: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	53, // 47: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
-	55, // 48: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
-	2,  // 49: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 50: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 51: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 52: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	17, // 53: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	19, // 54: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	24, // 55: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	26, // 56: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	21, // 57: nexus.v1.ToolManager.AnswerPermissions:output_type -> nexus.v1.PermissionQuestion
-	32, // 58: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	34, // 59: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	36, // 60: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	38, // 61: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
-	41, // 62: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
-	44, // 63: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	46, // 64: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	49, // 65: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	51, // 66: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	54, // 67: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
-	56, // 68: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
-	49, // [49:69] is the sub-list for method output_type
-	29, // [29:49] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	75, // 28: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	75, // 29: nexus.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
+	58, // 30: nexus.v1.Checkpoint.files:type_name -> nexus.v1.CheckpointFile
+	59, // 31: nexus.v1.Checkpoint.skipped:type_name -> nexus.v1.CheckpointSkipped
+	57, // 32: nexus.v1.ListCheckpointsResponse.checkpoints:type_name -> nexus.v1.Checkpoint
+	60, // 33: nexus.v1.ListCheckpointsResponse.usage:type_name -> nexus.v1.CheckpointUsage
+	57, // 34: nexus.v1.GetCheckpointDiffResponse.checkpoint:type_name -> nexus.v1.Checkpoint
+	65, // 35: nexus.v1.GetCheckpointDiffResponse.files:type_name -> nexus.v1.CheckpointFileDiff
+	58, // 36: nexus.v1.CheckpointFileDiff.file:type_name -> nexus.v1.CheckpointFile
+	57, // 37: nexus.v1.UndoCheckpointsResponse.checkpoint:type_name -> nexus.v1.Checkpoint
+	58, // 38: nexus.v1.UndoCheckpointsResponse.restored:type_name -> nexus.v1.CheckpointFile
+	69, // 39: nexus.v1.UndoCheckpointsResponse.conflicts:type_name -> nexus.v1.CheckpointConflict
+	1,  // 40: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	3,  // 41: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	5,  // 42: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	15, // 43: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	16, // 44: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	18, // 45: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	23, // 46: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	25, // 47: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	22, // 48: nexus.v1.ToolManager.AnswerPermissions:input_type -> nexus.v1.PermissionAnswer
+	31, // 49: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	33, // 50: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	35, // 51: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	37, // 52: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
+	40, // 53: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
+	43, // 54: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	45, // 55: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	48, // 56: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	50, // 57: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	53, // 58: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	55, // 59: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	61, // 60: nexus.v1.ToolManager.ListCheckpoints:input_type -> nexus.v1.ListCheckpointsRequest
+	63, // 61: nexus.v1.ToolManager.GetCheckpointDiff:input_type -> nexus.v1.GetCheckpointDiffRequest
+	66, // 62: nexus.v1.ToolManager.UndoCheckpoints:input_type -> nexus.v1.UndoCheckpointsRequest
+	67, // 63: nexus.v1.ToolManager.RedoCheckpoints:input_type -> nexus.v1.RedoCheckpointsRequest
+	70, // 64: nexus.v1.ToolManager.CollectCheckpoints:input_type -> nexus.v1.CollectCheckpointsRequest
+	2,  // 65: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	4,  // 66: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	6,  // 67: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	7,  // 68: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	17, // 69: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	19, // 70: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	24, // 71: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	26, // 72: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	21, // 73: nexus.v1.ToolManager.AnswerPermissions:output_type -> nexus.v1.PermissionQuestion
+	32, // 74: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	34, // 75: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	36, // 76: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	38, // 77: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
+	41, // 78: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
+	44, // 79: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	46, // 80: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	49, // 81: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	51, // 82: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	54, // 83: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	56, // 84: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	62, // 85: nexus.v1.ToolManager.ListCheckpoints:output_type -> nexus.v1.ListCheckpointsResponse
+	64, // 86: nexus.v1.ToolManager.GetCheckpointDiff:output_type -> nexus.v1.GetCheckpointDiffResponse
+	68, // 87: nexus.v1.ToolManager.UndoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
+	68, // 88: nexus.v1.ToolManager.RedoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
+	71, // 89: nexus.v1.ToolManager.CollectCheckpoints:output_type -> nexus.v1.CollectCheckpointsResponse
+	65, // [65:90] is the sub-list for method output_type
+	40, // [40:65] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -4233,7 +5349,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   60,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,11 @@ const (
 	ToolManager_GetMcpPrompt_FullMethodName             = "/nexus.v1.ToolManager/GetMcpPrompt"
 	ToolManager_ListMcpResourceTemplates_FullMethodName = "/nexus.v1.ToolManager/ListMcpResourceTemplates"
 	ToolManager_WatchMcpChanges_FullMethodName          = "/nexus.v1.ToolManager/WatchMcpChanges"
+	ToolManager_ListCheckpoints_FullMethodName          = "/nexus.v1.ToolManager/ListCheckpoints"
+	ToolManager_GetCheckpointDiff_FullMethodName        = "/nexus.v1.ToolManager/GetCheckpointDiff"
+	ToolManager_UndoCheckpoints_FullMethodName          = "/nexus.v1.ToolManager/UndoCheckpoints"
+	ToolManager_RedoCheckpoints_FullMethodName          = "/nexus.v1.ToolManager/RedoCheckpoints"
+	ToolManager_CollectCheckpoints_FullMethodName       = "/nexus.v1.ToolManager/CollectCheckpoints"
 )
 
 // ToolManagerClient is the client API for ToolManager service.
@@ -115,6 +120,27 @@ type ToolManagerClient interface {
 	// are in place; a server that is not ready or does not offer
 	// subscriptions is FAILED_PRECONDITION.
 	WatchMcpChanges(ctx context.Context, in *WatchMcpChangesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[McpChange], error)
+	// Checkpoints: what tool calls changed in the workspace (agent sessions,
+	// apps, MCP gateway clients and their commands), to review, undo and
+	// redo. An app sees and undoes only its own; the admin token (the
+	// person) all. With checkpoints.enabled: false, FAILED_PRECONDITION.
+	//
+	// ListCheckpoints lists them, newest first.
+	ListCheckpoints(ctx context.Context, in *ListCheckpointsRequest, opts ...grpc.CallOption) (*ListCheckpointsResponse, error)
+	// GetCheckpointDiff is one checkpoint with the unified diff of each file.
+	GetCheckpointDiff(ctx context.Context, in *GetCheckpointDiffRequest, opts ...grpc.CallOption) (*GetCheckpointDiffResponse, error)
+	// UndoCheckpoints restores what a call, a turn or a session changed to
+	// what it was before, and records the undo (so that it can be redone).
+	// Files changed since are conflicts: without force nothing is changed,
+	// and the response lists them (not an error).
+	UndoCheckpoints(ctx context.Context, in *UndoCheckpointsRequest, opts ...grpc.CallOption) (*UndoCheckpointsResponse, error)
+	// RedoCheckpoints reverses an undo (the most recent that stands when id
+	// is empty), with the same conflicts.
+	RedoCheckpoints(ctx context.Context, in *RedoCheckpointsRequest, opts ...grpc.CallOption) (*UndoCheckpointsResponse, error)
+	// CollectCheckpoints prunes the oldest sessions' checkpoints down to
+	// checkpoints.maxStoreSize and drops what nothing refers to (the admin
+	// only).
+	CollectCheckpoints(ctx context.Context, in *CollectCheckpointsRequest, opts ...grpc.CallOption) (*CollectCheckpointsResponse, error)
 }
 
 type toolManagerClient struct {
@@ -355,6 +381,56 @@ func (c *toolManagerClient) WatchMcpChanges(ctx context.Context, in *WatchMcpCha
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolManager_WatchMcpChangesClient = grpc.ServerStreamingClient[McpChange]
 
+func (c *toolManagerClient) ListCheckpoints(ctx context.Context, in *ListCheckpointsRequest, opts ...grpc.CallOption) (*ListCheckpointsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCheckpointsResponse)
+	err := c.cc.Invoke(ctx, ToolManager_ListCheckpoints_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) GetCheckpointDiff(ctx context.Context, in *GetCheckpointDiffRequest, opts ...grpc.CallOption) (*GetCheckpointDiffResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCheckpointDiffResponse)
+	err := c.cc.Invoke(ctx, ToolManager_GetCheckpointDiff_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) UndoCheckpoints(ctx context.Context, in *UndoCheckpointsRequest, opts ...grpc.CallOption) (*UndoCheckpointsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UndoCheckpointsResponse)
+	err := c.cc.Invoke(ctx, ToolManager_UndoCheckpoints_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) RedoCheckpoints(ctx context.Context, in *RedoCheckpointsRequest, opts ...grpc.CallOption) (*UndoCheckpointsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UndoCheckpointsResponse)
+	err := c.cc.Invoke(ctx, ToolManager_RedoCheckpoints_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolManagerClient) CollectCheckpoints(ctx context.Context, in *CollectCheckpointsRequest, opts ...grpc.CallOption) (*CollectCheckpointsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CollectCheckpointsResponse)
+	err := c.cc.Invoke(ctx, ToolManager_CollectCheckpoints_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolManagerServer is the server API for ToolManager service.
 // All implementations must embed UnimplementedToolManagerServer
 // for forward compatibility.
@@ -429,6 +505,27 @@ type ToolManagerServer interface {
 	// are in place; a server that is not ready or does not offer
 	// subscriptions is FAILED_PRECONDITION.
 	WatchMcpChanges(*WatchMcpChangesRequest, grpc.ServerStreamingServer[McpChange]) error
+	// Checkpoints: what tool calls changed in the workspace (agent sessions,
+	// apps, MCP gateway clients and their commands), to review, undo and
+	// redo. An app sees and undoes only its own; the admin token (the
+	// person) all. With checkpoints.enabled: false, FAILED_PRECONDITION.
+	//
+	// ListCheckpoints lists them, newest first.
+	ListCheckpoints(context.Context, *ListCheckpointsRequest) (*ListCheckpointsResponse, error)
+	// GetCheckpointDiff is one checkpoint with the unified diff of each file.
+	GetCheckpointDiff(context.Context, *GetCheckpointDiffRequest) (*GetCheckpointDiffResponse, error)
+	// UndoCheckpoints restores what a call, a turn or a session changed to
+	// what it was before, and records the undo (so that it can be redone).
+	// Files changed since are conflicts: without force nothing is changed,
+	// and the response lists them (not an error).
+	UndoCheckpoints(context.Context, *UndoCheckpointsRequest) (*UndoCheckpointsResponse, error)
+	// RedoCheckpoints reverses an undo (the most recent that stands when id
+	// is empty), with the same conflicts.
+	RedoCheckpoints(context.Context, *RedoCheckpointsRequest) (*UndoCheckpointsResponse, error)
+	// CollectCheckpoints prunes the oldest sessions' checkpoints down to
+	// checkpoints.maxStoreSize and drops what nothing refers to (the admin
+	// only).
+	CollectCheckpoints(context.Context, *CollectCheckpointsRequest) (*CollectCheckpointsResponse, error)
 	mustEmbedUnimplementedToolManagerServer()
 }
 
@@ -498,6 +595,21 @@ func (UnimplementedToolManagerServer) ListMcpResourceTemplates(context.Context, 
 }
 func (UnimplementedToolManagerServer) WatchMcpChanges(*WatchMcpChangesRequest, grpc.ServerStreamingServer[McpChange]) error {
 	return status.Errorf(codes.Unimplemented, "method WatchMcpChanges not implemented")
+}
+func (UnimplementedToolManagerServer) ListCheckpoints(context.Context, *ListCheckpointsRequest) (*ListCheckpointsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListCheckpoints not implemented")
+}
+func (UnimplementedToolManagerServer) GetCheckpointDiff(context.Context, *GetCheckpointDiffRequest) (*GetCheckpointDiffResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetCheckpointDiff not implemented")
+}
+func (UnimplementedToolManagerServer) UndoCheckpoints(context.Context, *UndoCheckpointsRequest) (*UndoCheckpointsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UndoCheckpoints not implemented")
+}
+func (UnimplementedToolManagerServer) RedoCheckpoints(context.Context, *RedoCheckpointsRequest) (*UndoCheckpointsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RedoCheckpoints not implemented")
+}
+func (UnimplementedToolManagerServer) CollectCheckpoints(context.Context, *CollectCheckpointsRequest) (*CollectCheckpointsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CollectCheckpoints not implemented")
 }
 func (UnimplementedToolManagerServer) mustEmbedUnimplementedToolManagerServer() {}
 func (UnimplementedToolManagerServer) testEmbeddedByValue()                     {}
@@ -848,6 +960,96 @@ func _ToolManager_WatchMcpChanges_Handler(srv interface{}, stream grpc.ServerStr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolManager_WatchMcpChangesServer = grpc.ServerStreamingServer[McpChange]
 
+func _ToolManager_ListCheckpoints_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCheckpointsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).ListCheckpoints(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_ListCheckpoints_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).ListCheckpoints(ctx, req.(*ListCheckpointsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_GetCheckpointDiff_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCheckpointDiffRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).GetCheckpointDiff(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_GetCheckpointDiff_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).GetCheckpointDiff(ctx, req.(*GetCheckpointDiffRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_UndoCheckpoints_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UndoCheckpointsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).UndoCheckpoints(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_UndoCheckpoints_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).UndoCheckpoints(ctx, req.(*UndoCheckpointsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_RedoCheckpoints_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedoCheckpointsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).RedoCheckpoints(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_RedoCheckpoints_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).RedoCheckpoints(ctx, req.(*RedoCheckpointsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolManager_CollectCheckpoints_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CollectCheckpointsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolManagerServer).CollectCheckpoints(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolManager_CollectCheckpoints_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolManagerServer).CollectCheckpoints(ctx, req.(*CollectCheckpointsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolManager_ServiceDesc is the grpc.ServiceDesc for ToolManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -918,6 +1120,26 @@ var ToolManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListMcpResourceTemplates",
 			Handler:    _ToolManager_ListMcpResourceTemplates_Handler,
+		},
+		{
+			MethodName: "ListCheckpoints",
+			Handler:    _ToolManager_ListCheckpoints_Handler,
+		},
+		{
+			MethodName: "GetCheckpointDiff",
+			Handler:    _ToolManager_GetCheckpointDiff_Handler,
+		},
+		{
+			MethodName: "UndoCheckpoints",
+			Handler:    _ToolManager_UndoCheckpoints_Handler,
+		},
+		{
+			MethodName: "RedoCheckpoints",
+			Handler:    _ToolManager_RedoCheckpoints_Handler,
+		},
+		{
+			MethodName: "CollectCheckpoints",
+			Handler:    _ToolManager_CollectCheckpoints_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
