@@ -1392,11 +1392,14 @@ const scenarios = [
       for (const label of ['execute_command', 'edit_file', 'write_file']) {
         const row = viewRow(s.page, 'Changes', label);
         if ((await row.getAttribute('aria-expanded')) === 'false') {
-          await row.click();
+          await row.locator('.monaco-tl-twistie').click(); // opens it, selects nothing
         }
       }
+      // Each file's row with its A/M/D letter (a decoration, drawn a moment
+      // after the row: its label gets an itemBadge class).
       for (const file of ['new.txt', 'edit.txt', 'cmd.txt', 'gone.txt']) {
         await waitTreeItem(s.page, 'Changes', file);
+        await viewRow(s.page, 'Changes', file).locator('[class*="-itemBadge-"]').first().waitFor({ timeout: HANG });
       }
       await s.page.mouse.move(700, 700);
       await s.screenshot('changes.png');
