@@ -336,7 +336,7 @@ export function whatUndo(n: Undoable): string[] {
   const calls = n.kind === 'call' ? [n] : n.kind === 'turn' ? n.calls : [...n.turns.flatMap((t) => t.calls), ...n.calls];
   // Oldest first, each file's first change decides what it becomes.
   const first = new Map<string, string>();
-  for (const c of [...calls].reverse()) {
+  for (const c of [...calls].sort((a, b) => a.checkpoint.time.localeCompare(b.checkpoint.time))) {
     if (c.checkpoint.kind !== 'call' || c.undone === 'all') {
       continue;
     }

@@ -89,6 +89,14 @@ test('changes: what Undo and Redo do at each level', () => {
   assert.deepEqual(whatUndo(app), ['x/y.md: restored to before', 'x/z.md: deleted (it was added)']);
 });
 
+test('changes: a file added then edited in a turn is deleted by its undo', () => {
+  const [s] = changeTree([
+    cp('n2', { time: time(9), session: 'app:b', turn: undefined, files: [{ path: 'n.txt', action: 'modified' }] }),
+    cp('n1', { time: time(2), session: 'app:b', turn: undefined, files: [{ path: 'n.txt', action: 'added' }] }),
+  ], opts);
+  assert.deepEqual(whatUndo(s), ['n.txt: deleted (it was added)']);
+});
+
 test('changes: a redo with several undos reverses the newest first', () => {
   const u2 = cp('u2', { kind: 'undo', turn: undefined, time: time(50), author: 'cli' });
   const tree = changeTree([u2, ...listed.map((c) => (c.id === 'c2' ? { ...c, undoneBy: 'u2' } : c))], opts);
