@@ -39,7 +39,15 @@ const Methods = {
   agentSessionsLoad: "nexus/agent/sessions/load",
   agentSessionsDelete: "nexus/agent/sessions/delete",
   agentPrompt: "nexus/agent/prompt",
-  agentCancel: "nexus/agent/cancel"
+  agentCancel: "nexus/agent/cancel",
+  // Checkpoints: what agents, apps, MCP clients and their commands changed
+  // (server/checkpoints.go). With checkpoints.enabled: false they answer
+  // FailedPrecondition.
+  checkpointsList: "nexus/checkpoints/list",
+  checkpointsDiff: "nexus/checkpoints/diff",
+  checkpointsUndo: "nexus/checkpoints/undo",
+  checkpointsRedo: "nexus/checkpoints/redo",
+  checkpointsGc: "nexus/checkpoints/gc"
 };
 const Notifications = {
   toolCall: "nexus/toolCall",
@@ -51,7 +59,8 @@ const Notifications = {
   progress: "$/progress",
   agentUpdate: "nexus/agent/update",
   mcpResourceUpdated: "nexus/mcp/resourceUpdated",
-  mcpListChanged: "nexus/mcp/listChanged"
+  mcpListChanged: "nexus/mcp/listChanged",
+  checkpointsChanged: "nexus/checkpointsChanged"
 };
 const Requests = {
   requestPermission: "nexus/requestPermission",

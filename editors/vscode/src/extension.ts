@@ -5,6 +5,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { ActivityView } from './activity';
 import { ApprovalsView, RememberedView } from './approvals';
+import { ChangesView } from './changes';
 import { ChatView } from './chat';
 import { ConfigSupport } from './config';
 import { ElicitationView } from './elicitation';
@@ -39,6 +40,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     elicitation,
     approvals,
     new StatusBar(daemons, activity, approvals),
+    new ChangesView(daemons),
     new DefinitionsView(daemons),
     new McpView(daemons),
     new ChatView(context.extensionUri, daemons, approvals),
