@@ -91,6 +91,7 @@ func TestPruneAtCap(t *testing.T) {
 	e.write1("a", "s1", "a.txt", strings.Repeat("a", 1000))
 	e.write1("b", "s2", "b.txt", strings.Repeat("b", 1000))
 	e.write1("c", "s3", "c.txt", strings.Repeat("c", 1000))
+	e.s.rec.flush()
 	size, err := e.defs.Changes().Size()
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +99,7 @@ func TestPruneAtCap(t *testing.T) {
 	e.s.opts.MaxStoreBytes = size - 1
 	// s1 was active last: s2 is the oldest session now.
 	e.write1("a2", "s1", "a.txt", "again")
+	e.s.rec.flush() // the prune starts before
 	e.s.bg.Wait()
 	sessions := map[string]int{}
 	for _, cp := range e.list(access.Person("cli"), Filter{}) {

@@ -107,6 +107,7 @@ func crashWriter(t *testing.T, ws string) {
 			t.Fatal(err)
 		}
 		end(nil)
+		s.rec.flush() // the checkpoint is durable
 		fmt.Printf("recorded %s\n", id)
 	}
 }
