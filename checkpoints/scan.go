@@ -343,13 +343,19 @@ func (w *walker) dir(dir string, ig ignorer) error {
 		return errors.New("the store is closing")
 	default:
 	}
-	ig = ig.read(sc.s.root, dir)
 	entries, err := readDir(filepath.Join(sc.s.opts.Workspace, filepath.FromSlash(dir)))
 	if err != nil {
 		if dir != "" && errors.Is(err, fs.ErrNotExist) {
 			return nil // removed meanwhile
 		}
 		return err
+	}
+	if slices.ContainsFunc(entries, func(e dirEntry) bool { return e.name == ".gitignore" }) {
+		ig = ig.read(sc.s.root, dir)
+	}
+	var parts []string
+	if dir != "" {
+		parts = strings.Split(dir, "/")
 	}
 	var subdirs []string
 	w.mu.Lock()
@@ -362,14 +368,14 @@ func (w *walker) dir(dir string, ig ignorer) error {
 		if st.mode.IsDir() {
 			switch {
 			case skipDir(p):
-			case ig.match(p, true):
+			case ig.matchIn(parts, de.name, true):
 				w.res.entries[p] = baseEntry{Key: st.key, Seen: w.seen, Kind: entryIgnored}
 			default:
 				subdirs = append(subdirs, p)
 			}
 			continue
 		}
-		if ig.match(p, false) {
+		if ig.matchIn(parts, de.name, false) {
 			w.res.entries[p] = baseEntry{Key: st.key, Seen: w.seen, Kind: entryIgnored}
 			continue
 		}
@@ -438,6 +444,15 @@ func (ig ignorer) read(root *os.Root, dir string) ignorer {
 
 func (ig ignorer) match(p string, isDir bool) bool {
 	return len(ig) > 0 && gitignore.NewMatcher(ig).Match(strings.Split(p, "/"), isDir)
+}
+
+// matchIn is match of the entry name of the directory whose path's
+// components are dir.
+func (ig ignorer) matchIn(dir []string, name string, isDir bool) bool {
+	if len(ig) == 0 {
+		return false
+	}
+	return gitignore.NewMatcher(ig).Match(append(dir[:len(dir):len(dir)], name), isDir)
 }
 
 func orDot(p string) string {

@@ -180,3 +180,47 @@ func TestAppSeesItsOwn(t *testing.T) {
 	}
 	e.want(map[string]string{"a.txt": "<absent>", "b.txt": "b"})
 }
+
+// TestBaselineRefresh: what the person changes between two commands is
+// taken into the baseline, not recorded against the next command; a
+// write_file that runs while a command runs is recorded once, by itself.
+func TestBaselineRefresh(t *testing.T) {
+	e := newEnv(t, start)
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		e.write("cmd.txt", "by c1")
+	})
+	e.write("gone.txt", "the person's edit")
+	e.write("mine.txt", "the person's new file")
+	var endWrite func(error)
+	e.call(tools.Call{ID: "c2", ToolName: "execute_command", Session: "s1", Turn: "t2"}, tools.Touch{All: true}, agent, func() {
+		e.write("cmd.txt", "by c2")
+		var err error
+		endWrite, err = e.s.Begin(context.Background(), tools.Call{ID: "w", ToolName: "write_file", Session: "s1", Turn: "t2"},
+			tools.Touch{Paths: []string{"new.txt"}}, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.write("new.txt", "by w")
+	})
+	endWrite(nil)
+	cps := e.list(access.Person("cli"), Filter{})
+	files := map[string][]string{}
+	for _, cp := range cps {
+		for _, f := range cp.Files {
+			files[cp.ID] = append(files[cp.ID], f.Path)
+		}
+	}
+	if len(cps) != 3 || strings.Join(files["c2"], ",") != "cmd.txt" || strings.Join(files["w"], ",") != "new.txt" {
+		t.Fatalf("checkpoints: %v", files)
+	}
+	// A later command sees nothing of the write: the baseline has it.
+	e.call(tools.Call{ID: "c3", ToolName: "execute_command", Session: "s1", Turn: "t3"}, tools.Touch{All: true}, agent, func() {})
+	if n := len(e.list(access.Person("cli"), Filter{})); n != 3 {
+		t.Errorf("%d checkpoints after a command that changed nothing", n)
+	}
+	// Undoing the turn leaves the person's files alone.
+	if _, err := e.s.Undo(context.Background(), Selector{}, person()); err != nil {
+		t.Fatal(err)
+	}
+	e.want(map[string]string{"cmd.txt": "by c1", "new.txt": "<absent>", "gone.txt": "the person's edit", "mine.txt": "the person's new file"})
+}
