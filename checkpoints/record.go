@@ -188,9 +188,8 @@ func (s *Store) beginAll(ctx context.Context, cp *Checkpoint) (func(error), erro
 	}
 	sc.lock()
 	defer sc.unlock()
-	if sc.err != nil {
-		return nil, sc.err
-	}
+	// A first scan that failed is tried again: this walk reads every
+	// file when there is no baseline.
 	res, err := sc.walk(sc.base)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: scan the workspace before the call: %w", err)

@@ -98,7 +98,6 @@ type scanner struct {
 	// it with lock and unlock, which apply the settles queued meanwhile.
 	mu     sync.Mutex
 	base   map[string]baseEntry
-	err    error          // the first baseline's failure
 	claims map[string]int // paths of the calls that name theirs, running
 	dirty  bool           // not saved since it changed
 	margin int64          // the racy margin (see above)
@@ -197,11 +196,13 @@ func (sc *scanner) start() {
 		err = sc.store(res)
 	}
 	if err != nil {
-		sc.err = fmt.Errorf("checkpoints: first scan of the workspace: %w", err)
-		sc.s.logger.Warn("workspace not scanned; commands will not run until it is", "error", err.Error())
+		sc.s.logger.Warn("workspace not scanned; the next command scans it", "error", err.Error())
 		return
 	}
 	sc.base = res.entries
+	if res.tooMany {
+		sc.base = map[string]baseEntry{} // its contents were not stored
+	}
 	sc.dirty = true
 	if err := sc.saveLocked(); err != nil {
 		sc.s.logger.Warn("checkpoints baseline not saved; the next start scans the workspace again", "error", err.Error())
@@ -344,10 +345,15 @@ func (w *walker) dir(dir string, ig ignorer) error {
 	default:
 	}
 	entries, err := readDir(filepath.Join(sc.s.opts.Workspace, filepath.FromSlash(dir)))
-	if err != nil {
-		if dir != "" && errors.Is(err, fs.ErrNotExist) {
-			return nil // removed meanwhile
-		}
+	switch {
+	case dir != "" && errors.Is(err, fs.ErrNotExist):
+		return nil // removed meanwhile
+	case dir != "" && errors.Is(err, fs.ErrPermission):
+		w.mu.Lock()
+		w.res.entries[dir] = baseEntry{Seen: w.seen, Kind: entryOther, What: "a directory Nexus may not read"}
+		w.mu.Unlock()
+		return nil
+	case err != nil:
 		return err
 	}
 	if slices.ContainsFunc(entries, func(e dirEntry) bool { return e.name == ".gitignore" }) {
@@ -497,6 +503,9 @@ func (sc *scanner) entry(p string, st fileStat, old baseEntry, seen int64) (e ba
 		return e, nil, nil
 	case errors.Is(err, errTooLarge):
 		e.Kind = entryLarge
+		return e, nil, nil
+	case errors.Is(err, fs.ErrPermission):
+		e.Kind, e.Key, e.What = entryOther, state.FileKey{}, "a file Nexus may not read"
 		return e, nil, nil
 	case err != nil:
 		return e, nil, fmt.Errorf("read %s: %w", p, err)

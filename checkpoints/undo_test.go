@@ -224,3 +224,33 @@ func TestBaselineRefresh(t *testing.T) {
 	}
 	e.want(map[string]string{"cmd.txt": "by c1", "new.txt": "<absent>", "gone.txt": "the person's edit", "mine.txt": "the person's new file"})
 }
+
+// TestUnreadable: a file or a directory the daemon may not read is listed
+// as skipped when it changes; the scan goes on.
+func TestUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file")
+	}
+	e := newEnv(t, start)
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		e.write("secret/key", "k")
+		e.write("locked.txt", "l")
+		e.write("cmd.txt", "by c1")
+		if err := os.Chmod(filepath.Join(e.ws, "secret"), 0o000); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(e.ws, "locked.txt"), 0o000); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "secret"), 0o755) })
+	cp := e.list(access.Person("cli"), Filter{})[0]
+	skipped := map[string]string{}
+	for _, s := range cp.Skipped {
+		skipped[s.Path] = s.Reason
+	}
+	if len(cp.Files) != 1 || skipped["secret"] != "not a regular file (a directory Nexus may not read)" ||
+		skipped["locked.txt"] != "not a regular file (a file Nexus may not read)" {
+		t.Errorf("files %+v, skipped %v", cp.Files, skipped)
+	}
+}
