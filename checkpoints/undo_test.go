@@ -254,3 +254,36 @@ func TestUnreadable(t *testing.T) {
 		t.Errorf("files %+v, skipped %v", cp.Files, skipped)
 	}
 }
+
+func TestMaxFiles(t *testing.T) {
+	e := newEnv(t, start, func(o *Options) { o.MaxFiles = 2 })
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		e.write("cmd.txt", "by c1")
+	})
+	cps := e.list(access.Person("cli"), Filter{})
+	if len(cps) != 1 || len(cps[0].Files) != 0 || len(cps[0].Skipped) != 1 ||
+		cps[0].Skipped[0].Reason != "the workspace has more than 2 files (checkpoints.maxFiles): a command's changes are not compared" {
+		t.Fatalf("checkpoints: %+v", cps)
+	}
+}
+
+func TestExecutableBitRestored(t *testing.T) {
+	e := newEnv(t, map[string]string{"run.sh": "#!/bin/sh\n"})
+	if err := os.Chmod(filepath.Join(e.ws, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		if err := os.Chmod(filepath.Join(e.ws, "run.sh"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.write("run.sh", "#!/bin/sh\necho changed\n")
+	})
+	if _, err := e.s.Undo(context.Background(), Selector{}, person()); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(filepath.Join(e.ws, "run.sh"))
+	if err != nil || info.Mode().Perm() != 0o755 {
+		t.Errorf("run.sh after undo: %v %v", info.Mode(), err)
+	}
+	e.want(map[string]string{"run.sh": "#!/bin/sh\n"})
+}
