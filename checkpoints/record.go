@@ -188,6 +188,14 @@ func (s *Store) beginAll(ctx context.Context, cp *Checkpoint) (func(error), erro
 	}
 	sc.lock()
 	defer sc.unlock()
+	end := func(error) {
+		if err := s.endAll(cp); err != nil {
+			s.logger.Error("a command's changes were not recorded; they cannot be undone", "call", cp.ID, "error", err.Error())
+		}
+	}
+	if sc.unchanged() {
+		return end, nil
+	}
 	// A first scan that failed is tried again: this walk reads every
 	// file when there is no baseline.
 	res, err := sc.walk(sc.base)
@@ -200,11 +208,7 @@ func (s *Store) beginAll(ctx context.Context, cp *Checkpoint) (func(error), erro
 		}
 		sc.adopt(res)
 	}
-	return func(error) {
-		if err := s.endAll(cp); err != nil {
-			s.logger.Error("a command's changes were not recorded; they cannot be undone", "call", cp.ID, "error", err.Error())
-		}
-	}, nil
+	return end, nil
 }
 
 // endAll records what a command changed.
@@ -269,6 +273,7 @@ func (sc *scanner) adopt(res scanResult) {
 	}
 	sc.base = res.entries
 	sc.dirty = true
+	sc.current = len(sc.claims) == 0 // a claimed path's entry is older than the scan
 }
 
 // claim marks paths as being changed by a call that names them; release

@@ -102,6 +102,10 @@ type scanner struct {
 	dirty  bool           // not saved since it changed
 	margin int64          // the racy margin (see above)
 	fine   bool           // a file has a fraction of a second in its time
+	watch  *watcher       // nil without inotify
+	// current: the baseline was the workspace when the watcher's queue
+	// was last drained (a whole scan, watching what it walked).
+	current bool
 
 	// settleMu guards settles: paths to refresh in the baseline, then to
 	// release, queued by whoever could not take mu at once (the
@@ -179,7 +183,8 @@ func (sc *scanner) applySettles() {
 
 func newScanner(s *Store) *scanner {
 	return &scanner{s: s, file: filepath.Join(s.opts.Workspace, ".nexus", "checkpoints-baseline"),
-		ready: make(chan struct{}), done: make(chan struct{}), claims: map[string]int{}, margin: coarseRacyMargin}
+		ready: make(chan struct{}), done: make(chan struct{}), claims: map[string]int{}, margin: coarseRacyMargin,
+		watch: newWatcher(s.opts.Workspace)}
 }
 
 // start loads the baseline, or builds the first one.
@@ -287,6 +292,7 @@ type scanResult struct {
 	contents map[string][]byte
 	files    int
 	tooMany  bool
+	dirs     []string // the directories walked
 }
 
 // store puts the contents a scan read into the repository.
@@ -313,11 +319,30 @@ func skipDir(p string) bool {
 func (sc *scanner) walk(prev map[string]baseEntry) (scanResult, error) {
 	w := &walker{sc: sc, prev: prev, seen: time.Now().UnixNano(), sem: make(chan struct{}, scanWorkers),
 		res: scanResult{entries: make(map[string]baseEntry, len(prev)), contents: map[string][]byte{}}}
+	sc.current = false
+	if sc.watch != nil {
+		sc.watch.drain() // what changed before is in this scan
+	}
 	err := w.dir("", nil)
 	if sc.fine {
 		sc.margin = racyMargin
 	}
+	if err == nil && !w.res.tooMany && sc.watch != nil {
+		sc.watch.watch(w.res.dirs)
+	}
 	return w.res, err
+}
+
+// unchanged reports whether the baseline is still the workspace: nothing
+// changed in it since the scan that made it (see watcher).
+func (sc *scanner) unchanged() bool {
+	if sc.watch == nil || sc.watch.broken || !sc.current {
+		return false
+	}
+	if sc.watch.drain() {
+		sc.current = false
+	}
+	return sc.current
 }
 
 // scanWorkers bounds the directories a scan lists at once, beside its own.
@@ -356,6 +381,9 @@ func (w *walker) dir(dir string, ig ignorer) error {
 	case err != nil:
 		return err
 	}
+	w.mu.Lock()
+	w.res.dirs = append(w.res.dirs, dir)
+	w.mu.Unlock()
 	if slices.ContainsFunc(entries, func(e dirEntry) bool { return e.name == ".gitignore" }) {
 		ig = ig.read(sc.s.root, dir)
 	}

@@ -129,6 +129,7 @@ func (s *Store) Close() error {
 	s.scan.stop()
 	s.bg.Wait()
 	err := s.scan.save()
+	s.scan.watch.close()
 	return errors.Join(err, s.root.Close())
 }
 

@@ -287,3 +287,28 @@ func TestExecutableBitRestored(t *testing.T) {
 	}
 	e.want(map[string]string{"run.sh": "#!/bin/sh\n"})
 }
+
+// TestWatchedBetweenCommands: where a command's Begin skips its scan
+// (nothing changed since the last, as inotify says), what the person
+// changes in a directory the last command made is still the person's.
+func TestWatchedBetweenCommands(t *testing.T) {
+	e := newEnv(t, start)
+	cmd := func(id string, fn func()) {
+		e.call(tools.Call{ID: id, ToolName: "execute_command", Session: "s1", Turn: id}, tools.Touch{All: true}, agent, fn)
+	}
+	cmd("c1", func() { e.write("made/a.txt", "by c1") })
+	e.write("made/b.txt", "the person's")
+	e.write("src/edit.go", "the person's edit")
+	cmd("c2", func() { e.write("cmd.txt", "by c2") })
+	cmd("c3", func() {})
+	e.write("made/a.txt", "the person's again")
+	cmd("c4", func() { e.write("cmd.txt", "by c4") })
+	for _, cp := range e.list(access.Person("cli"), Filter{}) {
+		if cp.ID == "c1" {
+			continue
+		}
+		if len(cp.Files) != 1 || cp.Files[0].Path != "cmd.txt" {
+			t.Errorf("%s recorded %+v", cp.ID, cp.Files)
+		}
+	}
+}
