@@ -2,9 +2,11 @@ package checkpoints
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nexuscocreate/nexus/access"
@@ -128,4 +130,56 @@ func TestPruneAtCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.want(map[string]string{"a.txt": "<absent>"})
+}
+
+// TestGCWithWriters runs gc while definitions and checkpoints are written:
+// nothing written is lost, and git fsck stays clean.
+func TestGCWithWriters(t *testing.T) {
+	e := newEnv(t, start)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var revs []string
+	wg.Go(func() {
+		for i := 0; i < 200; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rev, err := e.defs.Set(fmt.Sprintf("d%d.md", i%5), fmt.Appendf(nil, "v%d", i), state.WriteOptions{Author: "cli"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			revs = append(revs, rev)
+		}
+	})
+	wg.Go(func() {
+		for i := 0; i < 200; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e.write1(fmt.Sprint("w", i), "s1", fmt.Sprintf("f%d.txt", i%5), fmt.Sprint("version ", i))
+		}
+	})
+	for range 5 {
+		if _, err := e.s.GC(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	e.fsck()
+	for _, cp := range e.list(access.Person("cli"), Filter{}) {
+		if _, err := e.s.Diff(access.Person("cli"), cp.ID); err != nil {
+			t.Errorf("diff of %s: %v", cp.ID, err)
+		}
+	}
+	for i, rev := range revs {
+		if _, err := e.defs.Get(fmt.Sprintf("d%d.md", i%5), rev); err != nil {
+			t.Errorf("definition at %s: %v", rev, err)
+		}
+	}
 }
