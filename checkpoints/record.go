@@ -65,26 +65,23 @@ func (f fileState) same(o fileState) bool {
 // without following a symlink.
 func (s *Store) readPath(p string) (fileState, error) {
 	parts := strings.Split(p, "/")
-	for i := 1; i < len(parts); i++ {
-		dir := strings.Join(parts[:i], "/")
-		info, err := s.root.Lstat(filepath.FromSlash(dir))
+	var info fs.FileInfo
+	for i := 1; i <= len(parts); i++ {
+		sub, last := strings.Join(parts[:i], "/"), i == len(parts)
+		var err error
+		info, err = s.root.Lstat(filepath.FromSlash(sub))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return fileState{}, nil
 		case err != nil:
 			return fileState{}, err
-		case info.Mode()&fs.ModeSymlink != 0:
-			return fileState{skip: "not a regular file (under the symlink " + dir + ")"}, nil
-		case !info.IsDir():
+		case !last && info.Mode()&fs.ModeSymlink != 0:
+			return fileState{skip: "not a regular file (under the symlink " + sub + ")"}, nil
+		case !last && !info.IsDir():
 			return fileState{}, nil
 		}
 	}
-	info, err := s.root.Lstat(filepath.FromSlash(p))
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fileState{}, nil
-	case err != nil:
-		return fileState{}, err
 	case info.Mode()&fs.ModeSymlink != 0:
 		return fileState{exists: true, skip: "not a regular file (a symlink)"}, nil
 	case !info.Mode().IsRegular():

@@ -312,3 +312,36 @@ func TestWatchedBetweenCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestPathThroughSymlink: a named path through a symlink is listed as
+// skipped, its target never read nor restored.
+func TestPathThroughSymlink(t *testing.T) {
+	outside := t.TempDir()
+	e := newEnv(t, nil)
+	if err := os.Symlink(outside, filepath.Join(e.ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "f.txt"), filepath.Join(e.ws, "f.txt")); err != nil {
+		t.Fatal(err)
+	}
+	e.call(tools.Call{ID: "w", ToolName: "write_file", Session: "s1", Turn: "t1"}, tools.Touch{Paths: []string{"out/x.txt", "f.txt"}}, agent, func() {
+		if err := os.WriteFile(filepath.Join(outside, "x.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(outside, "f.txt"), []byte("f"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Nothing the call could see changed (the links are as they were).
+	if cps := e.list(access.Person("cli"), Filter{}); len(cps) != 0 {
+		t.Errorf("checkpoints: %+v", cps)
+	}
+	st, err := e.s.readPath("out/x.txt")
+	if err != nil || st.skip != "not a regular file (under the symlink out)" {
+		t.Errorf("out/x.txt: %+v %v", st, err)
+	}
+	st, err = e.s.readPath("f.txt")
+	if err != nil || st.skip != "not a regular file (a symlink)" {
+		t.Errorf("f.txt: %+v %v", st, err)
+	}
+}
