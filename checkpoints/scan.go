@@ -3,6 +3,7 @@ package checkpoints
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -217,7 +218,7 @@ func (sc *scanner) start() {
 func (sc *scanner) stop() { sc.stopOnce.Do(func() { close(sc.done) }) }
 
 // wait waits for the first baseline. The caller then takes mu.
-func (sc *scanner) wait(ctx interface{ Done() <-chan struct{} }) error {
+func (sc *scanner) wait(ctx context.Context) error {
 	select {
 	case <-sc.ready:
 		return nil

@@ -87,7 +87,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{opts: opts, changes: opts.Definitions.Changes(), root: root, logger: opts.Logger,
 		byID: map[string]*Checkpoint{}}
-	if rel, err := filepath.Rel(ws, opts.Definitions.Dir()); err == nil && (filepath.IsLocal(rel) || rel == ".") {
+	defDir, err := filepath.Abs(opts.Definitions.Dir())
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("checkpoints: definitions root: %w", err)
+	}
+	if rel, err := filepath.Rel(ws, defDir); err == nil && (filepath.IsLocal(rel) || rel == ".") {
 		s.defRel = filepath.ToSlash(rel)
 	}
 	if err := s.load(); err != nil {
