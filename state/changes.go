@@ -204,8 +204,12 @@ func (c *Changes) tip(ref string) (plumbing.Hash, error) {
 func (c *Changes) commitOps(ops []*changeOp) {
 	heads := map[string]plumbing.Hash{}
 	var objs []pendingObject
-	err := func() error {
-		for _, op := range ops {
+	var good []*changeOp
+	for _, op := range ops {
+		op.done = true
+		// An op that cannot be encoded (a bad name, a content not stored)
+		// fails alone.
+		op.err = func() error {
 			parent, ok := heads[op.ref]
 			if !ok {
 				var err error
@@ -213,23 +217,31 @@ func (c *Changes) commitOps(ops []*changeOp) {
 					return err
 				}
 			}
+			var opObjs []pendingObject
 			for _, rec := range op.recs {
 				o, entry, err := c.encodeChange(rec, parent)
 				if err != nil {
+					op.entries = nil
 					return err
 				}
-				objs = append(objs, o...)
+				opObjs = append(opObjs, o...)
 				op.entries = append(op.entries, entry)
 				parent = plumbing.NewHash(entry.Commit)
 			}
+			objs = append(objs, opObjs...)
 			heads[op.ref] = parent
+			return nil
+		}()
+		if op.err == nil {
+			good = append(good, op)
 		}
-		return c.writeRefs(objs, heads)
-	}()
-	for _, op := range ops {
-		op.done, op.err = true, err
-		if err != nil {
-			op.entries = nil
+	}
+	if len(good) == 0 {
+		return
+	}
+	if err := c.writeRefs(objs, heads); err != nil {
+		for _, op := range good {
+			op.err, op.entries = err, nil
 		}
 	}
 }
