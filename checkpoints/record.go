@@ -167,11 +167,18 @@ func (s *Store) beginPaths(cp *Checkpoint, paths []string) (func(error), error) 
 			return
 		}
 		cp.Time = time.Now().UTC()
-		// Recorded in the background, in order; the recorder refreshes
-		// the baseline for the paths and releases them.
-		if !s.rec.enqueue(&pendingRecord{cp: cp, contents: contents, settle: paths}) {
+		// Recorded by the recorder, in order, with the checkpoints of
+		// calls ending meanwhile (one pack, one ref update); it refreshes
+		// the baseline for the paths and releases them. The call ends
+		// once its checkpoint is durable.
+		p := &pendingRecord{cp: cp, contents: contents, settle: paths, done: make(chan error, 1)}
+		if !s.rec.enqueue(p) {
 			s.scan.unclaim(paths)
 			s.logger.Error("a call's changes were not recorded (the store is closed); they cannot be undone", "call", cp.ID)
+			return
+		}
+		if err := <-p.done; err != nil {
+			s.logger.Error("a call's changes were not recorded; they cannot be undone", "call", cp.ID, "err", err)
 		}
 	}, nil
 }
@@ -243,10 +250,11 @@ func (s *Store) endAll(cp *Checkpoint) error {
 		return nil
 	}
 	cp.Time = time.Now().UTC()
-	if !s.rec.enqueue(&pendingRecord{cp: cp, contents: res.contents, storeOnFailure: true}) {
+	p := &pendingRecord{cp: cp, contents: res.contents, storeOnFailure: true, done: make(chan error, 1)}
+	if !s.rec.enqueue(p) {
 		return errors.New("the store is closed")
 	}
-	return nil
+	return <-p.done
 }
 
 // afterIDs are the contents a checkpoint's files hold after it.

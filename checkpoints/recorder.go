@@ -13,12 +13,11 @@ import (
 
 // The recorder appends checkpoints to the chain in the order their calls
 // ended, all those waiting at once (one pack, one ref update: a group
-// commit). A call that names its paths does not wait for its checkpoint
-// to be durable, so that a write_file costs little more than the write:
-// its end reads the files and queues the checkpoint. Whatever reads the
-// checkpoints (List, Get, Diff, Undo, Redo, Usage, GC, Close) waits for
-// the queue first. A crash may lose the checkpoints still queued, never
-// the store.
+// commit). A call ends once its checkpoint is durable, so that a change
+// acknowledged to its caller can be undone after a crash too (the group
+// commit keeps that at about 0.15x a git commit: make bench). Whatever
+// reads the checkpoints (List, Get, Diff, Undo, Redo, Usage, GC, Close)
+// waits for the queue first.
 
 // pendingRecord is a checkpoint waiting to be recorded.
 type pendingRecord struct {
