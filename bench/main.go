@@ -43,7 +43,7 @@ func main() {
 	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
-	only := flag.String("only", "", "run only this part: state (with gRPC reads), definitions (durable writes only), redis, tools (with MCP), mcp, editor or agent")
+	only := flag.String("only", "", "run only this part: state (with gRPC reads), definitions (durable writes only), redis, tools (with MCP), mcp, editor, agent or checkpoints")
 	large := flag.String("large", "", "the workspace of 1,000 files and 10k commits for the editor's start (made when missing, and kept)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (daemon included) to this file")
 	flag.Parse()
@@ -63,6 +63,9 @@ func main() {
 	case "":
 		if err = run(*commits, *small, *files, *writes); err == nil {
 			err = withTemp(benchRedis)
+		}
+		if err == nil {
+			err = withTemp(benchCheckpoints)
 		}
 		if err == nil {
 			if err = runTools(); err == nil {
@@ -89,6 +92,8 @@ func main() {
 		})
 	case "agent":
 		err = benchAgent()
+	case "checkpoints":
+		err = withTemp(benchCheckpoints)
 	case "mcp":
 		var tmp string
 		if tmp, err = os.MkdirTemp("", "nexus-bench-"); err == nil {
@@ -96,7 +101,7 @@ func main() {
 			os.RemoveAll(tmp)
 		}
 	default:
-		err = fmt.Errorf("-only %q is not state, definitions, redis, tools, mcp, editor or agent", *only)
+		err = fmt.Errorf("-only %q is not state, definitions, redis, tools, mcp, editor, agent or checkpoints", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()

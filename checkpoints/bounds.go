@@ -31,6 +31,7 @@ func (s *Store) afterRecord() {
 
 // Usage returns the store's size.
 func (s *Store) Usage() (Usage, error) {
+	s.rec.flush()
 	n, err := s.changes.Size()
 	if err != nil {
 		return Usage{}, err
@@ -47,6 +48,7 @@ func (s *Store) Usage() (Usage, error) {
 // GC prunes the oldest sessions' checkpoints down to the cap and drops
 // the objects nothing refers to any more.
 func (s *Store) GC(ctx context.Context) (GCResult, error) {
+	s.rec.flush()
 	before, err := s.changes.Size()
 	if err != nil {
 		return GCResult{}, err
@@ -154,8 +156,12 @@ func (s *Store) gc() error {
 	s.undoMu.Lock()
 	defer s.undoMu.Unlock()
 	sc := s.scan
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
+	sc.lock()
+	defer sc.unlock()
+	// The checkpoints queued by commands that ended refer to contents
+	// the baseline no longer holds: recorded first. No command ends
+	// meanwhile (mu).
+	s.rec.flush()
 	keep := make([]string, 0, len(sc.base))
 	for _, e := range sc.base {
 		if e.Kind == entryFile {

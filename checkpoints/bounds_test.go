@@ -2,9 +2,11 @@ package checkpoints
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nexuscocreate/nexus/access"
@@ -91,6 +93,7 @@ func TestPruneAtCap(t *testing.T) {
 	e.write1("a", "s1", "a.txt", strings.Repeat("a", 1000))
 	e.write1("b", "s2", "b.txt", strings.Repeat("b", 1000))
 	e.write1("c", "s3", "c.txt", strings.Repeat("c", 1000))
+	e.s.rec.flush()
 	size, err := e.defs.Changes().Size()
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +101,7 @@ func TestPruneAtCap(t *testing.T) {
 	e.s.opts.MaxStoreBytes = size - 1
 	// s1 was active last: s2 is the oldest session now.
 	e.write1("a2", "s1", "a.txt", "again")
+	e.s.rec.flush() // the prune starts before
 	e.s.bg.Wait()
 	sessions := map[string]int{}
 	for _, cp := range e.list(access.Person("cli"), Filter{}) {
@@ -126,4 +130,56 @@ func TestPruneAtCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.want(map[string]string{"a.txt": "<absent>"})
+}
+
+// TestGCWithWriters runs gc while definitions and checkpoints are written:
+// nothing written is lost, and git fsck stays clean.
+func TestGCWithWriters(t *testing.T) {
+	e := newEnv(t, start)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var revs []string
+	wg.Go(func() {
+		for i := 0; i < 200; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rev, err := e.defs.Set(fmt.Sprintf("d%d.md", i%5), fmt.Appendf(nil, "v%d", i), state.WriteOptions{Author: "cli"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			revs = append(revs, rev)
+		}
+	})
+	wg.Go(func() {
+		for i := 0; i < 200; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e.write1(fmt.Sprint("w", i), "s1", fmt.Sprintf("f%d.txt", i%5), fmt.Sprint("version ", i))
+		}
+	})
+	for range 5 {
+		if _, err := e.s.GC(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	e.fsck()
+	for _, cp := range e.list(access.Person("cli"), Filter{}) {
+		if _, err := e.s.Diff(access.Person("cli"), cp.ID); err != nil {
+			t.Errorf("diff of %s: %v", cp.ID, err)
+		}
+	}
+	for i, rev := range revs {
+		if _, err := e.defs.Get(fmt.Sprintf("d%d.md", i%5), rev); err != nil {
+			t.Errorf("definition at %s: %v", rev, err)
+		}
+	}
 }

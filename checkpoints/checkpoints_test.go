@@ -13,14 +13,14 @@ import (
 )
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	ws   string
 	defs *state.Definitions
 	s    *Store
 	opts Options
 }
 
-func newEnv(t *testing.T, files map[string]string, configure ...func(*Options)) *env {
+func newEnv(t testing.TB, files map[string]string, configure ...func(*Options)) *env {
 	t.Helper()
 	ws := t.TempDir()
 	e := &env{t: t, ws: ws}

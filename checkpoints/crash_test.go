@@ -106,7 +106,7 @@ func crashWriter(t *testing.T, ws string) {
 		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d.txt", i%7)), fmt.Appendf(nil, "version %d", i), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		end(nil)
+		end(nil) // the call ends once its checkpoint is durable
 		fmt.Printf("recorded %s\n", id)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,26 +65,23 @@ func (f fileState) same(o fileState) bool {
 // without following a symlink.
 func (s *Store) readPath(p string) (fileState, error) {
 	parts := strings.Split(p, "/")
-	for i := 1; i < len(parts); i++ {
-		dir := strings.Join(parts[:i], "/")
-		info, err := s.root.Lstat(filepath.FromSlash(dir))
+	var info fs.FileInfo
+	for i := 1; i <= len(parts); i++ {
+		sub, last := strings.Join(parts[:i], "/"), i == len(parts)
+		var err error
+		info, err = s.root.Lstat(filepath.FromSlash(sub))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return fileState{}, nil
 		case err != nil:
 			return fileState{}, err
-		case info.Mode()&fs.ModeSymlink != 0:
-			return fileState{skip: "not a regular file (under the symlink " + dir + ")"}, nil
-		case !info.IsDir():
+		case !last && info.Mode()&fs.ModeSymlink != 0:
+			return fileState{skip: "not a regular file (under the symlink " + sub + ")"}, nil
+		case !last && !info.IsDir():
 			return fileState{}, nil
 		}
 	}
-	info, err := s.root.Lstat(filepath.FromSlash(p))
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fileState{}, nil
-	case err != nil:
-		return fileState{}, err
 	case info.Mode()&fs.ModeSymlink != 0:
 		return fileState{exists: true, skip: "not a regular file (a symlink)"}, nil
 	case !info.Mode().IsRegular():
@@ -128,10 +126,9 @@ func (s *Store) beginPaths(cp *Checkpoint, paths []string) (func(error), error) 
 			return nil, fmt.Errorf("checkpoints: read %s before the call: %w", p, err)
 		}
 	}
-	s.scan.claim(paths, 1)
+	s.scan.claim(paths)
 	return func(error) {
-		defer s.scan.claim(paths, -1)
-		var blobs [][]byte
+		contents := map[string][]byte{}
 		for i, p := range paths {
 			after, err := s.readPath(p)
 			if err != nil {
@@ -159,21 +156,30 @@ func (s *Store) beginPaths(cp *Checkpoint, paths []string) (func(error), error) 
 			}
 			cp.Files = append(cp.Files, f)
 			if b.exists {
-				blobs = append(blobs, b.content)
+				contents[b.blob] = b.content
 			}
 			if after.exists {
-				blobs = append(blobs, after.content)
+				contents[after.blob] = after.content
 			}
 		}
 		if len(cp.Files)+len(cp.Skipped) == 0 {
+			s.scan.unclaim(paths)
 			return
 		}
 		cp.Time = time.Now().UTC()
-		if err := s.record(cp, blobs, nil); err != nil {
-			s.logger.Error("a call's changes were not recorded; they cannot be undone", "call", cp.ID, "error", err.Error())
+		// Recorded by the recorder, in order, with the checkpoints of
+		// calls ending meanwhile (one pack, one ref update); it refreshes
+		// the baseline for the paths and releases them. The call ends
+		// once its checkpoint is durable.
+		p := &pendingRecord{cp: cp, contents: contents, settle: paths, done: make(chan error, 1)}
+		if !s.rec.enqueue(p) {
+			s.scan.unclaim(paths)
+			s.logger.Error("a call's changes were not recorded (the store is closed); they cannot be undone", "call", cp.ID)
 			return
 		}
-		s.scan.settle(paths)
+		if err := <-p.done; err != nil {
+			s.logger.Error("a call's changes were not recorded; they cannot be undone", "call", cp.ID, "err", err)
+		}
 	}, nil
 }
 
@@ -184,11 +190,18 @@ func (s *Store) beginAll(ctx context.Context, cp *Checkpoint) (func(error), erro
 	if err := sc.wait(ctx); err != nil {
 		return nil, err
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.err != nil {
-		return nil, sc.err
+	sc.lock()
+	defer sc.unlock()
+	end := func(error) {
+		if err := s.endAll(cp); err != nil {
+			s.logger.Error("a command's changes were not recorded; they cannot be undone", "call", cp.ID, "error", err.Error())
+		}
 	}
+	if sc.unchanged() {
+		return end, nil
+	}
+	// A first scan that failed is tried again: this walk reads every
+	// file when there is no baseline.
 	res, err := sc.walk(sc.base)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: scan the workspace before the call: %w", err)
@@ -199,56 +212,58 @@ func (s *Store) beginAll(ctx context.Context, cp *Checkpoint) (func(error), erro
 		}
 		sc.adopt(res)
 	}
-	return func(error) {
-		if err := s.endAll(cp); err != nil {
-			s.logger.Error("a command's changes were not recorded; they cannot be undone", "call", cp.ID, "error", err.Error())
-		}
-	}, nil
+	return end, nil
 }
 
 // endAll records what a command changed.
 func (s *Store) endAll(cp *Checkpoint) error {
 	sc := s.scan
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
+	sc.lock()
+	defer sc.unlock()
 	res, err := sc.walk(sc.base)
 	if err != nil {
 		return fmt.Errorf("scan the workspace after the call: %w", err)
 	}
-	var blobs [][]byte
-	var stored []string
 	if res.tooMany {
 		cp.Skipped = []Skipped{{Path: ".", Reason: fmt.Sprintf("the workspace has more than %d files (checkpoints.maxFiles): a command's changes are not compared", s.opts.MaxFiles)}}
 	} else {
 		cp.Files, cp.Skipped = sc.compare(sc.base, res.entries)
-		for _, f := range cp.Files {
-			if f.Before != "" {
-				stored = append(stored, f.Before)
-			}
-			if f.After != "" {
-				if c, ok := res.contents[f.After]; ok {
-					blobs = append(blobs, c)
-				} else {
-					stored = append(stored, f.After)
-				}
+	}
+	if !res.tooMany {
+		// The baseline moves on now, the checkpoint is recorded in the
+		// background: contents read but not part of it (a claimed path's)
+		// are stored first.
+		extra := make([][]byte, 0)
+		for id, c := range res.contents {
+			if !slices.Contains(cp.afterIDs(), id) {
+				extra = append(extra, c)
 			}
 		}
+		if len(extra) > 0 {
+			if err := s.changes.Put(extra); err != nil {
+				return err
+			}
+		}
+		sc.adopt(res)
 	}
 	if len(cp.Files)+len(cp.Skipped) == 0 {
 		return nil
 	}
 	cp.Time = time.Now().UTC()
-	if err := s.record(cp, blobs, stored); err != nil {
-		return err
+	p := &pendingRecord{cp: cp, contents: res.contents, storeOnFailure: true, done: make(chan error, 1)}
+	if !s.rec.enqueue(p) {
+		return errors.New("the store is closed")
 	}
-	if !res.tooMany {
-		// Contents read but not part of the checkpoint (a claimed path's).
-		if err := sc.store(res); err != nil {
-			return err
-		}
-		sc.adopt(res)
+	return <-p.done
+}
+
+// afterIDs are the contents a checkpoint's files hold after it.
+func (cp *Checkpoint) afterIDs() []string {
+	ids := make([]string, 0, len(cp.Files))
+	for _, f := range cp.Files {
+		ids = append(ids, f.After)
 	}
-	return nil
+	return ids
 }
 
 // adopt makes a scan the baseline, but for the claimed paths, which stay
@@ -263,31 +278,31 @@ func (sc *scanner) adopt(res scanResult) {
 	}
 	sc.base = res.entries
 	sc.dirty = true
+	sc.current = len(sc.claims) == 0 // a claimed path's entry is older than the scan
 }
 
-// claim marks paths as being changed by a call that names them (n = 1),
-// or no longer (n = -1).
-func (sc *scanner) claim(paths []string, n int) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
+// claim marks paths as being changed by a call that names them; release
+// (or settleAndRelease) undoes it.
+func (sc *scanner) claim(paths []string) {
+	sc.lock()
+	defer sc.unlock()
 	for _, p := range paths {
-		if sc.claims[p] += n; sc.claims[p] <= 0 {
+		sc.claims[p]++
+	}
+}
+
+// release drops claims. The caller holds mu.
+func (sc *scanner) release(paths []string) {
+	for _, p := range paths {
+		if sc.claims[p]--; sc.claims[p] <= 0 {
 			delete(sc.claims, p)
 		}
 	}
 }
 
-// settle refreshes the baseline for paths a call or an undo changed and
-// recorded.
-func (sc *scanner) settle(paths []string) {
-	select {
-	case <-sc.ready:
-	default:
-		return // the first scan will see them
-	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if err := sc.refresh(paths); err != nil {
-		sc.s.logger.Warn("checkpoints baseline not refreshed", "error", err.Error())
-	}
+// unclaim releases claims without a refresh.
+func (sc *scanner) unclaim(paths []string) {
+	sc.lock()
+	defer sc.unlock()
+	sc.release(paths)
 }

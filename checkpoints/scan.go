@@ -3,6 +3,7 @@ package checkpoints
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -44,8 +45,15 @@ import (
 // The baseline is saved in .nexus/checkpoints-baseline (not synced: a lost
 // or damaged file is a first scan again, which reads every file).
 
-// racyMargin: see above; the definitions' stat cache uses the same.
-const racyMargin = int64(2 * time.Second)
+// Racy margins: see above. Linux's, Windows' and macOS's file systems
+// stamp files from a clock that ticks at least every 10 ms; FAT's and some
+// network file systems' by the second or two, which the scan detects (no
+// file of the first scan has a fraction of a second) and then uses the
+// definitions' stat cache's margin.
+const (
+	racyMargin       = int64(50 * time.Millisecond)
+	coarseRacyMargin = int64(2 * time.Second)
+)
 
 const baselineVersion = 1
 
@@ -87,24 +95,104 @@ type scanner struct {
 	done     chan struct{} // closed by stop
 	stopOnce sync.Once
 
-	// mu guards the baseline and the claims, and serialises scans.
+	// mu guards the baseline and the claims, and serialises scans. Take
+	// it with lock and unlock, which apply the settles queued meanwhile.
 	mu     sync.Mutex
 	base   map[string]baseEntry
-	err    error          // the first baseline's failure
 	claims map[string]int // paths of the calls that name theirs, running
 	dirty  bool           // not saved since it changed
+	margin int64          // the racy margin (see above)
+	fine   bool           // a file has a fraction of a second in its time
+	watch  *watcher       // nil without inotify
+	// current: the baseline was the workspace when the watcher's queue
+	// was last drained (a whole scan, watching what it walked).
+	current bool
+
+	// settleMu guards settles: paths to refresh in the baseline, then to
+	// release, queued by whoever could not take mu at once (the
+	// recorder, which a command's end holding mu may be waiting for).
+	settleMu sync.Mutex
+	settles  []settle
+}
+
+// settle is paths to release, refreshed first unless the change was not
+// recorded.
+type settle struct {
+	paths   []string
+	refresh bool
+}
+
+// lock takes mu and applies the queued settles.
+func (sc *scanner) lock() {
+	sc.mu.Lock()
+	sc.applySettles()
+}
+
+// unlock applies the queued settles and releases mu; settles queued
+// meanwhile are applied too, unless someone else holds mu by then (who
+// applies them).
+func (sc *scanner) unlock() {
+	for {
+		sc.applySettles()
+		sc.mu.Unlock()
+		sc.settleMu.Lock()
+		more := len(sc.settles) > 0
+		sc.settleMu.Unlock()
+		if !more || !sc.mu.TryLock() {
+			return
+		}
+	}
+}
+
+// settleAndRelease refreshes the baseline for paths a call or an undo
+// changed and recorded, and releases their claims: now when mu is free,
+// else when its holder releases it.
+func (sc *scanner) settleAndRelease(paths []string) { sc.queueSettle(settle{paths, true}) }
+
+// releaseLater releases claims, without a refresh, without waiting for mu.
+func (sc *scanner) releaseLater(paths []string) { sc.queueSettle(settle{paths, false}) }
+
+func (sc *scanner) queueSettle(st settle) {
+	sc.settleMu.Lock()
+	sc.settles = append(sc.settles, st)
+	sc.settleMu.Unlock()
+	if sc.mu.TryLock() {
+		sc.unlock()
+	}
+}
+
+// applySettles applies the queued settles. The caller holds mu.
+func (sc *scanner) applySettles() {
+	sc.settleMu.Lock()
+	settles := sc.settles
+	sc.settles = nil
+	sc.settleMu.Unlock()
+	for _, st := range settles {
+		select {
+		case <-sc.ready:
+			if !st.refresh {
+				break
+			}
+			if err := sc.refresh(st.paths); err != nil {
+				sc.s.logger.Warn("checkpoints baseline not refreshed", "error", err.Error())
+			}
+		default: // the first scan, under way, sees them
+		}
+		sc.release(st.paths)
+	}
 }
 
 func newScanner(s *Store) *scanner {
 	return &scanner{s: s, file: filepath.Join(s.opts.Workspace, ".nexus", "checkpoints-baseline"),
-		ready: make(chan struct{}), done: make(chan struct{}), claims: map[string]int{}}
+		ready: make(chan struct{}), done: make(chan struct{}), claims: map[string]int{}, margin: coarseRacyMargin,
+		watch: newWatcher(s.opts.Workspace)}
 }
 
 // start loads the baseline, or builds the first one.
 func (sc *scanner) start() {
-	defer close(sc.ready)
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
+	sc.lock()
+	defer sc.unlock()
+	defer close(sc.ready) // before unlock, which refreshes what settled meanwhile
 	if base, ok := sc.load(); ok {
 		sc.base = base
 		return
@@ -114,11 +202,13 @@ func (sc *scanner) start() {
 		err = sc.store(res)
 	}
 	if err != nil {
-		sc.err = fmt.Errorf("checkpoints: first scan of the workspace: %w", err)
-		sc.s.logger.Warn("workspace not scanned; commands will not run until it is", "error", err.Error())
+		sc.s.logger.Warn("workspace not scanned; the next command scans it", "error", err.Error())
 		return
 	}
 	sc.base = res.entries
+	if res.tooMany {
+		sc.base = map[string]baseEntry{} // its contents were not stored
+	}
 	sc.dirty = true
 	if err := sc.saveLocked(); err != nil {
 		sc.s.logger.Warn("checkpoints baseline not saved; the next start scans the workspace again", "error", err.Error())
@@ -128,7 +218,7 @@ func (sc *scanner) start() {
 func (sc *scanner) stop() { sc.stopOnce.Do(func() { close(sc.done) }) }
 
 // wait waits for the first baseline. The caller then takes mu.
-func (sc *scanner) wait(ctx interface{ Done() <-chan struct{} }) error {
+func (sc *scanner) wait(ctx context.Context) error {
 	select {
 	case <-sc.ready:
 		return nil
@@ -165,8 +255,8 @@ func (sc *scanner) load() (map[string]baseEntry, bool) {
 
 // save writes the baseline when it changed.
 func (sc *scanner) save() error {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
+	sc.lock()
+	defer sc.unlock()
 	return sc.saveLocked()
 }
 
@@ -203,6 +293,7 @@ type scanResult struct {
 	contents map[string][]byte
 	files    int
 	tooMany  bool
+	dirs     []string // the directories walked
 }
 
 // store puts the contents a scan read into the repository.
@@ -224,12 +315,140 @@ func skipDir(p string) bool {
 }
 
 // walk scans the workspace against prev, the baseline. The caller holds
-// mu.
+// mu. Directories are listed by a few goroutines at once: a scan is
+// mostly system calls.
 func (sc *scanner) walk(prev map[string]baseEntry) (scanResult, error) {
-	res := scanResult{entries: make(map[string]baseEntry, len(prev)), contents: map[string][]byte{}}
-	seen := time.Now().UnixNano()
-	err := sc.walkDir("", nil, prev, seen, &res)
-	return res, err
+	w := &walker{sc: sc, prev: prev, seen: time.Now().UnixNano(), sem: make(chan struct{}, scanWorkers),
+		res: scanResult{entries: make(map[string]baseEntry, len(prev)), contents: map[string][]byte{}}}
+	sc.current = false
+	if sc.watch != nil {
+		sc.watch.drain() // what changed before is in this scan
+	}
+	err := w.dir("", nil)
+	if sc.fine {
+		sc.margin = racyMargin
+	}
+	if err == nil && !w.res.tooMany && sc.watch != nil {
+		sc.watch.watch(w.res.dirs)
+	}
+	return w.res, err
+}
+
+// unchanged reports whether the baseline is still the workspace: nothing
+// changed in it since the scan that made it (see watcher).
+func (sc *scanner) unchanged() bool {
+	if sc.watch == nil || sc.watch.broken || !sc.current {
+		return false
+	}
+	if sc.watch.drain() {
+		sc.current = false
+	}
+	return sc.current
+}
+
+// scanWorkers bounds the directories a scan lists at once, beside its own.
+const scanWorkers = 3
+
+// walker is one scan.
+type walker struct {
+	sc   *scanner
+	prev map[string]baseEntry
+	seen int64
+	sem  chan struct{}
+
+	// mu guards res (and the scanner's fine).
+	mu  sync.Mutex
+	res scanResult
+}
+
+// dir scans a directory and, concurrently when a worker is free, those
+// below it.
+func (w *walker) dir(dir string, ig ignorer) error {
+	sc := w.sc
+	select {
+	case <-sc.done:
+		return errors.New("the store is closing")
+	default:
+	}
+	entries, err := readDir(filepath.Join(sc.s.opts.Workspace, filepath.FromSlash(dir)))
+	switch {
+	case dir != "" && errors.Is(err, fs.ErrNotExist):
+		return nil // removed meanwhile
+	case dir != "" && errors.Is(err, fs.ErrPermission):
+		w.mu.Lock()
+		w.res.entries[dir] = baseEntry{Seen: w.seen, Kind: entryOther, What: "a directory Nexus may not read"}
+		w.mu.Unlock()
+		return nil
+	case err != nil:
+		return err
+	}
+	w.mu.Lock()
+	w.res.dirs = append(w.res.dirs, dir)
+	w.mu.Unlock()
+	if slices.ContainsFunc(entries, func(e dirEntry) bool { return e.name == ".gitignore" }) {
+		ig = ig.read(sc.s.root, dir)
+	}
+	var parts []string
+	if dir != "" {
+		parts = strings.Split(dir, "/")
+	}
+	var subdirs []string
+	w.mu.Lock()
+	for _, de := range entries {
+		p := de.name
+		if dir != "" {
+			p = dir + "/" + de.name
+		}
+		st := de.st
+		if st.mode.IsDir() {
+			switch {
+			case skipDir(p):
+			case ig.matchIn(parts, de.name, true):
+				w.res.entries[p] = baseEntry{Key: st.key, Seen: w.seen, Kind: entryIgnored}
+			default:
+				subdirs = append(subdirs, p)
+			}
+			continue
+		}
+		if ig.matchIn(parts, de.name, false) {
+			w.res.entries[p] = baseEntry{Key: st.key, Seen: w.seen, Kind: entryIgnored}
+			continue
+		}
+		if w.res.files++; w.res.files > sc.s.opts.MaxFiles {
+			w.res.tooMany = true
+			w.mu.Unlock()
+			return nil
+		}
+		e, content, err := sc.entry(p, st, w.prev[p], w.seen)
+		if err != nil {
+			w.mu.Unlock()
+			return err
+		}
+		w.res.entries[p] = e
+		if content != nil {
+			w.res.contents[e.Blob] = content
+		}
+	}
+	tooMany := w.res.tooMany
+	w.mu.Unlock()
+	if tooMany {
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(subdirs))
+	for i, sub := range subdirs {
+		select {
+		case w.sem <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-w.sem }()
+				errs[i] = w.dir(sub, ig)
+			})
+		default:
+			errs[i] = w.dir(sub, ig)
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // ignorer is the .gitignore patterns in force in a directory.
@@ -262,6 +481,15 @@ func (ig ignorer) match(p string, isDir bool) bool {
 	return len(ig) > 0 && gitignore.NewMatcher(ig).Match(strings.Split(p, "/"), isDir)
 }
 
+// matchIn is match of the entry name of the directory whose path's
+// components are dir.
+func (ig ignorer) matchIn(dir []string, name string, isDir bool) bool {
+	if len(ig) == 0 {
+		return false
+	}
+	return gitignore.NewMatcher(ig).Match(append(dir[:len(dir):len(dir)], name), isDir)
+}
+
 func orDot(p string) string {
 	if p == "" {
 		return "."
@@ -269,88 +497,29 @@ func orDot(p string) string {
 	return p
 }
 
-func (sc *scanner) walkDir(dir string, ig ignorer, prev map[string]baseEntry, seen int64, res *scanResult) error {
-	select {
-	case <-sc.done:
-		return errors.New("the store is closing")
-	default:
-	}
-	ig = ig.read(sc.s.root, dir)
-	entries, err := os.ReadDir(filepath.Join(sc.s.opts.Workspace, filepath.FromSlash(dir)))
-	if err != nil {
-		if dir != "" && errors.Is(err, fs.ErrNotExist) {
-			return nil // removed meanwhile
-		}
-		return err
-	}
-	for _, de := range entries {
-		p := path.Join(dir, de.Name())
-		if de.IsDir() && skipDir(p) {
-			continue
-		}
-		info, err := de.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if info.IsDir() {
-			if ig.match(p, true) {
-				key, _ := state.FileKeyOf(info)
-				res.entries[p] = baseEntry{Key: key, Seen: seen, Kind: entryIgnored}
-				continue
-			}
-			if err := sc.walkDir(p, ig, prev, seen, res); err != nil {
-				return err
-			}
-			continue
-		}
-		if ig.match(p, false) {
-			key, _ := state.FileKeyOf(info)
-			res.entries[p] = baseEntry{Key: key, Seen: seen, Kind: entryIgnored}
-			continue
-		}
-		res.files++
-		if res.files > sc.s.opts.MaxFiles {
-			res.tooMany = true
-			return nil
-		}
-		e, content, err := sc.entry(p, info, prev[p], seen)
-		if err != nil {
-			return err
-		}
-		res.entries[p] = e
-		if content != nil {
-			res.contents[e.Blob] = content
-		}
-		if res.tooMany {
-			return nil
-		}
-	}
-	return nil
-}
-
 // entry makes the baseline entry of a file (not ignored) from its lstat
 // info, reading it unless old, its entry before, vouches for its content.
 // content is what it read.
-func (sc *scanner) entry(p string, info fs.FileInfo, old baseEntry, seen int64) (e baseEntry, content []byte, err error) {
-	key, keyed := state.FileKeyOf(info)
+func (sc *scanner) entry(p string, st fileStat, old baseEntry, seen int64) (e baseEntry, content []byte, err error) {
+	key, keyed := st.key, st.keyed
 	e = baseEntry{Key: key, Seen: seen}
 	switch {
-	case info.Mode()&fs.ModeSymlink != 0:
+	case st.mode&fs.ModeSymlink != 0:
 		e.Kind, e.What = entryOther, "a symlink"
 		return e, nil, nil
-	case !info.Mode().IsRegular():
-		e.Kind, e.What = entryOther, fileType(info.Mode())
+	case !st.mode.IsRegular():
+		e.Kind, e.What = entryOther, fileType(st.mode)
 		return e, nil, nil
-	case info.Size() > sc.s.opts.MaxFileSize:
+	case st.size > sc.s.opts.MaxFileSize:
 		e.Kind = entryLarge
 		return e, nil, nil
 	}
-	e.Exec = info.Mode()&0o111 != 0
+	e.Exec = st.mode&0o111 != 0
+	if key.MTime%int64(time.Second) != 0 {
+		sc.fine = true
+	}
 	if keyed && old.Kind == entryFile && old.Blob != "" && old.Key == key &&
-		key.CTime < old.Seen-racyMargin && key.MTime < old.Seen-racyMargin {
+		key.CTime < old.Seen-sc.margin && key.MTime < old.Seen-sc.margin {
 		e.Blob = old.Blob
 		return e, nil, nil
 	}
@@ -363,6 +532,9 @@ func (sc *scanner) entry(p string, info fs.FileInfo, old baseEntry, seen int64) 
 		return e, nil, nil
 	case errors.Is(err, errTooLarge):
 		e.Kind = entryLarge
+		return e, nil, nil
+	case errors.Is(err, fs.ErrPermission):
+		e.Kind, e.Key, e.What = entryOther, state.FileKey{}, "a file Nexus may not read"
 		return e, nil, nil
 	case err != nil:
 		return e, nil, fmt.Errorf("read %s: %w", p, err)
@@ -517,7 +689,7 @@ func (sc *scanner) refresh(paths []string) error {
 			sc.base[p] = baseEntry{Key: key, Seen: seen, Kind: entryIgnored}
 			continue
 		}
-		e, content, err := sc.entry(p, info, baseEntry{}, seen)
+		e, content, err := sc.entry(p, statOf(info), baseEntry{}, seen)
 		if err != nil {
 			delete(sc.base, p)
 			continue

@@ -1,7 +1,6 @@
 package checkpoints
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,6 +52,7 @@ type Store struct {
 
 	scan    *scanner
 	pruning atomic.Bool // a prune runs
+	rec     *recorder
 
 	bg sync.WaitGroup // the first baseline, prunes
 }
@@ -87,7 +87,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{opts: opts, changes: opts.Definitions.Changes(), root: root, logger: opts.Logger,
 		byID: map[string]*Checkpoint{}}
-	if rel, err := filepath.Rel(ws, opts.Definitions.Dir()); err == nil && (filepath.IsLocal(rel) || rel == ".") {
+	defDir, err := filepath.Abs(opts.Definitions.Dir())
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("checkpoints: definitions root: %w", err)
+	}
+	if rel, err := filepath.Rel(ws, defDir); err == nil && (filepath.IsLocal(rel) || rel == ".") {
 		s.defRel = filepath.ToSlash(rel)
 	}
 	if err := s.load(); err != nil {
@@ -96,6 +101,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.scan = newScanner(s)
 	s.bg.Go(s.scan.start)
+	s.rec = newRecorder(s)
 	return s, nil
 }
 
@@ -106,11 +112,11 @@ func (s *Store) load() error {
 		return fmt.Errorf("checkpoints: read %s: %w", ref, err)
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
-		var cp Checkpoint
-		if err := json.Unmarshal(entries[i].Manifest, &cp); err != nil {
-			return fmt.Errorf("checkpoints: checkpoint %s: %w", entries[i].Commit, err)
+		cp, err := decodeCheckpoint(entries[i])
+		if err != nil {
+			return fmt.Errorf("checkpoints: %w", err)
 		}
-		s.add(&cp)
+		s.add(cp)
 	}
 	return nil
 }
@@ -124,34 +130,12 @@ func (s *Store) add(cp *Checkpoint) {
 
 // Close stops the store, once its pending checkpoints are recorded.
 func (s *Store) Close() error {
+	s.rec.close()
 	s.scan.stop()
 	s.bg.Wait()
 	err := s.scan.save()
+	s.scan.watch.close()
 	return errors.Join(err, s.root.Close())
-}
-
-// record appends a checkpoint to the chain and publishes it.
-func (s *Store) record(cp *Checkpoint, blobs [][]byte, stored []string) error {
-	cp.UndoneBy = ""
-	manifest, err := json.Marshal(cp)
-	if err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("%s %s", cp.Kind, cp.ID)
-	if cp.ToolName != "" {
-		msg += " (" + cp.ToolName + ")"
-	}
-	_, err = s.changes.Append(ref, state.ChangeRecord{Manifest: manifest, Blobs: blobs, Stored: stored,
-		Author: cp.Author, Message: msg, Time: cp.Time})
-	if err != nil {
-		return fmt.Errorf("record checkpoint %s: %w", cp.ID, err)
-	}
-	s.mu.Lock()
-	s.add(cp)
-	s.mu.Unlock()
-	s.publish(cp.Session)
-	s.afterRecord()
-	return nil
 }
 
 func (s *Store) publish(session string) {
@@ -194,6 +178,7 @@ func visible(party access.Party, cp *Checkpoint) bool {
 // snapshot returns copies of the checkpoints party may see, oldest first,
 // with UndoneBy set.
 func (s *Store) snapshot(party access.Party) []Checkpoint {
+	s.rec.flush()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	by := s.undone()

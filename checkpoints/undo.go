@@ -188,8 +188,13 @@ func (s *Store) restore(ctx context.Context, all, selected []Checkpoint, rec *Ch
 	for i, t := range targets {
 		paths[i] = t.path
 	}
-	s.scan.claim(paths, 1)
-	defer s.scan.claim(paths, -1)
+	s.scan.claim(paths)
+	settled := false
+	defer func() {
+		if !settled {
+			s.scan.unclaim(paths)
+		}
+	}()
 
 	type step struct {
 		t   *target
@@ -223,8 +228,7 @@ func (s *Store) restore(ctx context.Context, all, selected []Checkpoint, rec *Ch
 		return res, err
 	}
 	rec.ID, rec.Author, rec.AppID = id.String(), o.Party.Author(), o.Party.AppID()
-	var blobs [][]byte
-	var stored []string
+	contents := map[string][]byte{}
 	var errs []error
 	for _, st := range steps {
 		if err := ctx.Err(); err != nil {
@@ -239,7 +243,7 @@ func (s *Store) restore(ctx context.Context, all, selected []Checkpoint, rec *Ch
 		if st.cur.skip == "" {
 			f.Before, f.BeforeExec = st.cur.blob, st.cur.exec
 			if st.cur.exists {
-				blobs = append(blobs, st.cur.content)
+				contents[st.cur.blob] = st.cur.content
 			}
 		}
 		switch {
@@ -248,19 +252,17 @@ func (s *Store) restore(ctx context.Context, all, selected []Checkpoint, rec *Ch
 		case f.After == "":
 			f.Action = Deleted
 		}
-		if f.After != "" {
-			stored = append(stored, f.After)
-		}
 		rec.Files = append(rec.Files, f)
 		res.Restored = append(res.Restored, f)
 	}
 	rec.Time = time.Now().UTC()
-	if err := s.record(rec, blobs, stored); err != nil {
+	if err := s.record(rec, contents); err != nil {
 		errs = append(errs, err)
 	} else {
 		res.Checkpoint = rec
 	}
-	s.scan.settle(paths)
+	s.scan.settleAndRelease(paths)
+	settled = true
 	if len(errs) > 0 {
 		return res, fmt.Errorf("checkpoints: %s: %w", rec.Kind, errors.Join(errs...))
 	}

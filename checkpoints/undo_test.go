@@ -180,3 +180,168 @@ func TestAppSeesItsOwn(t *testing.T) {
 	}
 	e.want(map[string]string{"a.txt": "<absent>", "b.txt": "b"})
 }
+
+// TestBaselineRefresh: what the person changes between two commands is
+// taken into the baseline, not recorded against the next command; a
+// write_file that runs while a command runs is recorded once, by itself.
+func TestBaselineRefresh(t *testing.T) {
+	e := newEnv(t, start)
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		e.write("cmd.txt", "by c1")
+	})
+	e.write("gone.txt", "the person's edit")
+	e.write("mine.txt", "the person's new file")
+	var endWrite func(error)
+	e.call(tools.Call{ID: "c2", ToolName: "execute_command", Session: "s1", Turn: "t2"}, tools.Touch{All: true}, agent, func() {
+		e.write("cmd.txt", "by c2")
+		var err error
+		endWrite, err = e.s.Begin(context.Background(), tools.Call{ID: "w", ToolName: "write_file", Session: "s1", Turn: "t2"},
+			tools.Touch{Paths: []string{"new.txt"}}, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.write("new.txt", "by w")
+	})
+	endWrite(nil)
+	cps := e.list(access.Person("cli"), Filter{})
+	files := map[string][]string{}
+	for _, cp := range cps {
+		for _, f := range cp.Files {
+			files[cp.ID] = append(files[cp.ID], f.Path)
+		}
+	}
+	if len(cps) != 3 || strings.Join(files["c2"], ",") != "cmd.txt" || strings.Join(files["w"], ",") != "new.txt" {
+		t.Fatalf("checkpoints: %v", files)
+	}
+	// A later command sees nothing of the write: the baseline has it.
+	e.call(tools.Call{ID: "c3", ToolName: "execute_command", Session: "s1", Turn: "t3"}, tools.Touch{All: true}, agent, func() {})
+	if n := len(e.list(access.Person("cli"), Filter{})); n != 3 {
+		t.Errorf("%d checkpoints after a command that changed nothing", n)
+	}
+	// Undoing the turn leaves the person's files alone.
+	if _, err := e.s.Undo(context.Background(), Selector{}, person()); err != nil {
+		t.Fatal(err)
+	}
+	e.want(map[string]string{"cmd.txt": "by c1", "new.txt": "<absent>", "gone.txt": "the person's edit", "mine.txt": "the person's new file"})
+}
+
+// TestUnreadable: a file or a directory the daemon may not read is listed
+// as skipped when it changes; the scan goes on.
+func TestUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file")
+	}
+	e := newEnv(t, start)
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		e.write("secret/key", "k")
+		e.write("locked.txt", "l")
+		e.write("cmd.txt", "by c1")
+		if err := os.Chmod(filepath.Join(e.ws, "secret"), 0o000); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(e.ws, "locked.txt"), 0o000); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "secret"), 0o755) })
+	cp := e.list(access.Person("cli"), Filter{})[0]
+	skipped := map[string]string{}
+	for _, s := range cp.Skipped {
+		skipped[s.Path] = s.Reason
+	}
+	if len(cp.Files) != 1 || skipped["secret"] != "not a regular file (a directory Nexus may not read)" ||
+		skipped["locked.txt"] != "not a regular file (a file Nexus may not read)" {
+		t.Errorf("files %+v, skipped %v", cp.Files, skipped)
+	}
+}
+
+func TestMaxFiles(t *testing.T) {
+	e := newEnv(t, start, func(o *Options) { o.MaxFiles = 2 })
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		e.write("cmd.txt", "by c1")
+	})
+	cps := e.list(access.Person("cli"), Filter{})
+	if len(cps) != 1 || len(cps[0].Files) != 0 || len(cps[0].Skipped) != 1 ||
+		cps[0].Skipped[0].Reason != "the workspace has more than 2 files (checkpoints.maxFiles): a command's changes are not compared" {
+		t.Fatalf("checkpoints: %+v", cps)
+	}
+}
+
+func TestExecutableBitRestored(t *testing.T) {
+	e := newEnv(t, map[string]string{"run.sh": "#!/bin/sh\n"})
+	if err := os.Chmod(filepath.Join(e.ws, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.call(tools.Call{ID: "c1", ToolName: "execute_command", Session: "s1", Turn: "t1"}, tools.Touch{All: true}, agent, func() {
+		if err := os.Chmod(filepath.Join(e.ws, "run.sh"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.write("run.sh", "#!/bin/sh\necho changed\n")
+	})
+	if _, err := e.s.Undo(context.Background(), Selector{}, person()); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(filepath.Join(e.ws, "run.sh"))
+	if err != nil || info.Mode().Perm() != 0o755 {
+		t.Errorf("run.sh after undo: %v %v", info.Mode(), err)
+	}
+	e.want(map[string]string{"run.sh": "#!/bin/sh\n"})
+}
+
+// TestWatchedBetweenCommands: where a command's Begin skips its scan
+// (nothing changed since the last, as inotify says), what the person
+// changes in a directory the last command made is still the person's.
+func TestWatchedBetweenCommands(t *testing.T) {
+	e := newEnv(t, start)
+	cmd := func(id string, fn func()) {
+		e.call(tools.Call{ID: id, ToolName: "execute_command", Session: "s1", Turn: id}, tools.Touch{All: true}, agent, fn)
+	}
+	cmd("c1", func() { e.write("made/a.txt", "by c1") })
+	e.write("made/b.txt", "the person's")
+	e.write("src/edit.go", "the person's edit")
+	cmd("c2", func() { e.write("cmd.txt", "by c2") })
+	cmd("c3", func() {})
+	e.write("made/a.txt", "the person's again")
+	cmd("c4", func() { e.write("cmd.txt", "by c4") })
+	for _, cp := range e.list(access.Person("cli"), Filter{}) {
+		if cp.ID == "c1" {
+			continue
+		}
+		if len(cp.Files) != 1 || cp.Files[0].Path != "cmd.txt" {
+			t.Errorf("%s recorded %+v", cp.ID, cp.Files)
+		}
+	}
+}
+
+// TestPathThroughSymlink: a named path through a symlink is listed as
+// skipped, its target never read nor restored.
+func TestPathThroughSymlink(t *testing.T) {
+	outside := t.TempDir()
+	e := newEnv(t, nil)
+	if err := os.Symlink(outside, filepath.Join(e.ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "f.txt"), filepath.Join(e.ws, "f.txt")); err != nil {
+		t.Fatal(err)
+	}
+	e.call(tools.Call{ID: "w", ToolName: "write_file", Session: "s1", Turn: "t1"}, tools.Touch{Paths: []string{"out/x.txt", "f.txt"}}, agent, func() {
+		if err := os.WriteFile(filepath.Join(outside, "x.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(outside, "f.txt"), []byte("f"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Nothing the call could see changed (the links are as they were).
+	if cps := e.list(access.Person("cli"), Filter{}); len(cps) != 0 {
+		t.Errorf("checkpoints: %+v", cps)
+	}
+	st, err := e.s.readPath("out/x.txt")
+	if err != nil || st.skip != "not a regular file (under the symlink out)" {
+		t.Errorf("out/x.txt: %+v %v", st, err)
+	}
+	st, err = e.s.readPath("f.txt")
+	if err != nil || st.skip != "not a regular file (a symlink)" {
+		t.Errorf("f.txt: %+v %v", st, err)
+	}
+}

@@ -53,33 +53,40 @@ type Changes struct {
 	tips     map[string]plumbing.Hash // refs read so far
 }
 
-// ChangeRecord is one record to append: its manifest and the contents it
-// names.
+// ChangeRecord is one record to append: its manifest and the contents
+// it keeps.
 type ChangeRecord struct {
 	Manifest []byte
-	// Blobs are contents to store; Stored are ids of blobs already in the
-	// repository (see Put) that the record keeps too.
-	Blobs   [][]byte
-	Stored  []string
-	Author  string
-	Message string
-	Time    time.Time
+	Files    []ChangeFile
+	Author   string
+	Message  string
+	Time     time.Time
 }
 
-// ChangeEntry is one record of a ref: its commit and tree, and its
-// manifest.
+// ChangeFile is a content a record keeps, by a name of its own in the
+// record's tree (not ManifestName, no "/"): Content to store, or the ID of
+// a blob the repository has (see Put).
+type ChangeFile struct {
+	Name    string
+	Content []byte
+	ID      string
+}
+
+// ChangeEntry is one record of a ref: its commit and tree, its manifest,
+// and the blob ids of its files by name.
 type ChangeEntry struct {
 	Commit   string
 	Tree     string
 	Manifest []byte
+	Files    map[string]string
 }
 
 type changeOp struct {
-	ref   string
-	rec   ChangeRecord
-	done  bool
-	entry ChangeEntry
-	err   error
+	ref     string
+	recs    []ChangeRecord
+	done    bool
+	entries []ChangeEntry
+	err     error
 }
 
 // Changes returns the store of workspace checkpoints, in the same
@@ -153,17 +160,17 @@ func (c *Changes) Put(contents [][]byte) error {
 	return c.r.addPack(sp)
 }
 
-// Append adds a record at the end of ref's chain, durably, and returns it.
-// Appends that arrive while another group is being written share the next
-// group's pack and ref update.
-func (c *Changes) Append(ref string, rec ChangeRecord) (ChangeEntry, error) {
+// Append adds records at the end of ref's chain, in order, durably, and
+// returns them. Appends that arrive while another group is being written
+// share the next group's pack and ref update.
+func (c *Changes) Append(ref string, recs ...ChangeRecord) ([]ChangeEntry, error) {
 	if err := checkChangesRef(ref); err != nil {
-		return ChangeEntry{}, err
+		return nil, err
 	}
 	if err := c.checkOpen(); err != nil {
-		return ChangeEntry{}, err
+		return nil, err
 	}
-	op := &changeOp{ref: ref, rec: rec}
+	op := &changeOp{ref: ref, recs: recs}
 	c.queueMu.Lock()
 	c.queue = append(c.queue, op)
 	c.queueMu.Unlock()
@@ -176,7 +183,7 @@ func (c *Changes) Append(ref string, rec ChangeRecord) (ChangeEntry, error) {
 		c.queueMu.Unlock()
 		c.commitOps(ops)
 	}
-	return op.entry, op.err
+	return op.entries, op.err
 }
 
 // tip returns the commit ref points to. The caller holds commitMu.
@@ -197,8 +204,12 @@ func (c *Changes) tip(ref string) (plumbing.Hash, error) {
 func (c *Changes) commitOps(ops []*changeOp) {
 	heads := map[string]plumbing.Hash{}
 	var objs []pendingObject
-	err := func() error {
-		for _, op := range ops {
+	var good []*changeOp
+	for _, op := range ops {
+		op.done = true
+		// An op that cannot be encoded (a bad name, a content not stored)
+		// fails alone.
+		op.err = func() error {
 			parent, ok := heads[op.ref]
 			if !ok {
 				var err error
@@ -206,20 +217,31 @@ func (c *Changes) commitOps(ops []*changeOp) {
 					return err
 				}
 			}
-			o, entry, err := c.encodeChange(op.rec, parent)
-			if err != nil {
-				return err
+			var opObjs []pendingObject
+			for _, rec := range op.recs {
+				o, entry, err := c.encodeChange(rec, parent)
+				if err != nil {
+					op.entries = nil
+					return err
+				}
+				opObjs = append(opObjs, o...)
+				op.entries = append(op.entries, entry)
+				parent = plumbing.NewHash(entry.Commit)
 			}
-			objs = append(objs, o...)
-			op.entry = entry
-			heads[op.ref] = plumbing.NewHash(entry.Commit)
+			objs = append(objs, opObjs...)
+			heads[op.ref] = parent
+			return nil
+		}()
+		if op.err == nil {
+			good = append(good, op)
 		}
-		return c.writeRefs(objs, heads)
-	}()
-	for _, op := range ops {
-		op.done, op.err = true, err
-		if err != nil {
-			op.entry = ChangeEntry{}
+	}
+	if len(good) == 0 {
+		return
+	}
+	if err := c.writeRefs(objs, heads); err != nil {
+		for _, op := range good {
+			op.err, op.entries = err, nil
 		}
 	}
 }
@@ -274,29 +296,27 @@ func (c *Changes) encodeChange(rec ChangeRecord, parent plumbing.Hash) ([]pendin
 	manifest := encodeBlob(rec.Manifest)
 	objs := []pendingObject{manifest}
 	entries := []object.TreeEntry{{Name: ManifestName, Mode: filemode.Regular, Hash: manifest.hash}}
-	seen := map[plumbing.Hash]bool{}
-	for _, b := range rec.Blobs {
-		o := encodeBlob(b)
-		if seen[o.hash] {
-			continue
+	names := map[string]bool{ManifestName: true}
+	for _, f := range rec.Files {
+		if f.Name == "" || names[f.Name] || strings.ContainsAny(f.Name, "/\x00") || f.Name == "." || f.Name == ".." {
+			return nil, ChangeEntry{}, fmt.Errorf("%w: %q is not a name for a checkpoint's content", ErrInvalid, f.Name)
 		}
-		seen[o.hash] = true
-		objs = append(objs, o)
-		entries = append(entries, object.TreeEntry{Name: o.hash.String(), Mode: filemode.Regular, Hash: o.hash})
-	}
-	for _, id := range rec.Stored {
-		h, ok := parseHash(id)
-		if !ok {
-			return nil, ChangeEntry{}, fmt.Errorf("%w: %q is not a blob id", ErrInvalid, id)
+		names[f.Name] = true
+		var h plumbing.Hash
+		if f.Content != nil {
+			o := encodeBlob(f.Content)
+			objs = append(objs, o)
+			h = o.hash
+		} else {
+			var ok bool
+			if h, ok = parseHash(f.ID); !ok {
+				return nil, ChangeEntry{}, fmt.Errorf("%w: %q is not a blob id", ErrInvalid, f.ID)
+			}
+			if !c.r.hasObject(h) {
+				return nil, ChangeEntry{}, fmt.Errorf("checkpoint content %s: %w", f.ID, ErrNotFound)
+			}
 		}
-		if seen[h] {
-			continue
-		}
-		if !c.r.hasObject(h) {
-			return nil, ChangeEntry{}, fmt.Errorf("checkpoint content %s: %w", id, ErrNotFound)
-		}
-		seen[h] = true
-		entries = append(entries, object.TreeEntry{Name: id, Mode: filemode.Regular, Hash: h})
+		entries = append(entries, object.TreeEntry{Name: f.Name, Mode: filemode.Regular, Hash: h})
 	}
 	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
 	tree, err := encodeTree(entries)
@@ -351,12 +371,12 @@ func (c *Changes) log(h plumbing.Hash) ([]ChangeEntry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", h, err)
 		}
-		e := ChangeEntry{Commit: h.String(), Tree: cm.TreeHash.String()}
+		e := ChangeEntry{Commit: h.String(), Tree: cm.TreeHash.String(), Files: map[string]string{}}
 		for _, te := range t.Entries {
-			if te.Name == ManifestName {
-				if e.Manifest, err = c.r.readBlob(te.Hash); err != nil {
-					return nil, fmt.Errorf("checkpoint %s: %w", h, err)
-				}
+			if te.Name != ManifestName {
+				e.Files[te.Name] = te.Hash.String()
+			} else if e.Manifest, err = c.r.readBlob(te.Hash); err != nil {
+				return nil, fmt.Errorf("checkpoint %s: %w", h, err)
 			}
 		}
 		if e.Manifest == nil {

@@ -240,17 +240,8 @@ func (r *repo) writeDeltaPack(hashes []plumbing.Hash) (*pack, error) {
 	if err != nil {
 		return fail(err)
 	}
-	xf, err := os.CreateTemp(r.tmpDir, "idx-")
+	xf, err := writeIndex(r.tmpDir, idx)
 	if err != nil {
-		return fail(err)
-	}
-	xw := bufio.NewWriter(xf)
-	if _, err = idxfile.NewEncoder(xw).Encode(idx); err == nil {
-		err = xw.Flush()
-	}
-	if err != nil {
-		xf.Close()
-		os.Remove(xf.Name())
 		return fail(err)
 	}
 	w := newDurableWrite(nil)

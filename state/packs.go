@@ -321,9 +321,18 @@ func (e *packEncoder) finish() (id plumbing.Hash, packFile, idxFile *os.File, id
 	if err != nil {
 		return id, nil, nil, nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(e.f.Name()), "idx-")
+	f, err := writeIndex(filepath.Dir(e.f.Name()), idx)
 	if err != nil {
 		return id, nil, nil, nil, err
+	}
+	return id, e.f, f, idx, nil
+}
+
+// writeIndex writes a pack's index to a temporary file of dir, not synced.
+func writeIndex(dir string, idx *idxfile.MemoryIndex) (*os.File, error) {
+	f, err := os.CreateTemp(dir, "idx-")
+	if err != nil {
+		return nil, err
 	}
 	bw := bufio.NewWriter(f)
 	if _, err = idxfile.NewEncoder(bw).Encode(idx); err == nil {
@@ -332,9 +341,9 @@ func (e *packEncoder) finish() (id plumbing.Hash, packFile, idxFile *os.File, id
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return id, nil, nil, nil, err
+		return nil, err
 	}
-	return id, e.f, f, idx, nil
+	return f, nil
 }
 
 func (e *packEncoder) abort() {
