@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
+	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/state"
 )
 
@@ -647,19 +648,7 @@ func (s *Store) skipReason(b baseEntry, bok bool, a baseEntry, aok bool) string 
 }
 
 func (s *Store) overCap(size int64) string {
-	return fmt.Sprintf("over the size cap (checkpoints.maxFileSize, %s): %s", sizeString(s.opts.MaxFileSize), sizeString(size))
-}
-
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return fmt.Sprintf("over the size cap (checkpoints.maxFileSize, %s): %s", bytesize.String(s.opts.MaxFileSize), bytesize.String(size))
 }
 
 // refresh sets the baseline's entries of paths to what they are now (a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
@@ -89,7 +90,7 @@ the workspace's own .git). Undo them with 'nexus undo', redo with 'nexus redo'.`
 					return err
 				}
 				return e.output(resp, func(w io.Writer) error {
-					_, err := fmt.Fprintf(w, "pruned %d checkpoints; %s → %s\n", resp.GetPruned(), byteSize(resp.GetBytesBefore()), byteSize(resp.GetBytesAfter()))
+					_, err := fmt.Fprintf(w, "pruned %d checkpoints; %s → %s\n", resp.GetPruned(), bytesize.String(resp.GetBytesBefore()), bytesize.String(resp.GetBytesAfter()))
 					return err
 				})
 			})
@@ -231,7 +232,7 @@ func checkpointTable(w io.Writer, resp *nexusv1.ListCheckpointsResponse) error {
 		return err
 	}
 	if u := resp.GetUsage(); u != nil {
-		fmt.Fprintf(w, "%d checkpoints in %d sessions, %s of %s\n", u.GetCheckpoints(), u.GetSessions(), byteSize(u.GetBytes()), byteSize(u.GetMaxBytes()))
+		fmt.Fprintf(w, "%d checkpoints in %d sessions, %s of %s\n", u.GetCheckpoints(), u.GetSessions(), bytesize.String(u.GetBytes()), bytesize.String(u.GetMaxBytes()))
 	}
 	return nil
 }
@@ -327,17 +328,4 @@ func writeDiff(w io.Writer, diff string, colour bool) {
 		}
 		fmt.Fprintln(w, line)
 	}
-}
-
-// byteSize is a size for people: 1.5 MiB.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -41,7 +42,7 @@ func (t *Tools) readClient(ctx context.Context, cf tools.ClientFiles, p, canon s
 	if !ranged && int64(len(text)) > t.cfg.ReadLimit {
 		return nil, tools.Errorf(tools.CodeOutputLimit,
 			"file %q is %s, over the read limit of %s; pass startLine and endLine to read it in parts",
-			p, sizeString(int64(len(text))), sizeString(t.cfg.ReadLimit))
+			p, bytesize.String(int64(len(text))), bytesize.String(t.cfg.ReadLimit))
 	}
 	if strings.IndexByte(text[:min(len(text), binarySniff)], 0) >= 0 {
 		return nil, invalidf("file %q looks binary (it has a NUL byte); read_file reads text files", p)
@@ -87,7 +88,7 @@ func (t *Tools) editClient(ctx context.Context, cf tools.ClientFiles, inv *tools
 		return err
 	}
 	if len(cur) > maxEditFileSize {
-		return invalidf("file %q is %s; edit_file edits files up to %s", p, sizeString(int64(len(cur))), sizeString(maxEditFileSize))
+		return invalidf("file %q is %s; edit_file edits files up to %s", p, bytesize.String(int64(len(cur))), bytesize.String(maxEditFileSize))
 	}
 	next, err := replaceOnce(p, []byte(cur), oldText, newText)
 	if err != nil {

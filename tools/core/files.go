@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/internal/durable"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
@@ -31,7 +32,7 @@ func (t *Tools) readFileTool() tools.Tool {
 				"Returns the content and the file's total number of lines. To read part of a file, pass startLine "+
 				"and/or endLine (1-based, inclusive). A file over %s must be read in line ranges; a range whose "+
 				"content is over %[1]s returns the lines that fit with truncated: true, and endLine tells where to "+
-				"continue. Binary files and the daemon's .nexus/ directory cannot be read.", sizeString(t.cfg.ReadLimit)),
+				"continue. Binary files and the daemon's .nexus/ directory cannot be read.", bytesize.String(t.cfg.ReadLimit)),
 			InputSchema: json.RawMessage(`{
 	"type": "object",
 	"properties": {
@@ -116,7 +117,7 @@ func (t *Tools) readFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 	if !ranged && fi.Size() > t.cfg.ReadLimit {
 		return nil, tools.Errorf(tools.CodeOutputLimit,
 			"file %q is %s, over the read limit of %s; pass startLine and endLine to read it in parts",
-			p, sizeString(fi.Size()), sizeString(t.cfg.ReadLimit))
+			p, bytesize.String(fi.Size()), bytesize.String(t.cfg.ReadLimit))
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	if head, _ := br.Peek(binarySniff); bytes.IndexByte(head, 0) >= 0 {
@@ -166,7 +167,7 @@ func (t *Tools) readLines(ctx context.Context, p string, br *bufio.Reader, start
 				if int64(out.Len()+len(chunk)) > t.cfg.ReadLimit {
 					if total == start {
 						return readResult{}, tools.Errorf(tools.CodeOutputLimit,
-							"line %d of %q alone is over the read limit of %s", total, p, sizeString(t.cfg.ReadLimit))
+							"line %d of %q alone is over the read limit of %s", total, p, bytesize.String(t.cfg.ReadLimit))
 					}
 					kept, cut = lineStart, true
 				} else {
@@ -407,7 +408,7 @@ func (t *Tools) editFile(ctx context.Context, inv *tools.Invocation, raw json.Ra
 	}
 	if fi.Size() > maxEditFileSize {
 		f.Close()
-		return nil, invalidf("file %q is %s; edit_file edits files up to %s", p, sizeString(fi.Size()), sizeString(maxEditFileSize))
+		return nil, invalidf("file %q is %s; edit_file edits files up to %s", p, bytesize.String(fi.Size()), bytesize.String(maxEditFileSize))
 	}
 	cur, err := io.ReadAll(io.LimitReader(f, maxEditFileSize+1))
 	f.Close()
@@ -632,17 +633,4 @@ func marshalSized(v any, size int) (json.RawMessage, error) {
 		return nil, tools.Errorf(tools.CodeExecutionFailed, "encoding the result: %v", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// sizeString prints a byte count for people.
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

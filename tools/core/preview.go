@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/nexuscocreate/nexus/access"
+	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 )
@@ -55,7 +56,7 @@ func (t *Tools) previewEdit(ctx context.Context, inv *tools.Invocation, raw json
 		return nil, err
 	}
 	if !now.whole {
-		return nil, invalidf("file %q is over %s; edit_file edits files up to %[2]s", p, sizeString(maxEditFileSize))
+		return nil, invalidf("file %q is over %s; edit_file edits files up to %[2]s", p, bytesize.String(maxEditFileSize))
 	}
 	next, err := replaceOnce(p, now.content, a.OldText, *a.NewText)
 	if err != nil {

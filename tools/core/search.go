@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -30,7 +31,7 @@ func (t *Tools) searchFilesTool() tools.Tool {
 				"(\"src/**/*_test.go\"). With a glob and no pattern, the result lists the matching files. path is "+
 				"the directory (or file) to search, relative to the workspace root; default the whole workspace. "+
 				".git, .nexus and node_modules directories, symlinks, binary files and files over %s are skipped. "+
-				"At most %d results are returned; then truncated is true.", sizeString(maxSearchFileSize), t.cfg.SearchLimit),
+				"At most %d results are returned; then truncated is true.", bytesize.String(maxSearchFileSize), t.cfg.SearchLimit),
 			InputSchema: json.RawMessage(`{
 	"type": "object",
 	"properties": {
