@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,6 +57,9 @@ type fileState struct {
 	blob    string
 	exec    bool
 	skip    string // why it is not recorded; "" when it is
+	// linked: a directory on the way to it is a symlink, which nothing
+	// is ever written through, forced or not.
+	linked bool
 }
 
 func (f fileState) same(o fileState) bool {
@@ -76,7 +81,7 @@ func (s *Store) readPath(p string) (fileState, error) {
 		case err != nil:
 			return fileState{}, err
 		case !last && info.Mode()&fs.ModeSymlink != 0:
-			return fileState{skip: "not a regular file (under the symlink " + sub + ")"}, nil
+			return fileState{skip: "not a regular file (under the symlink " + sub + ")", linked: true}, nil
 		case !last && !info.IsDir():
 			return fileState{}, nil
 		}
@@ -101,6 +106,19 @@ func (s *Store) readPath(p string) (fileState, error) {
 		return fileState{}, err
 	}
 	return fileState{exists: true, content: content, blob: state.BlobID(content), exec: info.Mode()&0o111 != 0}, nil
+}
+
+// plainDirs refuses a path of root one of whose directories is a symlink,
+// just before it is written: root itself follows a symlink that stays in
+// the workspace, and one into .nexus/ or .git/ does.
+func plainDirs(root *os.Root, p string) error {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		info, err := root.Lstat(filepath.FromSlash(d))
+		if err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symlink now: nothing is written through it", d)
+		}
+	}
+	return nil
 }
 
 // checkPath refuses a path that is not a clean relative one.

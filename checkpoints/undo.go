@@ -15,14 +15,15 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/state"
 )
 
 // Undo restores what sel selects to what it was before, and records the
 // undo as a checkpoint (so that it can be redone).
 func (s *Store) Undo(ctx context.Context, sel Selector, o UndoOptions) (Result, error) {
-	if !o.Party.Valid() {
-		return Result{}, errors.New("checkpoints: undo by no one")
+	if err := checkUndoer(o, "undo"); err != nil {
+		return Result{}, err
 	}
 	s.undoMu.Lock()
 	defer s.undoMu.Unlock()
@@ -44,8 +45,8 @@ func (s *Store) Undo(ctx context.Context, sel Selector, o UndoOptions) (Result, 
 // Redo reverses the undo of id, or the most recent undo that stands when
 // id is empty, and records the redo as a checkpoint.
 func (s *Store) Redo(ctx context.Context, id string, o UndoOptions) (Result, error) {
-	if !o.Party.Valid() {
-		return Result{}, errors.New("checkpoints: redo by no one")
+	if err := checkUndoer(o, "redo"); err != nil {
+		return Result{}, err
 	}
 	s.undoMu.Lock()
 	defer s.undoMu.Unlock()
@@ -74,6 +75,20 @@ func (s *Store) Redo(ctx context.Context, id string, o UndoOptions) (Result, err
 	}
 	rec := &Checkpoint{Kind: KindRedo, Undoes: []string{undo.ID}, Session: undo.Session, Turn: undo.Turn}
 	return s.restore(ctx, all, []Checkpoint{undo}, rec, o)
+}
+
+// checkUndoer refuses an undo or a redo by no one, and a forced one by an
+// app: forcing writes over what someone changed since (the person, most
+// likely), which only the person may decide.
+func checkUndoer(o UndoOptions, verb string) error {
+	switch {
+	case !o.Party.Valid():
+		return fmt.Errorf("checkpoints: %s by no one", verb)
+	case o.Force && o.Party.App() != nil:
+		return fmt.Errorf("checkpoints: a forced %s by app %q: %w (only the person may restore files over changes made since)",
+			verb, o.Party.AppID(), access.ErrDenied)
+	}
+	return nil
 }
 
 func kindName(k string) string {
@@ -210,6 +225,11 @@ func (s *Store) restore(ctx context.Context, all, selected []Checkpoint, rec *Ch
 		case cur.skip == "" && holds(cur, t.blob, t.exec):
 			continue // already as it was
 		case cur.skip == "" && holds(cur, t.left, t.leftExec):
+		case cur.linked:
+			// Never restored, forced or not: what it names now is
+			// somewhere else, maybe .nexus/ through a symlink a command made.
+			res.Conflicts = append(res.Conflicts, Conflict{Path: t.path, Reason: conflictReason(all, t, cur) + "; it cannot be restored through a symlink"})
+			continue
 		default:
 			res.Conflicts = append(res.Conflicts, Conflict{Path: t.path, Reason: conflictReason(all, t, cur)})
 			if !o.Force {
@@ -342,6 +362,9 @@ func (s *Store) put(t *target, id string, o UndoOptions) error {
 		} else {
 			_, err = v.Set(rel, content, w)
 		}
+		return err
+	}
+	if err := plainDirs(s.root, t.path); err != nil {
 		return err
 	}
 	p := filepath.FromSlash(t.path)

@@ -174,6 +174,13 @@ func TestAppSeesItsOwn(t *testing.T) {
 	if _, err := e.s.Undo(context.Background(), Selector{Call: "by-b"}, UndoOptions{Party: a}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("app a undoes b's call: %v", err)
 	}
+	// Only the person forces an undo over what changed since.
+	e.write("a.txt", "the person's")
+	if _, err := e.s.Undo(context.Background(), Selector{Call: "by-a"}, UndoOptions{Party: a, Force: true}); !errors.Is(err, access.ErrDenied) {
+		t.Errorf("app a forces an undo: %v", err)
+	}
+	e.want(map[string]string{"a.txt": "the person's"})
+	e.write("a.txt", "a")
 	// Its last "turn" is its last call.
 	if _, err := e.s.Undo(context.Background(), Selector{}, UndoOptions{Party: a}); err != nil {
 		t.Fatal(err)
@@ -343,5 +350,37 @@ func TestPathThroughSymlink(t *testing.T) {
 	st, err = e.s.readPath("f.txt")
 	if err != nil || st.skip != "not a regular file (a symlink)" {
 		t.Errorf("f.txt: %+v %v", st, err)
+	}
+}
+
+// TestUndoNeverThroughSymlink: a directory a checkpoint's file was in that
+// is a symlink now (here, made by a later command, into .nexus/) is a
+// conflict that even a forced undo leaves alone: nothing is written or
+// removed through it.
+func TestUndoNeverThroughSymlink(t *testing.T) {
+	e := newEnv(t, nil)
+	e.call(tools.Call{ID: "add", ToolName: "write_file", Session: "s1", Turn: "t1"},
+		tools.Touch{Paths: []string{"d/x.txt"}}, agent, func() { e.write("d/x.txt", "added") })
+	if err := os.RemoveAll(filepath.Join(e.ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".nexus", filepath.Join(e.ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(e.ws, ".nexus", "x.txt")
+	if err := os.WriteFile(kept, []byte("the daemon's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := person()
+	o.Force = true
+	res, err := e.s.Undo(context.Background(), Selector{Call: "add"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Conflicts) != 1 || !strings.Contains(res.Conflicts[0].Reason, "cannot be restored through a symlink") || len(res.Restored) != 0 {
+		t.Errorf("a forced undo through a symlink: %+v", res)
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "the daemon's" {
+		t.Errorf(".nexus/x.txt after the undo: %q %v", b, err)
 	}
 }
