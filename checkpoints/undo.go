@@ -308,19 +308,24 @@ func conflictPaths(cs []Conflict) string {
 	return strings.Join(ps, ", ")
 }
 
-// conflictReason says what a file holds now and who changed it since.
+// conflictReason says what a file holds now and who changed it since: the
+// newest recorded change of it when the file holds what that change left,
+// else someone outside the recorded calls (the person, most likely).
 func conflictReason(all []Checkpoint, t *target, cur fileState) string {
-	now := describe(cur)
-	reason := fmt.Sprintf("it holds %s now, not what the checkpoint left (%s)", now, describeBlob(t.left))
+	reason := fmt.Sprintf("it holds %s now, not what the checkpoint left (%s)", describe(cur), describeBlob(t.left))
 	for i := len(all) - 1; i > t.lastChanged; i-- {
 		for _, f := range all[i].Files {
-			if f.Path == t.path {
-				by := all[i].ID
-				if all[i].ToolName != "" {
-					by += " (" + all[i].ToolName + ")"
-				}
+			if f.Path != t.path {
+				continue
+			}
+			by := all[i].ID
+			if all[i].ToolName != "" {
+				by += " (" + all[i].ToolName + ")"
+			}
+			if cur.skip == "" && holds(cur, f.After, f.AfterExec) {
 				return fmt.Sprintf("%s: changed since by %s %s of session %q", reason, kindName(all[i].Kind), by, all[i].Session)
 			}
+			return fmt.Sprintf("%s: changed since outside the recorded calls, after %s %s", reason, kindName(all[i].Kind), by)
 		}
 	}
 	return reason + ": changed since outside the recorded calls"

@@ -53,6 +53,12 @@ func TestUndoConflictThenForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.want(map[string]string{"new.txt": "rewritten later", "cmd.txt": "edited by the person", "gone.txt": "<absent>"})
+	// The person's edit after the redo is theirs, not the redo's.
+	e.write("new.txt", "the person's again")
+	res, _ = e.s.Undo(context.Background(), Selector{Call: "later"}, person())
+	if len(res.Conflicts) != 1 || !strings.Contains(res.Conflicts[0].Reason, "outside the recorded calls, after redo") {
+		t.Errorf("an edit after a redo: %+v", res.Conflicts)
+	}
 }
 
 func TestUndoCallAndErrors(t *testing.T) {
