@@ -3,6 +3,8 @@ package state
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,28 @@ func TestChangesAppendLogRewriteGC(t *testing.T) {
 	}
 	if log, err := c.Log(ref); err != nil || len(log) != 0 {
 		t.Errorf("log of an emptied ref: %+v %v", log, err)
+	}
+}
+
+// TestChangesLockLeftByACrash: the lock file of a changes ref that a crash
+// left (the ref is replaced by rename, so it is only debris) is removed on
+// open, as the branch's is; before, every later record of that ref failed.
+func TestChangesLockLeftByACrash(t *testing.T) {
+	dir := t.TempDir()
+	ts := openTestStore(t, dir)
+	const ref = "refs/nexus/checkpoints"
+	rec := ChangeRecord{Manifest: []byte(`{}`), Author: "agent:s", Message: "r", Time: time.Now()}
+	if _, err := ts.Changes().Append(ref, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ts.hist, "refs", "nexus", "checkpoints.lock"), []byte("0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts = openTestStore(t, dir)
+	if _, err := ts.Changes().Append(ref, rec); err != nil {
+		t.Fatalf("a record after a crash left the ref's lock: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math/bits"
 	"os"
@@ -78,14 +79,37 @@ func openRepo(dir string, logger *slog.Logger) (*repo, error) {
 		return nil, err
 	}
 	// A lock file left by a crash mid ref update: the ref itself is intact
-	// (it is replaced by rename), so the lock is only debris.
+	// (it is replaced by rename), so the lock is only debris; so are those
+	// of the workspace checkpoints' refs (see changes.go).
 	if err := r.unlockRef(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := r.removeChangesLocks(); err != nil {
 		return nil, err
 	}
 	if err := r.loadPacks(); err != nil {
 		return nil, fmt.Errorf("history repository %s: %w", dir, err)
 	}
 	return r, nil
+}
+
+// removeChangesLocks removes the lock files of the refs under
+// refs/nexus/ that a crash left.
+func (r *repo) removeChangesLocks() error {
+	root := filepath.Join(r.dir, filepath.FromSlash(changesRefPrefix))
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".lock") {
+			return os.Remove(p)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 func initRepo(dir string) error {
