@@ -419,6 +419,12 @@ func (e *editor) initialize(pid int) initResult {
 		e.t.Fatalf("initialize result: %+v", res)
 	}
 	e.notify("initialized", map[string]any{})
+	// A barrier: the daemon handles a notification and the requests that
+	// are not async in order, on its read loop, so once this answers the
+	// editor is attached to answer permissions. Without it, a call made
+	// over gRPC just after could find no editor yet (and be denied).
+	var tools json.RawMessage
+	e.mustCall("nexus/tools/list", map[string]any{}, &tools)
 	return res
 }
 

@@ -217,6 +217,7 @@ func TestPacksMergeDeltas(t *testing.T) {
 		revs = append(revs, mustSetDef(t, s, "big.md", c))
 		want = append(want, c)
 	}
+	s.repo.bg.Wait() // the merge the writes started: Close would stop it
 	s.Close()
 	packs := s.packFiles(t)
 	for _, p := range packs {
@@ -248,6 +249,7 @@ func TestPacksKept(t *testing.T) {
 	for i := range 3 * maxPacks {
 		mustSetDef(t, s, "b.md", fmt.Sprint(i))
 	}
+	s.repo.bg.Wait() // the merge the writes started: Close would stop it
 	s.Close()
 	packs := s.packFiles(t)
 	if !slices.Contains(packs, kept) || len(packs) > maxPacks+2 {
