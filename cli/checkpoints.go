@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"maps"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
 // checkpointsCommand is "nexus checkpoints": what agents, apps, MCP
@@ -312,20 +313,19 @@ func prefix(s string, n int) string {
 // writeDiff writes a unified diff, every line inert; on a terminal the
 // removed lines red, the added green and the hunk headers cyan.
 func writeDiff(w io.Writer, diff string, colour bool) {
-	for line := range strings.Lines(diff) {
-		line = inert.Text(strings.TrimSuffix(line, "\n"))
-		if colour {
-			switch {
-			case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"), strings.HasPrefix(line, "diff "):
-				line = "\x1b[1m" + line + "\x1b[0m"
-			case strings.HasPrefix(line, "+"):
-				line = "\x1b[32m" + line + "\x1b[0m"
-			case strings.HasPrefix(line, "-"):
-				line = "\x1b[31m" + line + "\x1b[0m"
-			case strings.HasPrefix(line, "@@"):
-				line = "\x1b[36m" + line + "\x1b[0m"
-			}
+	for _, l := range policy.DiffLines(diff) {
+		line := inert.Text(l.Text)
+		if c := diffColours[l.Kind]; colour && c != "" {
+			line = c + line + "\x1b[0m"
 		}
 		fmt.Fprintln(w, line)
 	}
 }
+
+// diffColours are those of a question's change (changeColours), and bold
+// for a file's headers.
+var diffColours = func() map[policy.LineKind]string {
+	m := maps.Clone(changeColours)
+	m[policy.LineHeader] = "\x1b[1m"
+	return m
+}()

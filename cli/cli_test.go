@@ -424,6 +424,12 @@ func TestWriteDiff(t *testing.T) {
 	if !strings.Contains(tty.String(), "\x1b[31m-old\\x1b[2J\x1b[0m") || !strings.Contains(tty.String(), "\x1b[32m+new\\u202e\x1b[0m") {
 		t.Errorf("coloured diff %q", tty.String())
 	}
+	// In a hunk, a removed "-- x" is a removed line, not a header.
+	tty.Reset()
+	writeDiff(&tty, "--- a/x\n+++ b/x\n@@ -1 +0,0 @@\n--- x\n", true)
+	if want := "\x1b[1m--- a/x\x1b[0m\n\x1b[1m+++ b/x\x1b[0m\n\x1b[36m@@ -1 +0,0 @@\x1b[0m\n\x1b[31m--- x\x1b[0m\n"; tty.String() != want {
+		t.Errorf("coloured diff %q, want %q", tty.String(), want)
+	}
 }
 
 func TestUniquePrefix(t *testing.T) {

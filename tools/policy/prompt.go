@@ -62,11 +62,40 @@ type ChangeLine struct {
 type LineKind int
 
 const (
-	LineOther   LineKind = iota // a header or a note
+	LineOther   LineKind = iota // a context line, or a note
 	LineAdded                   // "+…", green on a terminal
 	LineRemoved                 // "-…", red
 	LineHunk                    // "@@ …", cyan
+	LineHeader                  // a file's header, before its first hunk ("diff --git", "---", "+++", ...)
 )
+
+// DiffLines splits a unified diff as git writes it (one file's or
+// several) into its lines, each with its kind: a line before a file's
+// first hunk is a header, whatever it starts with ("--- a/x" is not a
+// removed line there, and "--- x" is one in a hunk). The text is the
+// diff's own, not yet inert.
+func DiffLines(diff string) []ChangeLine {
+	var lines []ChangeLine
+	hunks := false // past a file's headers
+	for l := range strings.Lines(diff) {
+		l = strings.TrimSuffix(l, "\n")
+		kind := LineOther
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			hunks, kind = false, LineHeader
+		case strings.HasPrefix(l, "@@"):
+			hunks, kind = true, LineHunk
+		case !hunks:
+			kind = LineHeader
+		case strings.HasPrefix(l, "+"):
+			kind = LineAdded
+		case strings.HasPrefix(l, "-"):
+			kind = LineRemoved
+		}
+		lines = append(lines, ChangeLine{Text: l, Kind: kind})
+	}
+	return lines
+}
 
 // ChangeLines is the change a call would make (ICERC.Changes) as a text
 // prompt shows it, after PromptLines: for each file a line naming the
@@ -88,26 +117,18 @@ func ChangeLines(changes []tools.ProposedChange, limit int) []ChangeLine {
 			}
 			continue
 		}
-		hunks := false // past the headers
-		for _, l := range strings.Split(diff, "\n") {
-			if !hunks && (strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "index ")) {
+		for _, l := range DiffLines(diff) {
+			if l.Kind == LineHeader && (strings.HasPrefix(l.Text, "diff --git ") || strings.HasPrefix(l.Text, "index ")) {
 				continue
 			}
 			if shown == limit {
 				more++
 				continue
 			}
-			kind := LineOther
-			switch {
-			case strings.HasPrefix(l, "@@"):
-				hunks, kind = true, LineHunk
-			case !hunks:
-			case strings.HasPrefix(l, "+"):
-				kind = LineAdded
-			case strings.HasPrefix(l, "-"):
-				kind = LineRemoved
+			if l.Kind == LineHeader {
+				l.Kind = LineOther
 			}
-			lines = append(lines, ChangeLine{Text: inert.Line(strings.ReplaceAll(l, "\t", "    ")), Kind: kind})
+			lines = append(lines, ChangeLine{Text: inert.Line(strings.ReplaceAll(l.Text, "\t", "    ")), Kind: l.Kind})
 			shown++
 		}
 		if c.Truncated {
