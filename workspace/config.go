@@ -387,6 +387,17 @@ type ContextConfig struct {
 	// reads it again when it changes, and a missing file is an empty
 	// context.
 	File string `yaml:"file"`
+	// Instructions are the names of the project instruction files, read in
+	// the workspace root and in each directory the agent works in (a file
+	// its core tools read, write, list or search, or a command's cwd) and
+	// those between: in each directory, the first of these names it holds
+	// is read, so CLAUDE.md and GEMINI.md stand in where there is no
+	// AGENTS.md. An empty list reads none.
+	Instructions []string `yaml:"instructions"`
+	// MaxInstructionsSize bounds the instruction files together: the
+	// files nearer the root come first, the one that passes the bound is
+	// cut there and those after it are left out (/context says which).
+	MaxInstructionsSize Size `yaml:"maxInstructionsSize"`
 }
 
 // LogConfig is the log section: where the daemon writes its log, and how much.
@@ -472,9 +483,10 @@ func DefaultConfig() *Config {
 		},
 		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib, MaxAnswerSize: mib, MaxToolCallSize: mib},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
-		Context:  ContextConfig{File: "FRAMEWORK_CONTEXT.md"},
-		Log:      LogConfig{Level: "info"},
-		ACP:      ACPConfig{Mode: "default", Terminal: "nexus"},
+		Context: ContextConfig{File: "FRAMEWORK_CONTEXT.md", Instructions: []string{"AGENTS.md", "CLAUDE.md", "GEMINI.md"},
+			MaxInstructionsSize: 32 * kib},
+		Log: LogConfig{Level: "info"},
+		ACP: ACPConfig{Mode: "default", Terminal: "nexus"},
 		Checkpoints: CheckpointsConfig{
 			Enabled:      true,
 			MaxFileSize:  2 * mib,
@@ -1036,6 +1048,13 @@ func (d *decoder) check(c *Config) {
 
 	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
 	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "remove_oldest", "token_budget", "none")
+
+	d.sizeUpTo("context.maxInstructionsSize", c.Context.MaxInstructionsSize, gib)
+	for _, name := range c.Context.Instructions {
+		if !d.bad["context.instructions"] && (name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`+"\x00")) {
+			d.fail("context.instructions", d.nodes["context.instructions"], "%q is not a file name (a name such as AGENTS.md, without a directory)", name)
+		}
+	}
 
 	d.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	if (c.GRPC.TLS.Cert == "") != (c.GRPC.TLS.Key == "") && !d.badUnder("grpc.tls") {

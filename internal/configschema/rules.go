@@ -151,6 +151,8 @@ var rules = map[string]rule{
 	"MessagesConfig.MaxLength": {min: num(1)},
 	"MessagesConfig.Pruning":   {enum: []string{"oldest-first", "remove_oldest", "token_budget", "none"}},
 
+	"ContextConfig.MaxInstructionsSize": {positive: true, max: num(gib)},
+
 	"LogConfig.Level": {enum: []string{"debug", "info", "warn", "error"}},
 
 	"GRPCConfig.TLS": {
