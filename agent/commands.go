@@ -20,6 +20,7 @@ func Commands() []Command {
 		{Name: "debug", Description: "Show or hide what each step sends (messages, tokens, tools)"},
 		{Name: "model", Description: "Show the model, or switch to another llm profile", Input: &CommandInput{Hint: "profile name"}},
 		{Name: "tools", Description: "List the tools the agent may call"},
+		{Name: "context", Description: "Show what the system prompt carries: the context file and the project instruction files (AGENTS.md …), with their sizes"},
 		{Name: "compact", Description: "Summarise the older turns with the model, to free the context window"},
 		{Name: "cost", Description: "Tokens and cost of this session"},
 		{Name: "sessions", Description: "List the saved sessions"},
@@ -80,6 +81,8 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 			fmt.Fprintf(&b, "%-32s %-6s %s\n", t.Name, d.Risk, firstLine(t.Description))
 		}
 		say("%d tools:\n%s", len(o.list), b.String())
+	case "context":
+		return res, ss.contextCommand(say)
 	case "compact":
 		return res, ss.compact(ctx, say)
 	case "cost":

@@ -45,6 +45,10 @@ type Session struct {
 	log      *sessionLog
 	ctx      *Context  // the DCM, re-read when its file changes
 	ctxStamp fileStamp // of the context file when ctx was read
+	// dirs are the workspace-relative directories the session's core tool
+	// calls worked in, each once, in order: each adds its nearest
+	// instruction file (AGENTS.md) to the next request.
+	dirs []string
 	// turn is the number of the person's prompts so far, counted from the
 	// session's file (its user messages, /clear or not), so that a turn
 	// keeps its number across a resume: the Turn of the calls a prompt

@@ -338,6 +338,9 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 	res.ToolCallID, res.Title, res.Kind = call.ID, call.Title, acpKind(call.Kind)
 	switch {
 	case call.Error == nil:
+		if d.ServerName == "" {
+			ss.workedIn(c.Name, req.Arguments)
+		}
 		res.Content = string(call.ResultJSON)
 		if call.ResultTruncated {
 			res.Content += fmt.Sprintf("\n[the result was %d bytes; only its head is shown]", call.ResultSize)

@@ -240,12 +240,15 @@ func withoutImages(msgs []Message, profile string) []Message {
 }
 
 // system is the system prompt: Nexus's own, then the context file's
-// initial prompt, read again when the file changed.
+// initial prompt, read again when the file changed, then the project
+// instruction files, read at each request. It is never part of the
+// history, so no compaction or pruning reaches it.
 func (ss *Session) system() (string, error) {
 	c, err := ss.context()
 	if err != nil {
 		return "", err
 	}
+	in := ss.instructions()
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are the Nexus agent, working in the workspace %s for the person at its editor. "+
 		"You act through the tools you are given; every call is checked, may be asked of the person, and is shown to them. "+
@@ -256,6 +259,10 @@ func (ss *Session) system() (string, error) {
 	if p := c.InitialPrompt(); p != "" {
 		b.WriteString("\n\n")
 		b.WriteString(p)
+	}
+	if t := instructionsText(in.Files); t != "" {
+		b.WriteString("\n\n")
+		b.WriteString(t)
 	}
 	return b.String(), nil
 }
