@@ -51,6 +51,7 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 	case "clear":
 		ss.mu.Lock()
 		ss.hist.Clear()
+		ss.dirs = nil
 		ss.logLocked(record{Type: "clear"})
 		ss.mu.Unlock()
 		say("The conversation is cleared.")

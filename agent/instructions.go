@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/internal/inert"
 )
@@ -347,4 +348,22 @@ func instructionsSize(files []Instruction) int {
 		n += len(f.Text)
 	}
 	return n
+}
+
+// callOf is the call of the model a tool result answers: in the assistant
+// message just before the results, as a session's file holds them.
+func (ss *Session) callOf(id string) (llm.ToolCall, bool) {
+	msgs := ss.hist.Messages()
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Role == RoleToolResult {
+		i--
+	}
+	if i >= 0 && msgs[i].Role == RoleAssistant {
+		for _, c := range msgs[i].ToolCalls {
+			if c.ID == id {
+				return c, true
+			}
+		}
+	}
+	return llm.ToolCall{}, false
 }

@@ -172,3 +172,47 @@ func TestNoInstructionFiles(t *testing.T) {
 		t.Errorf("/context:\n%s", out)
 	}
 }
+
+// TestWorkedInDirectoriesSurviveARestart: a session resumed after a
+// restart still carries the instruction files of the directories its
+// calls worked in (not those of a call that failed); /clear forgets them.
+func TestWorkedInDirectoriesSurviveARestart(t *testing.T) {
+	f := newFixture(t, nil)
+	write(t, f.ws, "sub/AGENTS.md", "Sub rules.")
+	write(t, f.ws, "sub/x.txt", "x")
+	write(t, f.ws, "gone/AGENTS.md", "Gone rules.")
+	id := f.session(t)
+	f.model.turns = append(f.model.turns, calls(
+		llm.ToolCall{ID: "1", Name: "read_file", Arguments: []byte(`{"path":"sub/x.txt"}`)},
+		llm.ToolCall{ID: "2", Name: "read_file", Arguments: []byte(`{"path":"gone/nope.txt"}`)}), text("ok"))
+	if _, err := f.svc.Prompt(context.Background(), person, id, "read", agent.PromptOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	system := func() string {
+		t.Helper()
+		f.model.reqs = nil
+		if _, err := f.svc.Prompt(context.Background(), person, id, "again", agent.PromptOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return f.model.reqs[0].System
+	}
+	if s := system(); !strings.Contains(s, "Sub rules.") || strings.Contains(s, "Gone rules.") {
+		t.Errorf("before the restart:\n%s", s)
+	}
+	f.svc.Close()
+	f.open(t)
+	if s := system(); !strings.Contains(s, "Sub rules.") || strings.Contains(s, "Gone rules.") {
+		t.Errorf("after the restart:\n%s", s)
+	}
+	if _, err := f.svc.Prompt(context.Background(), person, id, "/clear", agent.PromptOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := system(); strings.Contains(s, "Sub rules.") {
+		t.Errorf("after /clear:\n%s", s)
+	}
+	f.svc.Close()
+	f.open(t)
+	if s := system(); strings.Contains(s, "Sub rules.") {
+		t.Errorf("after /clear and a restart:\n%s", s)
+	}
+}

@@ -288,6 +288,11 @@ func (ss *Session) apply(r record) error {
 		if r.Message.Role == RoleUser {
 			ss.turn++
 		}
+		if res := r.Message.Result; res != nil && !res.IsError {
+			if c, ok := ss.callOf(res.CallID); ok && c.Server == "" {
+				ss.workedIn(c.Name, c.Arguments)
+			}
+		}
 	case "usage":
 		if r.Usage != nil {
 			ss.addUsageLocked(*r.Usage)
@@ -298,6 +303,7 @@ func (ss *Session) apply(r record) error {
 		}
 	case "clear":
 		ss.hist.Clear()
+		ss.dirs = nil
 	case "compact":
 		if r.Message == nil {
 			return errors.New("compact record without a summary")
