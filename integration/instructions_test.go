@@ -50,13 +50,10 @@ func TestProjectInstructions(t *testing.T) {
 		return err
 	}}}
 	e, ws, id := scriptedSession(t, model, "read_file")
-	for name, text := range map[string]string{"AGENTS.md": "ROOT-RULE: answer in French.", "sub/CLAUDE.md": "SUB-RULE: tabs.", "sub/x.txt": "x"} {
-		p := filepath.Join(ws, filepath.FromSlash(name))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
 	}
+	writeFiles(t, ws, map[string]string{"AGENTS.md": "ROOT-RULE: answer in French.", "sub/CLAUDE.md": "SUB-RULE: tabs.", "sub/x.txt": "x"})
 	var res promptResult
 	e.mustCall("nexus/agent/prompt", map[string]any{"sessionId": id, "prompt": "Read sub/x.txt."}, &res)
 	reqs := model.requests()
