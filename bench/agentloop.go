@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nexuscocreate/nexus/access"
@@ -18,12 +20,18 @@ import (
 
 // instant is a model that answers at once: one get_current_time call a
 // step, and text when told to stop. What is left of a step is the loop's
-// own cost.
-type instant struct{ calls, stopAt int }
+// own cost. It keeps the first request it is sent.
+type instant struct {
+	calls, stopAt int
+	first         *llm.Request
+}
 
 func (m *instant) Profile() llm.Profile { return llm.Profile{Name: "bench"} }
 
-func (m *instant) Stream(_ context.Context, _ *llm.Request, emit func(llm.Event)) (*llm.Response, error) {
+func (m *instant) Stream(_ context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Response, error) {
+	if m.first == nil {
+		m.first = req
+	}
 	m.calls++
 	if m.calls >= m.stopAt {
 		return &llm.Response{Text: "done", Stop: llm.StopEndTurn}, nil
@@ -74,11 +82,16 @@ func benchAgentLoop() error {
 	if err != nil {
 		return err
 	}
+	// An AGENTS.md of 2 KB, as a project has one, in the first request.
+	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), agentsMD(2<<10), 0o644); err != nil {
+		return err
+	}
 	// Fill the history to 1,000 messages (each step adds two).
 	model.calls, model.stopAt = 0, 600
 	if _, err := svc.Prompt(context.Background(), person, info.ID, "fill", agent.PromptOptions{}); err != nil {
 		return err
 	}
+	reportFirstRequest(model.first)
 	const steps = 2000
 	model.calls, model.stopAt = 0, steps+1
 	start := time.Now()
@@ -100,4 +113,34 @@ func benchAgentLoop() error {
 	}
 	report("agent step at 1,000 msgs (history, pruning, dispatch, log)", step, anchor, "ToolManager.Execute alone, p50", "≤ 1ms a step")
 	return nil
+}
+
+// agentsMD is an AGENTS.md of n bytes: lines of a project's instructions.
+func agentsMD(n int) []byte {
+	line := "- Run `go test ./...` before you say a change is done; keep functions short and name errors.\n"
+	b := []byte("# Project instructions\n\n")
+	for len(b)+len(line) <= n {
+		b = append(b, line...)
+	}
+	return append(b, strings.Repeat("-", n-len(b))...)
+}
+
+// reportFirstRequest prints the size of the agent's first request, in
+// tokens as Nexus estimates them (four bytes a token): the system prompt
+// (with the AGENTS.md), the tools' descriptions and schemas, the prompt.
+func reportFirstRequest(req *llm.Request) {
+	if req == nil {
+		return
+	}
+	system := agent.Tokens(agent.Message{Role: agent.RoleSystem, Text: req.System})
+	tools := 0
+	for _, t := range req.Tools {
+		tools += (len(t.Name) + len(t.Description) + len(t.Schema) + 3) / 4
+	}
+	prompt := 0
+	for _, m := range req.Messages {
+		prompt += agent.Tokens(m)
+	}
+	fmt.Printf("%-44s %10s   system prompt ~%d (with a 2 KB AGENTS.md), %d tools ~%d, the prompt ~%d\n",
+		"first request's size, with a 2 KB AGENTS.md", fmt.Sprintf("~%d tok", system+tools+prompt), system, len(req.Tools), tools, prompt)
 }
