@@ -240,7 +240,7 @@ func instructionsText(files []Instruction) string {
 		"A file applies to its directory and what is under it; where two disagree, the one nearer to the file at hand wins, " +
 		"and the person's own words in this conversation win over them all.")
 	for _, f := range files {
-		fmt.Fprintf(&b, "\n\n## %s\n\n%s", f.Path, strings.TrimSpace(f.Text))
+		fmt.Fprintf(&b, "\n\n## %s\n\n%s", inert.Line(f.Path), strings.TrimSpace(f.Text))
 	}
 	return b.String()
 }
