@@ -50,8 +50,13 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 	case "clear":
 		ss.mu.Lock()
 		ss.hist.Clear()
+		hadPlan := ss.plan != nil
+		ss.plan = nil
 		ss.logLocked(record{Type: "clear"})
 		ss.mu.Unlock()
+		if hadPlan {
+			emit(planUpdate(nil)) // the doors' plan goes too
+		}
 		say("The conversation is cleared.")
 	case "system":
 		if arg == "" {
