@@ -1,0 +1,104 @@
+package integration
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// planRecorder is an ACP client that hands each plan update to a channel
+// as it comes, besides recording every update.
+type planRecorder struct {
+	*acpRecorder
+	plans chan *acpsdk.SessionUpdatePlan
+}
+
+func (r *planRecorder) SessionUpdate(ctx context.Context, n acpsdk.SessionNotification) error {
+	if n.Update.Plan != nil {
+		r.plans <- n.Update.Plan
+	}
+	return r.acpRecorder.SessionUpdate(ctx, n)
+}
+
+// TestPlanACP: the model's update_plan reaches an ACP editor as a plan
+// update with the steps and their statuses, each time the plan changes;
+// a plan that breaks the rules (two steps in progress) reaches no one, and
+// the model is told why.
+func TestPlanACP(t *testing.T) {
+	model := startScriptedModel(t)
+	ws := newWorkspace(t, agentTurnConfig(model))
+	startDaemon(t, ws)
+
+	cmd := exec.Command(filepath.Join(binDir, "nexus"), "acp", "--workspace", ws)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	rec := &planRecorder{acpRecorder: &acpRecorder{}, plans: make(chan *acpsdk.SessionUpdatePlan, 16)}
+	conn := acpsdk.NewClientSideConnection(rec, stdin, stdout)
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, stderr.String())
+	}
+	sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: ws, McpServers: []acpsdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model.then(
+		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"in_progress"},{"step":"Write the summary","status":"pending"}]}`},
+		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"in_progress"},{"step":"Write the summary","status":"in_progress"}]}`},
+		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"completed"},{"step":"Write the summary","status":"in_progress"}]}`},
+	)
+	if _, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sess.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("Summarise the notes.")}}); err != nil {
+		t.Fatalf("prompt: %v\n%s", err, stderr.String())
+	}
+
+	// The updates are notifications: they may come after the answer.
+	type step struct{ content, status string }
+	seen := func(p *acpsdk.SessionUpdatePlan) []step {
+		var out []step
+		for _, e := range p.Entries {
+			out = append(out, step{e.Content, string(e.Status)})
+			if e.Priority != acpsdk.PlanEntryPriorityMedium {
+				t.Errorf("entry %q has priority %q", e.Content, e.Priority)
+			}
+		}
+		return out
+	}
+	for i, want := range [][]step{
+		{{"Read the notes", "in_progress"}, {"Write the summary", "pending"}},
+		{{"Read the notes", "completed"}, {"Write the summary", "in_progress"}},
+	} {
+		if got := seen(<-rec.plans); !slices.Equal(got, want) {
+			t.Errorf("plan update %d = %v, want %v", i+1, got, want)
+		}
+	}
+	select {
+	case p := <-rec.plans:
+		t.Errorf("a third plan update: %v", seen(p))
+	default:
+	}
+	// No tool call of the plan: it is the agent's own, not the workspace's.
+	rec.mu.Lock()
+	for _, u := range rec.updates {
+		if u.ToolCall != nil {
+			t.Errorf("a tool call was shown: %+v", u.ToolCall)
+		}
+	}
+	rec.mu.Unlock()
+}
