@@ -102,3 +102,29 @@ func TestPlanACP(t *testing.T) {
 	}
 	rec.mu.Unlock()
 }
+
+// TestPlanChat: nexus chat shows the agent's plan as it changes, a line a
+// step, and again when the session is resumed (the plan is saved with it).
+func TestPlanChat(t *testing.T) {
+	model := startScriptedModel(t)
+	ws := newWorkspace(t, agentTurnConfig(model))
+	startDaemon(t, ws)
+	model.then(
+		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"in_progress"},{"step":"Write the summary","status":"pending"}]}`},
+		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"completed"},{"step":"Write the summary","status":"in_progress"}]}`},
+	)
+	_, errOut, code := nexus(t, ws, "", "chat", "-p", "Summarise the notes.")
+	first := "Plan (0/2 done):\n  [>] Read the notes\n  [ ] Write the summary\n"
+	second := "Plan (1/2 done):\n  [x] Read the notes\n  [>] Write the summary\n"
+	if code != 0 || !strings.Contains(errOut, first) || !strings.Contains(errOut, second) {
+		t.Fatalf("nexus chat -p: exit %d\n%s", code, errOut)
+	}
+	m := resumeHint.FindStringSubmatch(errOut)
+	if m == nil {
+		t.Fatalf("no session id on stderr: %q", errOut)
+	}
+	out, errOut, code := nexus(t, ws, "/quit\n", "chat", "--resume", m[1])
+	if code != 0 || !strings.Contains(out, "> Summarise the notes.\n"+first) || !strings.Contains(out, second) {
+		t.Errorf("resumed: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
