@@ -192,7 +192,7 @@ func (ss *Session) compact(ctx context.Context, say func(string, ...any)) error 
 	if strings.TrimSpace(resp.Text) == "" {
 		return &LIALError{Profile: ss.profile.Name, Err: fmt.Errorf("the model wrote an empty summary; the history is unchanged")}
 	}
-	summary := Message{Role: RoleUser, Text: "[Summary of the earlier conversation]\n" + resp.Text}
+	summary := Message{Role: RoleUser, Text: "[Summary of the earlier conversation]\n" + resp.Text + planNote(ss.currentPlan())}
 	ss.mu.Lock()
 	before := ss.hist.Tokens()
 	ss.hist.Replace(summary, compactKeep)

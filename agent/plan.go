@@ -155,6 +155,21 @@ func (ss *Session) setPlan(p []PlanEntry) {
 	ss.logLocked(record{Type: "plan", Plan: p})
 }
 
+// planNote is the plan as a compaction's summary carries it, so that the
+// model keeps its plan when the calls that set it are summarised away;
+// "" when there is none.
+func planNote(p []PlanEntry) string {
+	if len(p) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\n[Your plan, as you last set it with " + PlanToolName + "]")
+	for _, e := range p {
+		fmt.Fprintf(&b, "\n- [%s] %s", e.Status, e.Content)
+	}
+	return b.String()
+}
+
 // currentPlan is the session's plan as its model last set it (nil if
 // none).
 func (ss *Session) currentPlan() []PlanEntry {

@@ -174,3 +174,29 @@ func TestClearForgetsThePlan(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactKeepsThePlan: /compact summarises away the calls that set
+// the plan; the summary carries the plan (as saved with the session, here
+// read back after a restart), so the model still has it.
+func TestCompactKeepsThePlan(t *testing.T) {
+	f := newFixture(t, nil)
+	id := f.session(t)
+	f.model.turns = append(f.model.turns,
+		calls(planCall("p1", `{"plan":[{"step":"Read a.txt","status":"completed"},{"step":"Write b.txt","status":"in_progress"}]}`)),
+		text("first"), text("second"), text("third"), text("The summary."), text("after"))
+	for _, p := range []string{"one", "two", "three", "reload", "/compact", "four"} {
+		if p == "reload" { // the plan is read back from the session's file
+			f.svc.Close()
+			f.open(t)
+			continue
+		}
+		if _, err := f.svc.Prompt(context.Background(), person, id, p, agent.PromptOptions{}); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	last := f.model.reqs[len(f.model.reqs)-1]
+	want := "[Summary of the earlier conversation]\nThe summary.\n\n[Your plan, as you last set it with update_plan]\n- [completed] Read a.txt\n- [in_progress] Write b.txt"
+	if last.Messages[0].Text != want {
+		t.Errorf("first message after /compact = %q, want %q", last.Messages[0].Text, want)
+	}
+}
