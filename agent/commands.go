@@ -81,8 +81,11 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 		}
 		var b strings.Builder
 		for _, t := range o.list {
-			d := o.byKey[t.Name]
-			fmt.Fprintf(&b, "%-32s %-6s %s\n", t.Name, d.Risk, firstLine(t.Description))
+			risk := "none" // the agent's own plan tool: no Nexus tool call
+			if d, ok := o.byKey[t.Name]; ok {
+				risk = string(d.Risk)
+			}
+			fmt.Fprintf(&b, "%-32s %-6s %s\n", t.Name, risk, firstLine(t.Description))
 		}
 		say("%d tools:\n%s", len(o.list), b.String())
 	case "compact":

@@ -144,6 +144,14 @@ func TestPlanToolFollowsAgentTools(t *testing.T) {
 	if names := offeredNames(f2.model.reqs[0]); !slices.Equal(names, []string{"read_file", agent.PlanToolName}) {
 		t.Errorf("offered %v", names)
 	}
+	// /tools lists it, with no risk: it costs no permission.
+	var out recorder
+	if _, err := f2.svc.Prompt(context.Background(), person, f2.session(t), "/tools", agent.PromptOptions{OnUpdate: out.add}); err != nil {
+		t.Fatal(err)
+	}
+	if said := out.kinds("command_output"); len(said) != 1 || !strings.Contains(said[0].Content.(*agent.ContentBlock).Text, "update_plan                      none   Keep a plan") {
+		t.Errorf("/tools said %+v", said)
+	}
 }
 
 // TestClearForgetsThePlan: /clear sends an empty plan to the doors, and a
