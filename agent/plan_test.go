@@ -17,6 +17,19 @@ func planCall(id, args string) llm.ToolCall {
 	return llm.ToolCall{ID: id, Name: agent.PlanToolName, Arguments: json.RawMessage(args)}
 }
 
+// reloaded is what a door is shown of session id once the service was
+// started again from the session files.
+func (f *fixture) reloaded(t *testing.T, id string) []agent.Update {
+	t.Helper()
+	f.svc.Close()
+	f.open(t)
+	_, updates, err := f.svc.Load(person, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return updates
+}
+
 func offeredNames(req *llm.Request) []string {
 	var names []string
 	for _, tl := range req.Tools {
@@ -65,14 +78,8 @@ func TestPlanTool(t *testing.T) {
 		t.Errorf("result = %+v", r)
 	}
 
-	f.svc.Close()
-	f.open(t)
-	_, updates, err := f.svc.Load(person, id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var replayed [][]agent.PlanEntry
-	for _, u := range updates {
+	for _, u := range f.reloaded(t, id) {
 		switch u.SessionUpdate {
 		case "plan":
 			replayed = append(replayed, u.Entries)
@@ -170,13 +177,7 @@ func TestClearForgetsThePlan(t *testing.T) {
 	if plans := rec.kinds("plan"); len(plans) != 1 || len(plans[0].Entries) != 0 {
 		t.Errorf("plan updates of /clear = %+v, want one empty", plans)
 	}
-	f.svc.Close()
-	f.open(t)
-	_, updates, err := f.svc.Load(person, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range updates {
+	for _, u := range f.reloaded(t, id) {
 		if u.SessionUpdate == "plan" {
 			t.Errorf("a cleared plan was replayed: %+v", u)
 		}

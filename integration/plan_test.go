@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,37 +32,15 @@ func TestPlanACP(t *testing.T) {
 	ws := newWorkspace(t, agentTurnConfig(model))
 	startDaemon(t, ws)
 
-	cmd := exec.Command(filepath.Join(binDir, "nexus"), "acp", "--workspace", ws)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
 	rec := &planRecorder{acpRecorder: &acpRecorder{}, plans: make(chan *acpsdk.SessionUpdatePlan, 16)}
-	conn := acpsdk.NewClientSideConnection(rec, stdin, stdout)
+	conn, sessionID, stderr := acpEditor(t, ws, rec)
 	ctx := context.Background()
-	if _, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
-		t.Fatalf("initialize: %v\n%s", err, stderr.String())
-	}
-	sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: ws, McpServers: []acpsdk.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	model.then(
 		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"in_progress"},{"step":"Write the summary","status":"pending"}]}`},
 		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"in_progress"},{"step":"Write the summary","status":"in_progress"}]}`},
 		scriptedCall{"update_plan", `{"plan":[{"step":"Read the notes","status":"completed"},{"step":"Write the summary","status":"in_progress"}]}`},
 	)
-	if _, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sess.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("Summarise the notes.")}}); err != nil {
+	if _, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sessionID, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("Summarise the notes.")}}); err != nil {
 		t.Fatalf("prompt: %v\n%s", err, stderr.String())
 	}
 
