@@ -38,10 +38,10 @@ const (
 	maxPlanStepSize = 500 // bytes of a step's text
 )
 
-var planSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"explanation":{"type":"string","description":"Optional: why the plan changed."},` +
-	`"plan":{"type":"array","description":"The whole plan, in order: every step, not only those that changed.","items":{"type":"object","properties":{` +
-	`"step":{"type":"string","description":"What the step does, in a short sentence."},` +
+// planSchema and planTool's description are sent with every request:
+// they are kept short (about 120 tokens together).
+var planSchema = json.RawMessage(`{"type":"object","properties":{"explanation":{"type":"string"},` +
+	`"plan":{"type":"array","items":{"type":"object","properties":{"step":{"type":"string"},` +
 	`"status":{"type":"string","enum":["pending","in_progress","completed"]}},` +
 	`"required":["step","status"],"additionalProperties":false}}},` +
 	`"required":["plan"],"additionalProperties":false}`)
@@ -49,9 +49,8 @@ var planSchema = json.RawMessage(`{"type":"object","properties":{` +
 // planTool is the tool as the model is offered it.
 var planTool = llm.Tool{
 	Name: PlanToolName,
-	Description: "Keep a plan of the task, shown to the person: a list of steps, each pending, in_progress or completed. " +
-		"Use it for work of several steps; send the whole list each time a step starts or ends. " +
-		"At most one step is in_progress. Not needed for a simple question.",
+	Description: "Keep the plan of a task of several steps, shown to the person: send the whole list " +
+		"each time a step starts or ends; at most one step is in_progress.",
 	Schema: planSchema,
 }
 

@@ -58,6 +58,9 @@ func TestPlanTool(t *testing.T) {
 	if names := offeredNames(f.model.reqs[0]); names[len(names)-1] != agent.PlanToolName || !slices.Contains(names, "read_file") {
 		t.Errorf("offered %v, want the workspace's tools then %s", names, agent.PlanToolName)
 	}
+	if tl := f.model.reqs[0].Tools[len(f.model.reqs[0].Tools)-1]; !json.Valid(tl.Schema) || len(tl.Description)+len(tl.Schema) > 600 {
+		t.Errorf("the plan tool's schema (valid JSON, short: it goes with every request): %s %s", tl.Description, tl.Schema)
+	}
 	plans := rec.kinds("plan")
 	if len(plans) != 2 {
 		t.Fatalf("plan updates = %+v", plans)
@@ -156,7 +159,7 @@ func TestPlanToolFollowsAgentTools(t *testing.T) {
 	if _, err := f2.svc.Prompt(context.Background(), person, f2.session(t), "/tools", agent.PromptOptions{OnUpdate: out.add}); err != nil {
 		t.Fatal(err)
 	}
-	if said := out.kinds("command_output"); len(said) != 1 || !strings.Contains(said[0].Content.(*agent.ContentBlock).Text, "update_plan                      none   Keep a plan") {
+	if said := out.kinds("command_output"); len(said) != 1 || !strings.Contains(said[0].Content.(*agent.ContentBlock).Text, "update_plan                      none   Keep the plan of a task") {
 		t.Errorf("/tools said %+v", said)
 	}
 }
