@@ -25,8 +25,8 @@ func (r *planRecorder) SessionUpdate(ctx context.Context, n acpsdk.SessionNotifi
 
 // TestPlanACP: the model's update_plan reaches an ACP editor as a plan
 // update with the steps and their statuses, each time the plan changes;
-// a plan that breaks the rules (two steps in progress) reaches no one, and
-// the model is told why.
+// a plan that breaks the rules (two steps in progress) reaches no one
+// (agent/plan_test.go checks that the model is told why).
 func TestPlanACP(t *testing.T) {
 	model := startScriptedModel(t)
 	ws := newWorkspace(t, agentTurnConfig(model))
