@@ -52,8 +52,13 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 		ss.mu.Lock()
 		ss.hist.Clear()
 		ss.dirs = nil
+		hadPlan := ss.plan != nil
+		ss.plan = nil
 		ss.logLocked(record{Type: "clear"})
 		ss.mu.Unlock()
+		if hadPlan {
+			emit(planUpdate(nil)) // the doors' plan goes too
+		}
 		say("The conversation is cleared.")
 	case "system":
 		if arg == "" {
@@ -78,8 +83,11 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 		}
 		var b strings.Builder
 		for _, t := range o.list {
-			d := o.byKey[t.Name]
-			fmt.Fprintf(&b, "%-32s %-6s %s\n", t.Name, d.Risk, firstLine(t.Description))
+			risk := "none" // the agent's own plan tool: no Nexus tool call
+			if d, ok := o.byKey[t.Name]; ok {
+				risk = string(d.Risk)
+			}
+			fmt.Fprintf(&b, "%-32s %-6s %s\n", t.Name, risk, firstLine(t.Description))
 		}
 		say("%d tools:\n%s", len(o.list), b.String())
 	case "context":
@@ -191,7 +199,7 @@ func (ss *Session) compact(ctx context.Context, say func(string, ...any)) error 
 	if strings.TrimSpace(resp.Text) == "" {
 		return &LIALError{Profile: ss.profile.Name, Err: fmt.Errorf("the model wrote an empty summary; the history is unchanged")}
 	}
-	summary := Message{Role: RoleUser, Text: "[Summary of the earlier conversation]\n" + resp.Text}
+	summary := Message{Role: RoleUser, Text: "[Summary of the earlier conversation]\n" + resp.Text + planNote(ss.currentPlan())}
 	ss.mu.Lock()
 	before := ss.hist.Tokens()
 	ss.hist.Replace(summary, compactKeep)

@@ -54,6 +54,8 @@ type Session struct {
 	// keeps its number across a resume: the Turn of the calls a prompt
 	// makes, for their checkpoints.
 	turn int
+	// plan is the model's plan (update_plan), nil when it set none.
+	plan []PlanEntry
 }
 
 // newSession makes a session of owner with a profile ("" the default):
@@ -211,6 +213,15 @@ func (ss *Session) replay() ([]Update, error) {
 				out = append(out, Update{SessionUpdate: "agent_message_chunk", Content: textBlock(m.Text)})
 			}
 			for _, c := range m.ToolCalls {
+				if c.Name == PlanToolName {
+					// As it was shown live: the plan it set, if it set one.
+					if r := results[c.ID]; r != nil && !r.IsError {
+						if p, err := parsePlan(c.Arguments); err == nil {
+							out = append(out, planUpdate(p))
+						}
+					}
+					continue
+				}
 				u := Update{SessionUpdate: "tool_call", ToolCallID: c.ID, Title: c.Name, ToolName: c.Name, Kind: "other", Status: "completed", RawInput: rawOrNull(c.Arguments)}
 				if r := results[c.ID]; r != nil {
 					// The Nexus call, as it was shown live (sessions saved

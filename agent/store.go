@@ -30,6 +30,7 @@ import (
 //	{"type":"profile","profile":"…"}                                 /model
 //	{"type":"clear"}                                                  /clear
 //	{"type":"compact","message":{…summary…},"keep":N}                 /compact
+//	{"type":"plan","plan":[{"content":"…","priority":"medium","status":"…"}]}  update_plan
 type record struct {
 	Type    string     `json:"type"`
 	Time    time.Time  `json:"time,omitzero"`
@@ -43,6 +44,8 @@ type record struct {
 	Message *Message   `json:"message,omitempty"`
 	Usage   *llm.Usage `json:"usage,omitempty"`
 	Keep    int        `json:"keep,omitempty"`
+	// Plan is the whole plan of a "plan" record (none: cleared).
+	Plan []PlanEntry `json:"plan,omitempty"`
 }
 
 const sessionVersion = 1
@@ -304,6 +307,9 @@ func (ss *Session) apply(r record) error {
 	case "clear":
 		ss.hist.Clear()
 		ss.dirs = nil
+		ss.plan = nil
+	case "plan":
+		ss.plan = r.Plan
 	case "compact":
 		if r.Message == nil {
 			return errors.New("compact record without a summary")

@@ -31,6 +31,9 @@ import (
 type offer struct {
 	list  []llm.Tool
 	byKey map[string]tools.Definition // by model-facing name
+	// plan is whether the agent's own plan tool is offered (agent.tools
+	// may leave it out); its name is no workspace tool's then.
+	plan bool
 }
 
 // modelName is the name of a tool as the model sees it: a core tool's
@@ -68,10 +71,12 @@ func displayName(d tools.Definition) string {
 
 // offer lists the tools the session's agent may use now: those of the
 // manager that agent.tools allows (when set) and that the policy does not
-// deny its owner.
+// deny its owner, and the agent's own plan tool when agent.tools allows
+// it (last, so that the workspace's tools keep their places).
 func (ss *Session) offer() (*offer, error) {
 	allow := ss.svc.opts.Config.Agent.Tools
-	o := &offer{byKey: map[string]tools.Definition{}}
+	o := &offer{byKey: map[string]tools.Definition{},
+		plan: len(allow) == 0 || slices.ContainsFunc(allow, func(p string) bool { return namePatternMatch(p, PlanToolName) })}
 	for _, d := range ss.svc.opts.Tools.List("") {
 		if len(allow) > 0 && !slices.ContainsFunc(allow, func(p string) bool { return namePatternMatch(p, displayName(d)) }) {
 			continue
@@ -84,12 +89,18 @@ func (ss *Session) offer() (*offer, error) {
 			return nil, &TEPSInitError{Err: fmt.Errorf("tool %s: %w", displayName(d), err)}
 		}
 		name := modelName(d)
+		if o.plan && name == PlanToolName {
+			continue // the agent's own tool of that name is the one offered
+		}
 		desc := d.Description
 		if desc == "" {
 			desc = d.Title
 		}
 		o.list = append(o.list, llm.Tool{Name: name, Description: desc, Schema: schema})
 		o.byKey[name] = d
+	}
+	if o.plan {
+		o.list = append(o.list, planTool)
 	}
 	return o, nil
 }
@@ -321,6 +332,9 @@ func (ss *Session) runTools(ctx context.Context, o *offer, calls []llm.ToolCall,
 // what goes back to the model, and whether the call was malformed or
 // named no tool. Only a tool offered in this step runs (see notOffered).
 func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit func(Update)) (ToolResult, bool) {
+	if o.plan && c.Name == PlanToolName {
+		return ss.runPlan(c, emit)
+	}
 	d, known := o.byKey[c.Name]
 	if !known {
 		return ss.notOffered(o, c, emit), true

@@ -280,17 +280,51 @@ type chatUpdate struct {
 	Kind          string          `json:"kind"`
 	Status        string          `json:"status"`
 	RawInput      json.RawMessage `json:"rawInput"`
-	Entries       []struct {
-		Content string `json:"content"`
-		Status  string `json:"status"`
-	} `json:"entries"`
-	Retry *struct {
+	Entries       []planEntry     `json:"entries"`
+	Retry         *struct {
 		Attempt int    `json:"attempt"`
 		WaitMs  int64  `json:"waitMs"`
 		Error   string `json:"error"`
 	} `json:"retry"`
 	Permission  *permissionRequest  `json:"permission"`
 	Elicitation *elicitationRequest `json:"elicitation"`
+}
+
+// planEntry is a step of the agent's plan.
+type planEntry struct {
+	Content string `json:"content"`
+	Status  string `json:"status"`
+}
+
+// planText is the agent's plan as the chat shows it, the whole list each
+// time it changes: a line a step, marked [x] done, [>] in progress,
+// [ ] pending. The steps are the model's words, shown inert.
+func planText(entries []planEntry) string {
+	if len(entries) == 0 {
+		return "Plan: cleared\n"
+	}
+	var b strings.Builder
+	done := 0
+	for _, e := range entries {
+		if e.Status == "completed" {
+			done++
+		}
+	}
+	fmt.Fprintf(&b, "Plan (%d/%d done):\n", done, len(entries))
+	for _, e := range entries {
+		mark := "[ ]"
+		switch e.Status {
+		case "completed":
+			mark = "[x]"
+		case "in_progress":
+			mark = "[>]"
+		case "pending":
+		default:
+			mark = "[" + inert.Line(e.Status) + "]"
+		}
+		fmt.Fprintf(&b, "  %s %s\n", mark, inert.Line(e.Content))
+	}
+	return b.String()
 }
 
 // elicitationRequest is an MCP server's question of an elicitation_request
@@ -653,9 +687,7 @@ func (c *chat) show(up chatUpdate) {
 		c.status.call(up)
 	case "plan":
 		c.out.endLine()
-		for _, e := range up.Entries {
-			c.status.note(fmt.Sprintf("plan: [%s] %s\n", inert.Line(e.Status), inert.Line(e.Content)))
-		}
+		c.status.note(planText(up.Entries))
 	case "retry":
 		if up.Retry != nil {
 			c.out.endLine()

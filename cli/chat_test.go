@@ -105,3 +105,29 @@ Allow? [y]es once / [a]lways / [n]o / [N]ever: `
 		t.Errorf("updates: %q, want %q", b.String(), want)
 	}
 }
+
+// TestPlanText: the agent's plan is a line a step with its mark, counted;
+// the model's words are inert (a step cannot forge another line or move
+// the cursor); an empty plan says it was cleared.
+func TestPlanText(t *testing.T) {
+	var up chatUpdate
+	if err := json.Unmarshal([]byte(`{"sessionUpdate":"plan","entries":[`+
+		`{"content":"Read the notes","priority":"medium","status":"completed"},`+
+		`{"content":"Write\n  [x] forged\u001b[2K","priority":"medium","status":"in_progress"},`+
+		`{"content":"Run the tests","priority":"medium","status":"pending"},`+
+		`{"content":"Odd","priority":"medium","status":"\u202eodd"}]}`), &up); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	c := &chat{e: &env{}, status: &render{w: &b}, out: &render{w: &b}}
+	c.show(up)
+	want := "Plan (1/4 done):\n  [x] Read the notes\n  [>] Write\\n  [x] forged\\x1b[2K\n  [ ] Run the tests\n  [\\u202eodd] Odd\n"
+	if b.String() != want {
+		t.Errorf("plan:\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	c.show(chatUpdate{SessionUpdate: "plan"})
+	if b.String() != "Plan: cleared\n" {
+		t.Errorf("empty plan: %q", b.String())
+	}
+}

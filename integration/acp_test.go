@@ -68,6 +68,37 @@ func (r *acpRecorder) json() string {
 	return b.String()
 }
 
+// acpEditor starts nexus acp for ws as an ACP editor whose client is c:
+// initialized, with a new session. Its stderr is kept for failures.
+func acpEditor(t *testing.T, ws string, c acpsdk.Client) (*acpsdk.ClientSideConnection, acpsdk.SessionId, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "nexus"), "acp", "--workspace", ws)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	conn := acpsdk.NewClientSideConnection(c, stdin, stdout)
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, stderr.String())
+	}
+	sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: ws, McpServers: []acpsdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, sess.SessionId, stderr
+}
+
 // TestACPThroughDaemon: nexus acp, with the workspace's daemon running,
 // hands the editor's stdio to that daemon (the Go ACP SDK's client here):
 // the session's tool calls are the daemon's, seen by the other doors as

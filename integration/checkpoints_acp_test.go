@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,34 +18,12 @@ func TestCheckpointsACP(t *testing.T) {
 	writeFiles(t, ws, map[string]string{"a.txt": "a0\n"})
 	startDaemon(t, ws)
 
-	cmd := exec.Command(filepath.Join(binDir, "nexus"), "acp", "--workspace", ws)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
 	rec := &acpRecorder{}
-	conn := acpsdk.NewClientSideConnection(rec, stdin, stdout)
+	conn, sessionID, stderr := acpEditor(t, ws, rec)
 	ctx := context.Background()
-	if _, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
-		t.Fatalf("initialize: %v\n%s", err, stderr.String())
-	}
-	sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: ws, McpServers: []acpsdk.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	prompt := func(text string) {
 		t.Helper()
-		if _, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sess.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}}); err != nil {
+		if _, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sessionID, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}}); err != nil {
 			t.Fatalf("prompt %q: %v\n%s", text, err, stderr.String())
 		}
 	}

@@ -518,7 +518,8 @@ async function roomForChat(s) {
  * completions, SSE): the Nth request of a turn (N-1 tool results so far)
  * gets the Nth of calls, a tool call [name, args]; past them it answers
  * "Done.". Returns the config of an agent that may run those tools
- * unasked, and the server's teardown. */
+ * unasked (update_plan, the agent's own, asks no one and has no policy),
+ * and the server's teardown. */
 async function scriptedModel(calls) {
   const srv = http.createServer((req, res) => {
     let body = '';
@@ -544,7 +545,7 @@ async function scriptedModel(calls) {
   await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
   const names = [...new Set(calls.map((c) => c[0]))];
   const config = `llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: http://127.0.0.1:${srv.address().port}/v1\n  model: scripted\n` +
-    `agent:\n  maxSteps: ${calls.length + 1}\n  tools: [${names.join(', ')}]\ntools:\n  policy:\n${names.map((n) => `    ${n}: allow\n`).join('')}`;
+    `agent:\n  maxSteps: ${calls.length + 1}\n  tools: [${names.join(', ')}]\ntools:\n  policy:\n${names.filter((n) => n !== 'update_plan').map((n) => `    ${n}: allow\n`).join('')}`;
   return { config, teardown: () => new Promise((resolve) => srv.close(resolve)) };
 }
 
@@ -1690,6 +1691,55 @@ const scenarios = [
       await chat.locator('.entry.stop').last().scrollIntoViewIfNeeded();
       await s.page.mouse.move(700, 700);
       await s.screenshot('chat-stop.png');
+    },
+  },
+  {
+    name: 'chat-plan',
+    about: 'a scripted model keeps a plan with update_plan around a write_file: the chat shows one plan card for the turn, updated in place (2/3 done at the end), each step with its status, the model\'s words set as text',
+    xfail: fixture && 'the fixture extension has no Agent Chat',
+    setup: () => scriptedModel([
+      ['update_plan', { plan: [
+        { step: 'Read the notes', status: 'in_progress' },
+        { step: 'Write notes.txt', status: 'pending' },
+        { step: 'Say what changed, <b>not bold</b>', status: 'pending' },
+      ] }],
+      ['write_file', { path: 'notes.txt', content: 'hello\n' }],
+      ['update_plan', { plan: [
+        { step: 'Read the notes', status: 'completed' },
+        { step: 'Write notes.txt', status: 'completed' },
+        { step: 'Say what changed, <b>not bold</b>', status: 'in_progress' },
+      ] }],
+    ]),
+    async run(s) {
+      await ready(s);
+      const chat = await openChat(s);
+      const prompt = chat.locator('#prompt');
+      await prompt.click();
+      await prompt.fill('Write hello into notes.txt, with a plan.');
+      await prompt.press('Enter');
+      await chat.locator('.entry.stop').first().waitFor({ timeout: 2 * HANG });
+      const card = chat.locator('.entry.plan');
+      await waitFor('the plan card at 2/3 done', async () => (await card.count()) === 1 &&
+        (await card.locator('.plan-head').textContent()) === 'Plan · 2/3 done');
+      const steps = await card.locator('.plan-step').evaluateAll((ls) => ls.map((l) => `${l.className}: ${l.querySelector('.plan-text')?.textContent}`));
+      const want = [
+        'plan-step status-completed: Read the notes',
+        'plan-step status-completed: Write notes.txt',
+        'plan-step status-in_progress: Say what changed, <b>not bold</b>',
+      ];
+      if (JSON.stringify(steps) !== JSON.stringify(want)) {
+        throw new Error(`the plan's steps: ${JSON.stringify(steps)}`);
+      }
+      if ((await card.locator('b').count()) !== 0) {
+        throw new Error('a step\'s text made HTML');
+      }
+      if (fs.readFileSync(path.join(s.ws, 'notes.txt'), 'utf8') !== 'hello\n') {
+        throw new Error('notes.txt was not written');
+      }
+      await roomForChat(s);
+      await chat.locator('.entry.user').first().scrollIntoViewIfNeeded(); // the turn from its start
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('chat-plan.png');
     },
   },
   {

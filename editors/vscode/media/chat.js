@@ -83,6 +83,28 @@
     return card;
   }
 
+  // The agent's plan: a checklist, the steps set as text (the model's words).
+  function planCard(p) {
+    const card = el('div', 'entry plan');
+    const done = p.steps.filter((s) => s.status === 'completed').length;
+    card.append(el('div', 'plan-head', p.steps.length === 0 ? 'Plan cleared' : `Plan · ${done}/${p.steps.length} done`));
+    if (p.steps.length > 0) {
+      const list = el('ul', 'plan-steps');
+      for (const s of p.steps) {
+        const known = Object.prototype.hasOwnProperty.call(statusIcon, s.status);
+        const item = el('li', `plan-step status-${known ? s.status : 'other'}`);
+        item.append(el('span', 'plan-icon', known ? statusIcon[s.status] : '•'));
+        item.append(el('span', 'plan-text', s.content));
+        if (!known) {
+          item.append(el('span', 'tool-status', s.status));
+        }
+        list.append(item);
+      }
+      card.append(list);
+    }
+    return card;
+  }
+
   function render() {
     const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
     log.replaceChildren();
@@ -106,6 +128,9 @@
           break;
         case 'tool':
           log.append(toolCard(e));
+          break;
+        case 'plan':
+          log.append(planCard(e));
           break;
         case 'stop':
           log.append(el('div', 'entry stop', e.text));

@@ -110,12 +110,19 @@ export function renderMarkdown(md: string): string {
 /** A tool call's ACP status. */
 export type ToolStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | string;
 
+/** A step of the agent's plan (an ACP plan entry): the model's words. */
+export interface PlanStep {
+  content: string;
+  status: 'pending' | 'in_progress' | 'completed' | string;
+}
+
 export type Entry =
   | { kind: 'user'; text: string }
   | { kind: 'agent'; text: string }
   | { kind: 'thought'; text: string }
   | { kind: 'output'; text: string }
   | { kind: 'tool'; toolCallId: string; title: string; toolKind: string; status: ToolStatus; detail: string }
+  | { kind: 'plan'; steps: PlanStep[] }
   | { kind: 'stop'; text: string }
   | { kind: 'error'; text: string };
 
@@ -175,6 +182,34 @@ function formatTokens(n: number): string {
   return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
 }
 
+/** planSteps reads an ACP plan update's entries; anything else is left out. */
+function planSteps(entries: unknown): PlanStep[] {
+  if (!Array.isArray(entries)) {
+    return [];
+  }
+  return entries
+    .filter((e): e is { content: string; status?: unknown } => typeof e === 'object' && e !== null && typeof (e as { content?: unknown }).content === 'string')
+    .map((e) => ({ content: e.content, status: typeof e.status === 'string' ? e.status : 'pending' }));
+}
+
+/** setPlan shows a plan update: each update is the whole plan, so it
+ * replaces the plan of the current turn (the entry after the person's last
+ * message) in place, or starts one there. A plan of an earlier turn stays
+ * as it was then. */
+function setPlan(s: ChatState, steps: PlanStep[]): void {
+  for (let i = s.entries.length - 1; i >= 0; i--) {
+    const e = s.entries[i];
+    if (e.kind === 'user') {
+      break;
+    }
+    if (e.kind === 'plan') {
+      e.steps = steps;
+      return;
+    }
+  }
+  s.entries.push({ kind: 'plan', steps });
+}
+
 /** reduce applies one nexus/agent/update of the session to the state. */
 export function reduce(s: ChatState, u: AgentUpdate): ChatState {
   switch (u.sessionUpdate) {
@@ -213,6 +248,9 @@ export function reduce(s: ChatState, u: AgentUpdate): ChatState {
       }
       break;
     }
+    case 'plan':
+      setPlan(s, planSteps(u.entries));
+      break;
     case 'available_commands_update':
       s.commands = Array.isArray(u.availableCommands) ? (u.availableCommands as AgentCommand[]) : [];
       break;
@@ -299,6 +337,9 @@ export function view(
           prompt,
           diff: waiting.has(e.toolCallId) ? compactDiff(changes?.get(e.toolCallId)) : undefined,
         };
+      }
+      if (e.kind === 'plan') {
+        return { ...e, steps: e.steps.map((p) => ({ content: inertLine(p.content), status: inertLine(p.status) })) };
       }
       return { ...e, text: inertText(e.text) };
     }),

@@ -72,3 +72,27 @@ test('approvals: a request is answered by its tool call id', async () => {
   assert.equal(await answer, 'allow_once');
   assert.equal(m.answerToolCall('c9', 'allow_once'), false);
 });
+
+test('chat reducer: a plan update replaces the turn\'s plan in place; a later turn starts its own; the steps are inert', () => {
+  const s = emptyChat();
+  const plan = (...steps: [string, string][]): void => {
+    reduce(s, { sessionUpdate: 'plan', entries: steps.map(([content, status]) => ({ content, priority: 'medium', status })) });
+  };
+  reduce(s, { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'do it' } });
+  plan(['Read', 'in_progress'], ['Write', 'pending']);
+  reduce(s, { sessionUpdate: 'tool_call', toolCallId: 'c1', title: 'Read file', kind: 'read', status: 'completed' });
+  plan(['Read', 'completed'], ['Write\u202e\n[x] forged', 'in_progress']);
+  reduce(s, { sessionUpdate: 'plan', entries: [{ content: 7 }, null, { content: 'No status' }] });
+  assert.deepEqual(s.entries.filter((e) => e.kind === 'plan'), [{ kind: 'plan', steps: [{ content: 'No status', status: 'pending' }] }]);
+  plan(['Read', 'completed'], ['Write\u202e\n[x] forged', 'in_progress']);
+  assert.equal(s.entries.length, 3, 'one plan entry in the turn, where it started');
+  assert.equal(s.entries[1].kind, 'plan');
+  reduce(s, { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'next' } });
+  reduce(s, { sessionUpdate: 'plan' });
+  assert.deepEqual(s.entries[4], { kind: 'plan', steps: [] }, 'a cleared plan in a new turn');
+  const v = view(s, new Set());
+  assert.deepEqual(v.entries[1], {
+    kind: 'plan',
+    steps: [{ content: 'Read', status: 'completed' }, { content: 'Write\\u202e\\n[x] forged', status: 'in_progress' }],
+  });
+});
