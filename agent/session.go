@@ -50,6 +50,9 @@ type Session struct {
 	// keeps its number across a resume: the Turn of the calls a prompt
 	// makes, for their checkpoints.
 	turn int
+	// turnTools, when not nil, are the only tools the running turn is
+	// offered: a command file's allowed-tools.
+	turnTools []string
 }
 
 // newSession makes a session of owner with a profile ("" the default):

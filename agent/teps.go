@@ -71,10 +71,16 @@ func displayName(d tools.Definition) string {
 // deny its owner.
 func (ss *Session) offer() (*offer, error) {
 	allow := ss.svc.opts.Config.Agent.Tools
+	ss.mu.Lock()
+	only := ss.turnTools
+	ss.mu.Unlock()
 	o := &offer{byKey: map[string]tools.Definition{}}
 	for _, d := range ss.svc.opts.Tools.List("") {
 		if len(allow) > 0 && !slices.ContainsFunc(allow, func(p string) bool { return namePatternMatch(p, displayName(d)) }) {
 			continue
+		}
+		if only != nil && !slices.ContainsFunc(only, func(p string) bool { return namePatternMatch(p, displayName(d)) }) {
+			continue // the running command's allowed-tools
 		}
 		if ss.svc.opts.MayUse != nil && !ss.svc.opts.MayUse(ss.party, d) {
 			continue
