@@ -129,7 +129,7 @@ func (ss *Session) help() string {
 		b.WriteString("\nFrom command files:\n")
 	}
 	for _, c := range files {
-		desc := inert.Line(c.Description)
+		desc := c.Description
 		if c.Err != nil {
 			desc = "broken: " + c.Err.Error()
 		}

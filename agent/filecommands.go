@@ -146,12 +146,13 @@ func parseCommand(name, source string, data []byte) FileCommand {
 	if c.body == "" {
 		return fail(1, "the command has no prompt text")
 	}
-	c.Description = strings.TrimSpace(front.Description)
+	// The file is workspace content: what a door lists of it is inert.
+	c.Description = inert.Line(firstLine(strings.TrimSpace(front.Description)))
 	if c.Description == "" {
-		c.Description = firstLine(c.body)
+		c.Description = inert.Line(firstLine(c.body))
 	}
 	if front.ArgumentHint != "" {
-		c.Input = &CommandInput{Hint: front.ArgumentHint}
+		c.Input = &CommandInput{Hint: inert.Line(firstLine(front.ArgumentHint))}
 	} else if argPattern.MatchString(c.body) {
 		c.Input = &CommandInput{Hint: "arguments"}
 	}

@@ -70,6 +70,7 @@ func TestCommandFiles(t *testing.T) {
 		"commands/help.md":       "A file cannot take a built-in command's name.",
 		"commands/notes.txt":     "not markdown: no command",
 		"commands/readonly.md":   "---\nallowed-tools: read_file, list_directory\n---\nLook around.",
+		"commands/hostile.md":    "---\ndescription: \"Fine\\x1b[2J\\u202eevil\"\n---\nText.",
 	}, map[string]string{
 		".claude/commands/local.md":  "From Claude Code's directory.",
 		".claude/commands/review.md": "The definitions root's /review wins over this one.",
@@ -91,6 +92,12 @@ func TestCommandFiles(t *testing.T) {
 	if i := slices.IndexFunc(f.svc.Commands(person), func(c agent.Command) bool { return c.Name == "review" }); i < 0 ||
 		f.svc.Commands(person)[i].Description != "Review files" || f.svc.Commands(person)[i].Input.Hint != "FILE..." {
 		t.Errorf("/review as listed: %+v", f.svc.Commands(person))
+	}
+
+	for _, c := range f.svc.Commands(person) {
+		if c.Name == "hostile" && (strings.ContainsAny(c.Description, "\x1b\u202e") || !strings.HasPrefix(c.Description, "Fine")) {
+			t.Errorf("a description is listed as the file has it: %q", c.Description)
+		}
 	}
 
 	out, err := f.run(t, id, "/help")
