@@ -221,3 +221,29 @@ func TestCommandFileThroughALink(t *testing.T) {
 		t.Errorf("Commands() = %v: real, and no leak", names)
 	}
 }
+
+// TestCommandDirs: agent.commandDirs names the workspace directories read,
+// in order; .claude/commands is read only while it is listed.
+func TestCommandDirs(t *testing.T) {
+	f := commandFixture(t, nil, map[string]string{
+		".claude/commands/claude.md": "From .claude.",
+		"prompts/mine.md":            "From prompts.",
+		"prompts/same.md":            "From prompts, first.",
+		"more/same.md":               "From more, second.",
+	})
+	f.cfg.Agent.CommandDirs = []string{"prompts", "more"}
+	var names []string
+	for _, c := range f.svc.Commands(person) {
+		names = append(names, c.Name)
+	}
+	if slices.Contains(names, "claude") || !slices.Contains(names, "mine") || !slices.Contains(names, "same") {
+		t.Errorf("Commands() = %v: mine and same, not claude", names)
+	}
+	id := f.session(t)
+	if _, err := f.run(t, id, "/same"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.lastRequest(t); got != "From prompts, first." {
+		t.Errorf("/same sent %q", got)
+	}
+}
