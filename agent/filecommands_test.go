@@ -247,3 +247,30 @@ func TestCommandDirs(t *testing.T) {
 		t.Errorf("/same sent %q", got)
 	}
 }
+
+// TestCommandFileProfile: a command's profile switches the session to it,
+// as /model does, and says so; one not configured is an error naming the
+// file, before anything is sent.
+func TestCommandFileProfile(t *testing.T) {
+	f := commandFixture(t, map[string]string{
+		"commands/cheap.md": "---\nprofile: other\n---\nSummarise.",
+		"commands/gone.md":  "---\nprofile: gone\n---\nSummarise.",
+	}, nil)
+	id := f.session(t)
+	if _, err := f.run(t, id, "/gone"); err == nil || !strings.Contains(err.Error(), `/gone (commands/gone.md) names profile "gone"`) {
+		t.Errorf("/gone = %v", err)
+	}
+	f.model.mu.Lock()
+	n := len(f.model.reqs)
+	f.model.mu.Unlock()
+	if n != 0 {
+		t.Errorf("/gone sent %d requests", n)
+	}
+	out, err := f.run(t, id, "/cheap")
+	if err != nil || !strings.Contains(out, "Now using profile other") {
+		t.Errorf("/cheap = %q, %v", out, err)
+	}
+	if p := f.svc.List(person)[0].Profile; p != "other" {
+		t.Errorf("the session's profile after /cheap: %q", p)
+	}
+}
