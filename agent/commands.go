@@ -142,12 +142,15 @@ func (ss *Session) help() string {
 }
 
 // sourceOf names a command's file and, in the definitions root, its
-// revision.
+// revision and who made it.
 func sourceOf(c FileCommand) string {
-	if c.Revision == "" {
+	switch {
+	case c.Revision == "":
 		return inert.Line(c.Source)
+	case c.Author == "":
+		return fmt.Sprintf("%s @ %.7s", inert.Line(c.Source), c.Revision)
 	}
-	return fmt.Sprintf("%s @ %.7s", inert.Line(c.Source), c.Revision)
+	return fmt.Sprintf("%s @ %.7s by %s", inert.Line(c.Source), c.Revision, inert.Line(c.Author))
 }
 
 // fileCommand runs the command a file defines: its text, with the

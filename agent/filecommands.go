@@ -31,8 +31,9 @@ type DefinitionFile struct {
 	// Path is relative to the definitions root, with "/".
 	Path    string
 	Content []byte
-	// Revision is the commit that last changed it.
-	Revision string
+	// Revision is the commit that last changed it, and Author who made
+	// that commit ("" when unknown).
+	Revision, Author string
 }
 
 // FileCommand is a special command a markdown file defines: its front
@@ -42,9 +43,9 @@ type FileCommand struct {
 	// Source is the file: "commands/review.md" of the definitions root,
 	// or a path of the workspace such as ".claude/commands/review.md".
 	Source string
-	// Revision is the definitions commit that last changed the file; ""
-	// for a file outside the definitions root.
-	Revision string
+	// Revision is the definitions commit that last changed the file, and
+	// Author who made it; "" for a file outside the definitions root.
+	Revision, Author string
 	// Tools, when set, are the only tools the command's turn is offered
 	// (name patterns as in tools.policy), within what the session may use.
 	Tools []string
@@ -250,7 +251,7 @@ func (s *Service) fileCommands(party access.Party) (cmds, shadowed []FileCommand
 			}
 			if name, ok := commandName(rel); ok {
 				c := parseCommand(name, f.Path, f.Content)
-				c.Revision = f.Revision
+				c.Revision, c.Author = f.Revision, f.Author
 				add(c)
 			}
 		}

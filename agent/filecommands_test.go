@@ -75,6 +75,9 @@ func TestCommandFiles(t *testing.T) {
 		".claude/commands/local.md":  "From Claude Code's directory.",
 		".claude/commands/review.md": "The definitions root's /review wins over this one.",
 	})
+	commit := f.defs["commands/git/commit.md"]
+	commit.Author = "agent:s1"
+	f.defs["commands/git/commit.md"] = commit
 	id := f.session(t)
 
 	var names []string
@@ -106,7 +109,7 @@ func TestCommandFiles(t *testing.T) {
 	}
 	for _, want := range []string{
 		"/review    Review files  (commands/review.md @ 0123456)",
-		"/git:commit Write a commit message for the staged change.  (commands/git/commit.md @ 0123456)",
+		"/git:commit Write a commit message for the staged change.  (commands/git/commit.md @ 0123456 by agent:s1)",
 		"/local     From Claude Code's directory.  (.claude/commands/local.md)",
 		"not a command: commands/help.md @ 0123456, as /help is taken",
 		"not a command: .claude/commands/review.md, as /review is taken",

@@ -85,7 +85,11 @@ func readDefinitions(v *state.View, dir string) ([]agent.DefinitionFile, error) 
 		if err != nil {
 			return files, fmt.Errorf("definition %s: %w", e.Path, err)
 		}
-		files = append(files, agent.DefinitionFile{Path: e.Path, Content: f.Content, Revision: f.Revision})
+		file := agent.DefinitionFile{Path: e.Path, Content: f.Content, Revision: f.Revision}
+		if h, _, err := v.History(e.Path, 1, ""); err == nil && len(h) == 1 {
+			file.Author = h[0].Author
+		}
+		files = append(files, file)
 	}
 	return files, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func TestCommandFromFile(t *testing.T) {
 	}
 
 	out, errOut, code = nexus(t, ws, "", "chat", "-p", "/help")
-	if code != 0 || !strings.Contains(out, "/review    Review a file for bugs  (commands/review.md @ ") {
+	if code != 0 || !regexp.MustCompile(`/review    Review a file for bugs  \(commands/review\.md @ [0-9a-f]{7} by [^)]+\)`).MatchString(out) {
 		t.Errorf("/help: exit %d\n%s%s", code, out, errOut)
 	}
 
