@@ -652,3 +652,29 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandFiles: a command file of the workspace is in the
+// available_commands_update a client gets, and a prompt of it sends its
+// text to the model.
+func TestCommandFiles(t *testing.T) {
+	f := newFixture(t, nil)
+	dir := filepath.Join(f.ws, ".claude", "commands")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "review.md"), []byte("---\ndescription: Review a file\n---\nReview $1."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(nil)
+	conn := f.connect(t, c)
+	id := f.newSession(t, conn)
+	if stop := prompt(t, conn, id, "/review a.txt"); stop != acpsdk.StopReasonEndTurn {
+		t.Errorf("stop reason %q", stop)
+	}
+	if m, ok := f.model.lastUser(); !ok || m.Text != "Review a.txt." {
+		t.Errorf("/review sent %+v", m)
+	}
+	if updates := c.updatesJSON(id); !strings.Contains(updates, `{"description":"Review a file","input":{"hint":"arguments"},"name":"review"}`) {
+		t.Errorf("available_commands_update lacks /review:\n%s", updates)
+	}
+}

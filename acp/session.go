@@ -124,7 +124,7 @@ func (c *conn) NewSession(ctx context.Context, req acpsdk.NewSessionRequest) (ac
 // sendCommands tells the client the special commands a prompt may be.
 func (c *conn) sendCommands(id string) {
 	var cmds []acpsdk.AvailableCommand
-	for _, cmd := range agent.Commands() {
+	for _, cmd := range c.opts.Agent.Commands(c.opts.Party) {
 		ac := acpsdk.AvailableCommand{Name: cmd.Name, Description: cmd.Description}
 		if cmd.Input != nil {
 			ac.Input = &acpsdk.AvailableCommandInput{Unstructured: &acpsdk.UnstructuredCommandInput{Hint: cmd.Input.Hint}}

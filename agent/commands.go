@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/internal/inert"
 )
 
 // Commands are the special commands a prompt may be, as ACP's
@@ -41,11 +43,7 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 	res := ss.result(StopEndTurn)
 	switch name {
 	case "help":
-		var b strings.Builder
-		for _, c := range Commands() {
-			fmt.Fprintf(&b, "/%-9s %s\n", c.Name, c.Description)
-		}
-		say("%s", b.String())
+		say("%s", ss.help())
 	case "quit", "exit":
 		res.Quit = true
 	case "clear":
@@ -125,9 +123,86 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 	case "rewind":
 		return res, ss.rewindCommand(ctx, arg, say)
 	default:
-		return res, commandErr("unknown command /%s (see /help)", name)
+		return ss.fileCommand(ctx, name, arg, emit)
 	}
 	return res, nil
+}
+
+// help lists the special commands: the built-in ones, then the command
+// files' with where each comes from and its revision, then the files that
+// are broken or whose name another command has.
+func (ss *Session) help() string {
+	var b strings.Builder
+	for _, c := range Commands() {
+		fmt.Fprintf(&b, "/%-9s %s\n", c.Name, c.Description)
+	}
+	files, shadowed := ss.svc.fileCommands(ss.party)
+	if len(files) > 0 {
+		b.WriteString("\nFrom command files:\n")
+	}
+	for _, c := range files {
+		desc := c.Description
+		if c.Err != nil {
+			desc = "broken: " + c.Err.Error()
+		}
+		fmt.Fprintf(&b, "/%-9s %s  (%s)\n", inert.Line(c.Name), desc, sourceOf(c))
+	}
+	for _, c := range shadowed {
+		fmt.Fprintf(&b, "not a command: %s, as /%s is taken by a built-in command or an earlier file\n", sourceOf(c), inert.Line(c.Name))
+	}
+	return b.String()
+}
+
+// sourceOf names a command's file and, in the definitions root, its
+// revision and who made it.
+func sourceOf(c FileCommand) string {
+	switch {
+	case c.Revision == "":
+		return inert.Line(c.Source)
+	case c.Author == "":
+		return fmt.Sprintf("%s @ %.7s", inert.Line(c.Source), c.Revision)
+	}
+	return fmt.Sprintf("%s @ %.7s by %s", inert.Line(c.Source), c.Revision, inert.Line(c.Author))
+}
+
+// fileCommand runs the command a file defines: its text, with the
+// arguments in place, is the person's prompt. Before it is sent, the
+// person is told which file (and revision) it is.
+func (ss *Session) fileCommand(ctx context.Context, name, arg string, emit func(Update)) (PromptResult, error) {
+	files, _ := ss.svc.fileCommands(ss.party)
+	i := slices.IndexFunc(files, func(c FileCommand) bool { return c.Name == name })
+	if i < 0 {
+		return ss.result(StopEndTurn), commandErr("unknown command /%s (see /help)", inert.Line(name))
+	}
+	c := files[i]
+	if c.Err != nil {
+		return ss.result(StopEndTurn), commandErr("/%s: %v", inert.Line(name), c.Err)
+	}
+	say := func(format string, a ...any) {
+		emit(Update{SessionUpdate: "command_output", Content: textBlock(fmt.Sprintf(format, a...))})
+	}
+	if c.Profile != "" && c.Profile != ss.currentProfile().Name {
+		if err := ss.model(c.Profile, say); err != nil {
+			return ss.result(StopEndTurn), fmt.Errorf("/%s (%s) names profile %q: %w", inert.Line(name), inert.Line(c.Source), inert.Line(c.Profile), err)
+		}
+	}
+	note := ""
+	if c.Tools != nil {
+		note = fmt.Sprintf("; its turn may use only: %s", inert.Line(strings.Join(c.Tools, ", ")))
+		if len(c.Tools) == 0 {
+			note = "; its turn may use no tools"
+		}
+		ss.mu.Lock()
+		ss.turnTools = c.Tools
+		ss.mu.Unlock()
+		defer func() {
+			ss.mu.Lock()
+			ss.turnTools = nil
+			ss.mu.Unlock()
+		}()
+	}
+	say("/%s: the text of %s is sent as your prompt%s.", inert.Line(name), sourceOf(c), note)
+	return ss.send(ctx, Message{Role: RoleUser, Text: c.expand(arg)}, emit)
 }
 
 // firstLine is a description's first sentence, for a list.

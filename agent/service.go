@@ -34,6 +34,10 @@ type Options struct {
 	// ReadDefinition reads a definition file as party sees it, for the
 	// context file's @def: references; nil makes them unavailable.
 	ReadDefinition func(party access.Party, path string) ([]byte, error)
+	// ReadDefinitions reads the markdown files under dir of the definitions root,
+	// at any depth, that party may read (none when it may not list dir or
+	// there is no dir), for the command files of commands/; nil reads none.
+	ReadDefinitions func(party access.Party, dir string) ([]DefinitionFile, error)
 	// NewProvider makes the adapter of a profile; default llm.New.
 	NewProvider func(llm.Profile) (llm.Provider, error)
 	// Checkpoints serve the special commands /undo and /rewind; nil: they

@@ -71,6 +71,8 @@ type fixture struct {
 	m         *tools.Manager
 	approvers *policy.Approvers
 	cfg       *workspace.Config
+	// defs are the definition files ReadDefinitions reads, by path.
+	defs map[string]agent.DefinitionFile
 }
 
 func newFixture(t *testing.T, edit func(*workspace.Config)) *fixture {
@@ -113,6 +115,15 @@ func (f *fixture) open(t *testing.T) {
 	svc, err := agent.NewService(agent.Options{
 		Layout: workspace.NewLayout(f.ws), Config: f.cfg, Tools: f.m,
 		NewProvider: func(p llm.Profile) (llm.Provider, error) { return f.model, nil },
+		ReadDefinitions: func(_ access.Party, dir string) ([]agent.DefinitionFile, error) {
+			var out []agent.DefinitionFile
+			for p, d := range f.defs {
+				if strings.HasPrefix(p, dir+"/") {
+					out = append(out, d)
+				}
+			}
+			return out, nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

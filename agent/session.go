@@ -56,6 +56,9 @@ type Session struct {
 	turn int
 	// plan is the model's plan (update_plan), nil when it set none.
 	plan []PlanEntry
+	// turnTools, when not nil, are the only tools the running turn is
+	// offered: a command file's allowed-tools.
+	turnTools []string
 }
 
 // newSession makes a session of owner with a profile ("" the default):

@@ -75,11 +75,21 @@ func displayName(d tools.Definition) string {
 // it (last, so that the workspace's tools keep their places).
 func (ss *Session) offer() (*offer, error) {
 	allow := ss.svc.opts.Config.Agent.Tools
+	ss.mu.Lock()
+	only := ss.turnTools
+	ss.mu.Unlock()
+	named := func(patterns []string, name string) bool {
+		return slices.ContainsFunc(patterns, func(p string) bool { return namePatternMatch(p, name) })
+	}
+	// The plan tool follows agent.tools and a command's allowed-tools too.
 	o := &offer{byKey: map[string]tools.Definition{},
-		plan: len(allow) == 0 || slices.ContainsFunc(allow, func(p string) bool { return namePatternMatch(p, PlanToolName) })}
+		plan: (len(allow) == 0 || named(allow, PlanToolName)) && (only == nil || named(only, PlanToolName))}
 	for _, d := range ss.svc.opts.Tools.List("") {
 		if len(allow) > 0 && !slices.ContainsFunc(allow, func(p string) bool { return namePatternMatch(p, displayName(d)) }) {
 			continue
+		}
+		if only != nil && !slices.ContainsFunc(only, func(p string) bool { return namePatternMatch(p, displayName(d)) }) {
+			continue // the running command's allowed-tools
 		}
 		if ss.svc.opts.MayUse != nil && !ss.svc.opts.MayUse(ss.party, d) {
 			continue

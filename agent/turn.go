@@ -45,7 +45,12 @@ func (ss *Session) prompt(ctx context.Context, text string, opts PromptOptions) 
 				"or set %s.images: true in .nexus/config.yaml if it does", p.Name, p.Model, p.Key())}
 		}
 	}
-	if _, err := ss.add(Message{Role: RoleUser, Text: text, Images: opts.Images}); err != nil {
+	return ss.send(ctx, Message{Role: RoleUser, Text: text, Images: opts.Images}, emit)
+}
+
+// send adds the person's message m and runs the turn it starts.
+func (ss *Session) send(ctx context.Context, m Message, emit func(Update)) (PromptResult, error) {
+	if _, err := ss.add(m); err != nil {
 		return PromptResult{}, err
 	}
 	stop, err := ss.run(ctx, emit)

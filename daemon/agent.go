@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -41,6 +43,9 @@ func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Defin
 			f, err := defs.For(party).Get(path, "")
 			return f.Content, err
 		},
+		ReadDefinitions: func(party access.Party, dir string) ([]agent.DefinitionFile, error) {
+			return readDefinitions(defs.For(party), dir)
+		},
 		Getenv:      opts.Getenv,
 		NewProvider: opts.NewProvider,
 		Logger:      logger,
@@ -59,4 +64,32 @@ func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Defin
 		return svc.ApproverFor(call)
 	})
 	return svc, nil
+}
+
+// readDefinitions reads the markdown files under dir that v may read, at
+// any depth; a dir v may not list holds none.
+func readDefinitions(v *state.View, dir string) ([]agent.DefinitionFile, error) {
+	entries, err := v.List(dir, true)
+	if errors.Is(err, access.ErrDenied) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var files []agent.DefinitionFile
+	for _, e := range entries {
+		if e.Dir || !strings.HasSuffix(e.Name, ".md") {
+			continue
+		}
+		f, err := v.Get(e.Path, "")
+		if err != nil {
+			return files, fmt.Errorf("definition %s: %w", e.Path, err)
+		}
+		file := agent.DefinitionFile{Path: e.Path, Content: f.Content, Revision: f.Revision}
+		if h, _, err := v.History(e.Path, 1, ""); err == nil && len(h) == 1 {
+			file.Author = h[0].Author
+		}
+		files = append(files, file)
+	}
+	return files, nil
 }

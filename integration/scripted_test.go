@@ -3,8 +3,10 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +27,8 @@ type scriptedModel struct {
 	// queue are tool calls made one a request, before name and args: a
 	// turn of several calls in a row.
 	queue []scriptedCall
+	// bodies are the requests' bodies, in order.
+	bodies [][]byte
 }
 
 // scriptedCall is a tool call of the queue.
@@ -59,18 +63,30 @@ func (m *scriptedModel) config() string {
 	return fmt.Sprintf("llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: %s/v1\n  model: scripted\nagent:\n  maxSteps: 3\n", m.url)
 }
 
+// requestBodies are the bodies of the requests the model had so far.
+func (m *scriptedModel) requestBodies() [][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.bodies)
+}
+
 func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Messages []struct {
 			Role string `json:"role"`
 		} `json:"messages"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.Error(w, "not a chat completions request", http.StatusBadRequest)
 		return
 	}
 	m.mu.Lock()
 	m.requests++
+	m.bodies = append(m.bodies, body)
 	n, name, args, text := m.requests, m.name, m.args, m.text
 	queued := len(m.queue) > 0
 	if queued {

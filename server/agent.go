@@ -59,8 +59,9 @@ func (s *Server) agentSessionsNew(ctx context.Context, p *agentNewParams) (*agen
 	if err != nil {
 		return nil, agentError(err)
 	}
-	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: agent.Commands()}})
-	return &agentSessionResult{Session: info, Profiles: svc.Profiles(), Commands: agent.Commands()}, nil
+	cmds := svc.Commands(editor)
+	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: cmds}})
+	return &agentSessionResult{Session: info, Profiles: svc.Profiles(), Commands: cmds}, nil
 }
 
 func (s *Server) agentSessionsList(_ context.Context, _ *struct{}) (*agentListResult, error) {
@@ -84,11 +85,12 @@ func (s *Server) agentSessionsLoad(ctx context.Context, p *agentSessionParams) (
 	for _, u := range updates {
 		s.out.agent(agentUpdateParams{SessionID: info.ID, Update: u})
 	}
-	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: agent.Commands()}})
+	cmds := svc.Commands(editor)
+	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: cmds}})
 	if err := s.out.flush(ctx); err != nil {
 		return nil, err
 	}
-	return &agentLoadResult{agentSessionResult: agentSessionResult{Session: info, Profiles: svc.Profiles(), Commands: agent.Commands()}, Updates: updates}, nil
+	return &agentLoadResult{agentSessionResult: agentSessionResult{Session: info, Profiles: svc.Profiles(), Commands: cmds}, Updates: updates}, nil
 }
 
 func (s *Server) agentSessionsDelete(_ context.Context, p *agentSessionParams) (*emptyResult, error) {

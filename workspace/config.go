@@ -15,6 +15,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -362,6 +363,11 @@ type AgentConfig struct {
 	// four times as much. Over it, as for maxAnswerSize. Default 1MiB; at
 	// most 1GiB.
 	MaxToolCallSize Size `yaml:"maxToolCallSize"`
+	// CommandDirs are directories of the workspace, besides commands/ of
+	// the definitions root, whose markdown files are special commands
+	// (/NAME, /DIR:NAME in a subdirectory); default .claude/commands. The
+	// definitions root's win over these, and an earlier one over a later.
+	CommandDirs []string `yaml:"commandDirs"`
 }
 
 // ProfileNames are the names of the configured profiles, sorted.
@@ -481,7 +487,8 @@ func DefaultConfig() *Config {
 			Separator:      "__",
 			HTTP:           MCPHTTPConfig{SessionIdleTimeout: Duration(30 * time.Minute), MaxSessionsPerToken: 16},
 		},
-		Agent:    AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib, MaxAnswerSize: mib, MaxToolCallSize: mib},
+		Agent: AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib, MaxAnswerSize: mib, MaxToolCallSize: mib,
+			CommandDirs: []string{".claude/commands"}},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context: ContextConfig{File: "FRAMEWORK_CONTEXT.md", Instructions: []string{"AGENTS.md", "CLAUDE.md", "GEMINI.md"},
 			MaxInstructionsSize: 32 * kib},
@@ -1045,6 +1052,17 @@ func (d *decoder) check(c *Config) {
 	d.atLeast("agent.maxSteps", c.Agent.MaxSteps, 1)
 	d.sizeUpTo("agent.maxAnswerSize", c.Agent.MaxAnswerSize, gib)
 	d.sizeUpTo("agent.maxToolCallSize", c.Agent.MaxToolCallSize, gib)
+	for i, dir := range c.Agent.CommandDirs {
+		path := fmt.Sprintf("agent.commandDirs[%d]", i)
+		local := filepath.FromSlash(dir)
+		switch {
+		case d.badUnder("agent.commandDirs"):
+		case !filepath.IsLocal(local):
+			d.fail(path, d.nodes[path], "%q is not a directory inside the workspace (a relative path, such as .claude/commands)", dir)
+		case strings.SplitN(filepath.ToSlash(filepath.Clean(local)), "/", 2)[0] == NexusDir:
+			d.fail(path, d.nodes[path], "%q is inside %s, the daemon's own state (commands of the definitions root go in its commands/)", dir, NexusDir)
+		}
+	}
 
 	d.atLeast("messages.maxLength", c.Messages.MaxLength, 1)
 	d.oneOf("messages.pruning", c.Messages.Pruning, "oldest-first", "remove_oldest", "token_budget", "none")
