@@ -335,6 +335,11 @@ func (g *Gateway) sdkTool(name string, d tools.Definition) *sdk.Tool {
 	if len(d.OutputSchema) > 0 {
 		t.OutputSchema = d.OutputSchema
 	}
+	if a := d.Annotations; a != nil {
+		t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: a.ReadOnly, IdempotentHint: a.Idempotent,
+			DestructiveHint: &a.Destructive, OpenWorldHint: &a.OpenWorld}
+		return t
+	}
 	switch d.Kind {
 	case tools.KindRead:
 		t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
