@@ -36,14 +36,14 @@ func (e *env) toolsCommand() *cobra.Command {
 				}
 				return e.output(resp, func(w io.Writer) error {
 					tw := newTable(w)
-					fmt.Fprintln(tw, "NAME\tSERVER\tKIND\tRISK\tDESCRIPTION")
+					fmt.Fprintln(tw, "NAME\tSERVER\tKIND\tRISK\tHINTS\tDESCRIPTION")
 					for _, d := range resp.GetTools() {
 						srv := d.GetServerName()
 						if srv == "" {
 							srv = "core"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inert.Line(d.GetName()), inert.Line(srv), inert.Line(d.GetKind()), inert.Line(d.GetRisk()),
-							inert.Line(firstSentence(d.GetDescription())))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", inert.Line(d.GetName()), inert.Line(srv), inert.Line(d.GetKind()), inert.Line(d.GetRisk()),
+							hints(d.GetAnnotations()), inert.Line(firstSentence(d.GetDescription())))
 					}
 					return tw.Flush()
 				})
@@ -66,8 +66,8 @@ func (e *env) toolsCommand() *cobra.Command {
 				}
 				return e.output(resp, func(w io.Writer) error {
 					d := resp.GetTool()
-					fmt.Fprintf(w, "%s (%s, risk %s)\n%s\n\ninput schema:\n%s\n", inert.Line(d.GetName()), inert.Line(d.GetKind()), inert.Line(d.GetRisk()),
-						inert.Text(d.GetDescription()), inert.Text(indentJSON(d.GetInputSchemaJson())))
+					fmt.Fprintf(w, "%s (%s, risk %s, hints %s)\n%s\n\ninput schema:\n%s\n", inert.Line(d.GetName()), inert.Line(d.GetKind()), inert.Line(d.GetRisk()),
+						hints(d.GetAnnotations()), inert.Text(d.GetDescription()), inert.Text(indentJSON(d.GetInputSchemaJson())))
 					if d.GetOutputSchemaJson() != "" {
 						fmt.Fprintf(w, "\noutput schema:\n%s\n", inert.Text(indentJSON(d.GetOutputSchemaJson())))
 					}
@@ -347,4 +347,31 @@ func indentJSON(s string) string {
 	}
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
+}
+
+// hints is a tool's MCP annotations in a few words: "read-only",
+// "destructive, idempotent", "open-world", "additive" for a tool that
+// neither reads only nor destroys, and "-" when it gives none. MCP's
+// idempotent and destructive mean nothing for a read-only tool, so they
+// are not said then.
+func hints(a *nexusv1.ToolAnnotations) string {
+	if a == nil {
+		return "-"
+	}
+	var h []string
+	switch {
+	case a.GetReadOnly():
+		h = append(h, "read-only")
+	case a.GetDestructive():
+		h = append(h, "destructive")
+	default:
+		h = append(h, "additive")
+	}
+	if a.GetIdempotent() && !a.GetReadOnly() {
+		h = append(h, "idempotent")
+	}
+	if a.GetOpenWorld() {
+		h = append(h, "open-world")
+	}
+	return strings.Join(h, ", ")
 }

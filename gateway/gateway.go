@@ -41,6 +41,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/internal/toolschema"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 )
@@ -329,11 +330,20 @@ func (g *Gateway) sessionOwned(server string) error {
 	return nil
 }
 
-// sdkTool is the MCP tool of a definition, under name.
+// sdkTool is the MCP tool of a definition, under name. Its input schema is
+// the plain one providers accept (toolschema.Plain): clients hand it to
+// their model's provider, and some refuse a top-level oneOf or anyOf; the
+// manager still validates a call against the full schema.
 func (g *Gateway) sdkTool(name string, d tools.Definition) *sdk.Tool {
-	t := &sdk.Tool{Name: name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema}
+	schema, desc := toolschema.Plain(d.InputSchema, d.Description)
+	t := &sdk.Tool{Name: name, Title: d.Title, Description: desc, InputSchema: schema}
 	if len(d.OutputSchema) > 0 {
 		t.OutputSchema = d.OutputSchema
+	}
+	if a := d.Annotations; a != nil {
+		t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: a.ReadOnly, IdempotentHint: a.Idempotent,
+			DestructiveHint: &a.Destructive, OpenWorldHint: &a.OpenWorld}
+		return t
 	}
 	switch d.Kind {
 	case tools.KindRead:

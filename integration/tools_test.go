@@ -226,6 +226,42 @@ func TestToolsCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "read_file") || !strings.Contains(out, "core") {
 		t.Errorf("tools ls: %d %s %s", code, out, errOut)
 	}
+	// Each core tool's MCP hints, in words and in --json.
+	hints := map[string]string{"read_file": "read-only", "write_file": "destructive, idempotent", "edit_file": "destructive"}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if w, ok := hints[f[0]]; ok {
+			delete(hints, f[0])
+			if !strings.Contains(line, "  "+w+"  ") { // a column of its own
+				t.Errorf("tools ls: %s has not the hints %q:\n%s", f[0], w, line)
+			}
+		}
+	}
+	if len(hints) > 0 {
+		t.Errorf("tools ls lacks %v:\n%s", hints, out)
+	}
+	out, errOut, code = nexus(t, ws, "", "tools", "ls", "--json")
+	var listed struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			Annotations map[string]bool `json:"annotations"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil {
+		t.Fatalf("tools ls --json: %d %v %s %s", code, err, out, errOut)
+	}
+	for _, tl := range listed.Tools {
+		a := tl.Annotations
+		if tl.Name == "read_file" && (!a["readOnly"] || a["destructive"] || a["openWorld"]) {
+			t.Errorf("tools ls --json: read_file annotations %v", a)
+		}
+		if tl.Name == "write_file" && (a["readOnly"] || !a["destructive"] || !a["idempotent"] || a["openWorld"]) {
+			t.Errorf("tools ls --json: write_file annotations %v", a)
+		}
+	}
 	out, errOut, code = nexus(t, ws, "", "tools", "run", "get_current_time", "--args", `{"timezone":"UTC"}`)
 	if code != 0 || !strings.Contains(out, "iso8601") || !strings.Contains(errOut, "running") || !strings.Contains(errOut, "completed") {
 		t.Errorf("tools run: %d\n%s\n%s", code, out, errOut)

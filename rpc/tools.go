@@ -85,8 +85,12 @@ func qualifiedName(d tools.Definition) string {
 }
 
 func toolDefinition(d tools.Definition) *nexusv1.ToolDefinition {
-	return &nexusv1.ToolDefinition{Name: d.Name, Title: d.Title, Description: d.Description, ServerName: d.ServerName,
+	td := &nexusv1.ToolDefinition{Name: d.Name, Title: d.Title, Description: d.Description, ServerName: d.ServerName,
 		InputSchemaJson: string(d.InputSchema), OutputSchemaJson: string(d.OutputSchema), Kind: string(d.Kind), Risk: string(d.Risk)}
+	if a := d.Annotations; a != nil {
+		td.Annotations = &nexusv1.ToolAnnotations{ReadOnly: a.ReadOnly, Destructive: a.Destructive, Idempotent: a.Idempotent, OpenWorld: a.OpenWorld}
+	}
+	return td
 }
 
 // executeRequest turns a request into a tools.ExecuteRequest for the caller.

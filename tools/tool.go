@@ -49,6 +49,29 @@ type Definition struct {
 	OutputSchema json.RawMessage
 	Kind         Kind
 	Risk         Risk
+	// Annotations are the tool's MCP hints; nil when it gives none (an
+	// MCP server's tool without annotations).
+	Annotations *Annotations
+}
+
+// Annotations are the hints a tool gives of itself, as MCP's tool
+// annotations (readOnlyHint, destructiveHint, idempotentHint,
+// openWorldHint) say them: for clients and people, which may show them
+// or ask less for a read-only tool. They inform; they never lower a
+// tool's Risk nor skip its permission check (an MCP server's hints are its
+// own word).
+type Annotations struct {
+	// ReadOnly: the tool does not change its environment.
+	ReadOnly bool
+	// Destructive: the tool may change or delete what is there, not only
+	// add to it. Meaningful when not ReadOnly.
+	Destructive bool
+	// Idempotent: calling it again with the same arguments changes
+	// nothing more. Meaningful when not ReadOnly.
+	Idempotent bool
+	// OpenWorld: the tool reaches entities outside a closed domain (the
+	// network, any program), not only the workspace's files.
+	OpenWorld bool
 }
 
 // Error codes of a tool call that ended with status error: a closed set.

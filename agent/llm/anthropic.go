@@ -192,6 +192,7 @@ func anthropicParams(p Profile, req *Request) anthropic.MessageNewParams {
 		params.System = []anthropic.TextBlockParam{{Text: strings.Join(system, "\n\n")}}
 	}
 	for _, t := range req.Tools {
+		t = providerTool(t)
 		schema := json.RawMessage(t.Schema)
 		if !isJSONObject(schema) {
 			schema = json.RawMessage(`{"type":"object"}`)

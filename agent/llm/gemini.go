@@ -201,6 +201,7 @@ func (g *geminiProvider) body(req *Request) ([]byte, error) {
 	if len(req.Tools) > 0 {
 		var decls []geminiFunctionDeclaration
 		for _, t := range req.Tools {
+			t = providerTool(t)
 			d := geminiFunctionDeclaration{Name: t.Name, Description: t.Description}
 			if isJSONObject(t.Schema) {
 				d.ParametersJSONSchema = t.Schema

@@ -95,6 +95,7 @@ func (c *openAIChat) params(req *Request) (openai.ChatCompletionNewParams, error
 		}
 	}
 	for _, t := range req.Tools {
+		t = providerTool(t)
 		schema, err := schemaMap(t)
 		if err != nil {
 			return params, err

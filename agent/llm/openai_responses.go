@@ -100,6 +100,7 @@ func (r *openAIResponses) params(req *Request) (responses.ResponseNewParams, err
 	}
 	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
 	for _, t := range req.Tools {
+		t = providerTool(t)
 		schema, err := schemaMap(t)
 		if err != nil {
 			return params, err

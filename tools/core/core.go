@@ -177,6 +177,12 @@ func (t *Tools) List() []tools.Tool {
 	return list
 }
 
+// readOnly is the annotations of a tool that only reads the workspace (or
+// the clock): a new value each time, so no tool can change another's.
+func readOnly() *tools.Annotations {
+	return &tools.Annotations{ReadOnly: true, Idempotent: true}
+}
+
 // dir checks a workspace-relative directory under the rules of the file
 // tools ("" is the workspace root), and that the party may see it, and
 // returns its absolute path: how execute_command confines its working

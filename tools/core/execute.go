@@ -99,6 +99,10 @@ func (t *Tools) ExecuteCommand(cfg ExecConfig) tools.Tool {
 			OutputSchema: json.RawMessage(executeOutputSchema),
 			Kind:         tools.KindExecute,
 			Risk:         tools.RiskHigh,
+			// A program may change or delete anything the sandbox lets it,
+			// differently each run, and reach what the sandbox's network
+			// rules allow.
+			Annotations: &tools.Annotations{Destructive: true, OpenWorld: true},
 		},
 		Timeout: -1, // the command's own timeout applies
 		Touches: touchesAll,

@@ -55,8 +55,9 @@ func (t *Tools) readFileTool() tools.Tool {
 	"required": ["content", "totalLines", "startLine", "endLine"],
 	"additionalProperties": false
 }`),
-			Kind: tools.KindRead,
-			Risk: tools.RiskLow,
+			Kind:        tools.KindRead,
+			Risk:        tools.RiskLow,
+			Annotations: readOnly(),
 		},
 		Handler: t.readFile,
 	}
@@ -238,6 +239,9 @@ func (t *Tools) writeFileTool() tools.Tool {
 }`),
 			Kind: tools.KindEdit,
 			Risk: tools.RiskMedium,
+			// It replaces what the file held; the same content again
+			// changes nothing more.
+			Annotations: &tools.Annotations{Destructive: true, Idempotent: true},
 		},
 		Handler: t.writeFile,
 		Touches: t.touchesPath,
@@ -341,6 +345,9 @@ func (t *Tools) editFileTool() tools.Tool {
 }`),
 			Kind: tools.KindEdit,
 			Risk: tools.RiskMedium,
+			// It replaces text; again, it replaces the text the first
+			// call made when that holds the old text too.
+			Annotations: &tools.Annotations{Destructive: true},
 		},
 		Handler: t.editFile,
 		Touches: t.touchesPath,

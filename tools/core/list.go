@@ -55,8 +55,9 @@ func (t *Tools) listDirectoryTool() tools.Tool {
 	"required": ["entries"],
 	"additionalProperties": false
 }`),
-			Kind: tools.KindRead,
-			Risk: tools.RiskLow,
+			Kind:        tools.KindRead,
+			Risk:        tools.RiskLow,
+			Annotations: readOnly(),
 		},
 		Handler: t.listDirectory,
 	}

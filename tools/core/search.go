@@ -64,8 +64,9 @@ func (t *Tools) searchFilesTool() tools.Tool {
 	"required": ["matches", "truncated"],
 	"additionalProperties": false
 }`),
-			Kind: tools.KindSearch,
-			Risk: tools.RiskLow,
+			Kind:        tools.KindSearch,
+			Risk:        tools.RiskLow,
+			Annotations: readOnly(),
 		},
 		Handler: t.searchFiles,
 	}

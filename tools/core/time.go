@@ -38,8 +38,9 @@ func (t *Tools) currentTimeTool() tools.Tool {
 	"required": ["iso8601", "unix", "timezone"],
 	"additionalProperties": false
 }`),
-			Kind: tools.KindRead,
-			Risk: tools.RiskLow,
+			Kind:        tools.KindRead,
+			Risk:        tools.RiskLow,
+			Annotations: readOnly(),
 		},
 		Handler: t.currentTime,
 	}

@@ -21,9 +21,10 @@ import (
 )
 
 // definition turns an MCP tool into a Nexus tool definition of server.
-// Annotations inform the kind; the risk is medium for every MCP tool and
-// high for one that says it is destructive: a server's annotations never
-// lower it.
+// Annotations inform the kind and are kept, MCP's defaults filled in (a
+// hint left out is destructive and open-world), for the gateway's clients
+// and nexus tools ls; the risk is medium for every MCP tool and high for
+// one that says it is destructive: a server's annotations never lower it.
 func definition(server string, t *mcp.Tool) (tools.Definition, error) {
 	in, err := json.Marshal(t.InputSchema)
 	if err != nil {
@@ -45,6 +46,12 @@ func definition(server string, t *mcp.Tool) (tools.Definition, error) {
 	if a := t.Annotations; a != nil {
 		if d.Title == "" {
 			d.Title = a.Title
+		}
+		d.Annotations = &tools.Annotations{
+			ReadOnly:    a.ReadOnlyHint,
+			Destructive: a.DestructiveHint == nil || *a.DestructiveHint,
+			Idempotent:  a.IdempotentHint,
+			OpenWorld:   a.OpenWorldHint == nil || *a.OpenWorldHint,
 		}
 		switch {
 		case a.ReadOnlyHint:

@@ -8,20 +8,27 @@ import (
 	"github.com/nexuscocreate/nexus/tools"
 )
 
-// Annotations from a server inform the kind, and never lower the risk.
+// Annotations from a server inform the kind, never lower the risk, and
+// are kept with MCP's defaults (destructive and open-world unless said).
 func TestDefinitionFromAnnotations(t *testing.T) {
 	yes, no := true, false
 	for _, c := range []struct {
 		ann  *mcp.ToolAnnotations
 		kind tools.Kind
 		risk tools.Risk
+		kept *tools.Annotations
 	}{
-		{nil, tools.KindOther, tools.RiskMedium},
-		{&mcp.ToolAnnotations{ReadOnlyHint: true}, tools.KindRead, tools.RiskMedium},
-		{&mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}, tools.KindRead, tools.RiskMedium},
-		{&mcp.ToolAnnotations{DestructiveHint: &yes}, tools.KindDelete, tools.RiskHigh},
-		{&mcp.ToolAnnotations{DestructiveHint: &no}, tools.KindEdit, tools.RiskMedium},
-		{&mcp.ToolAnnotations{Title: "Nice"}, tools.KindEdit, tools.RiskMedium},
+		{nil, tools.KindOther, tools.RiskMedium, nil},
+		{&mcp.ToolAnnotations{ReadOnlyHint: true}, tools.KindRead, tools.RiskMedium,
+			&tools.Annotations{ReadOnly: true, Destructive: true, OpenWorld: true}},
+		{&mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}, tools.KindRead, tools.RiskMedium,
+			&tools.Annotations{ReadOnly: true, Idempotent: true}},
+		{&mcp.ToolAnnotations{DestructiveHint: &yes}, tools.KindDelete, tools.RiskHigh,
+			&tools.Annotations{Destructive: true, OpenWorld: true}},
+		{&mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &no}, tools.KindEdit, tools.RiskMedium,
+			&tools.Annotations{}},
+		{&mcp.ToolAnnotations{Title: "Nice", IdempotentHint: true}, tools.KindEdit, tools.RiskMedium,
+			&tools.Annotations{Destructive: true, Idempotent: true, OpenWorld: true}},
 	} {
 		d, err := definition("srv", &mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}, Annotations: c.ann})
 		if err != nil {
@@ -29,6 +36,9 @@ func TestDefinitionFromAnnotations(t *testing.T) {
 		}
 		if d.Kind != c.kind || d.Risk != c.risk || d.ServerName != "srv" {
 			t.Errorf("%+v: kind %s risk %s, want %s %s", c.ann, d.Kind, d.Risk, c.kind, c.risk)
+		}
+		if (d.Annotations == nil) != (c.kept == nil) || d.Annotations != nil && *d.Annotations != *c.kept {
+			t.Errorf("%+v: annotations %+v, want %+v", c.ann, d.Annotations, c.kept)
 		}
 	}
 	d, _ := definition("srv", &mcp.Tool{Name: "t", Annotations: &mcp.ToolAnnotations{Title: "From annotations"}})

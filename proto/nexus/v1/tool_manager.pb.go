@@ -35,8 +35,11 @@ type ToolDefinition struct {
 	Kind             string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
 	Risk             string `protobuf:"bytes,7,opt,name=risk,proto3" json:"risk,omitempty"`
 	Title            string `protobuf:"bytes,8,opt,name=title,proto3" json:"title,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// annotations are the tool's MCP hints; absent when it gives none (an MCP
+	// server's tool without annotations).
+	Annotations   *ToolAnnotations `protobuf:"bytes,9,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolDefinition) Reset() {
@@ -125,6 +128,89 @@ func (x *ToolDefinition) GetTitle() string {
 	return ""
 }
 
+func (x *ToolDefinition) GetAnnotations() *ToolAnnotations {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+// ToolAnnotations are what a tool says of itself, as MCP's readOnlyHint,
+// destructiveHint, idempotentHint and openWorldHint. They inform; they never
+// lower a tool's risk nor skip its permission check.
+type ToolAnnotations struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// read_only: the tool does not change its environment.
+	ReadOnly bool `protobuf:"varint,1,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// destructive: it may change or delete what is there, not only add to it.
+	Destructive bool `protobuf:"varint,2,opt,name=destructive,proto3" json:"destructive,omitempty"`
+	// idempotent: calling it again with the same arguments changes nothing more.
+	Idempotent bool `protobuf:"varint,3,opt,name=idempotent,proto3" json:"idempotent,omitempty"`
+	// open_world: it reaches entities outside a closed domain (the network,
+	// any program), not only the workspace's files.
+	OpenWorld     bool `protobuf:"varint,4,opt,name=open_world,json=openWorld,proto3" json:"open_world,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolAnnotations) Reset() {
+	*x = ToolAnnotations{}
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolAnnotations) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolAnnotations) ProtoMessage() {}
+
+func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
+func (*ToolAnnotations) Descriptor() ([]byte, []int) {
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ToolAnnotations) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *ToolAnnotations) GetDestructive() bool {
+	if x != nil {
+		return x.Destructive
+	}
+	return false
+}
+
+func (x *ToolAnnotations) GetIdempotent() bool {
+	if x != nil {
+		return x.Idempotent
+	}
+	return false
+}
+
+func (x *ToolAnnotations) GetOpenWorld() bool {
+	if x != nil {
+		return x.OpenWorld
+	}
+	return false
+}
+
 type ListToolsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
@@ -135,7 +221,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[1]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -147,7 +233,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[1]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -160,7 +246,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{1}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListToolsRequest) GetAppId() string {
@@ -186,7 +272,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[2]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +284,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[2]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +297,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{2}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -232,7 +318,7 @@ type GetToolDefinitionRequest struct {
 
 func (x *GetToolDefinitionRequest) Reset() {
 	*x = GetToolDefinitionRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[3]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +330,7 @@ func (x *GetToolDefinitionRequest) String() string {
 func (*GetToolDefinitionRequest) ProtoMessage() {}
 
 func (x *GetToolDefinitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[3]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +343,7 @@ func (x *GetToolDefinitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolDefinitionRequest.ProtoReflect.Descriptor instead.
 func (*GetToolDefinitionRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{3}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetToolDefinitionRequest) GetName() string {
@@ -291,7 +377,7 @@ type GetToolDefinitionResponse struct {
 
 func (x *GetToolDefinitionResponse) Reset() {
 	*x = GetToolDefinitionResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[4]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -303,7 +389,7 @@ func (x *GetToolDefinitionResponse) String() string {
 func (*GetToolDefinitionResponse) ProtoMessage() {}
 
 func (x *GetToolDefinitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[4]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -316,7 +402,7 @@ func (x *GetToolDefinitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolDefinitionResponse.ProtoReflect.Descriptor instead.
 func (*GetToolDefinitionResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{4}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetToolDefinitionResponse) GetTool() *ToolDefinition {
@@ -358,7 +444,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[5]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +456,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[5]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +469,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{5}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExecuteToolRequest) GetToolName() string {
@@ -464,7 +550,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[6]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +562,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[6]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +575,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{6}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExecuteToolResponse) GetSuccess() bool {
@@ -573,7 +659,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[7]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +671,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[7]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +684,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{7}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolCall) GetToolCallId() string {
@@ -780,7 +866,7 @@ type Elicitation struct {
 
 func (x *Elicitation) Reset() {
 	*x = Elicitation{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +878,7 @@ func (x *Elicitation) String() string {
 func (*Elicitation) ProtoMessage() {}
 
 func (x *Elicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[8]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +891,7 @@ func (x *Elicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
 func (*Elicitation) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{8}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Elicitation) GetRequestId() string {
@@ -882,7 +968,7 @@ type AnswerElicitationRequest struct {
 
 func (x *AnswerElicitationRequest) Reset() {
 	*x = AnswerElicitationRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +980,7 @@ func (x *AnswerElicitationRequest) String() string {
 func (*AnswerElicitationRequest) ProtoMessage() {}
 
 func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[9]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +993,7 @@ func (x *AnswerElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerElicitationRequest.ProtoReflect.Descriptor instead.
 func (*AnswerElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{9}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AnswerElicitationRequest) GetRequestId() string {
@@ -951,7 +1037,7 @@ type AnswerElicitationResponse struct {
 
 func (x *AnswerElicitationResponse) Reset() {
 	*x = AnswerElicitationResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1049,7 @@ func (x *AnswerElicitationResponse) String() string {
 func (*AnswerElicitationResponse) ProtoMessage() {}
 
 func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[10]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1062,7 @@ func (x *AnswerElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerElicitationResponse.ProtoReflect.Descriptor instead.
 func (*AnswerElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{10}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AnswerElicitationResponse) GetContentJson() string {
@@ -999,7 +1085,7 @@ type ToolCallError struct {
 
 func (x *ToolCallError) Reset() {
 	*x = ToolCallError{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1097,7 @@ func (x *ToolCallError) String() string {
 func (*ToolCallError) ProtoMessage() {}
 
 func (x *ToolCallError) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[11]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1110,7 @@ func (x *ToolCallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallError.ProtoReflect.Descriptor instead.
 func (*ToolCallError) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{11}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCallError) GetCode() string {
@@ -1052,7 +1138,7 @@ type ToolCallProgress struct {
 
 func (x *ToolCallProgress) Reset() {
 	*x = ToolCallProgress{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1064,7 +1150,7 @@ func (x *ToolCallProgress) String() string {
 func (*ToolCallProgress) ProtoMessage() {}
 
 func (x *ToolCallProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[12]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1077,7 +1163,7 @@ func (x *ToolCallProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallProgress.ProtoReflect.Descriptor instead.
 func (*ToolCallProgress) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{12}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolCallProgress) GetProgress() float64 {
@@ -1126,7 +1212,7 @@ type Icerc struct {
 
 func (x *Icerc) Reset() {
 	*x = Icerc{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1224,7 @@ func (x *Icerc) String() string {
 func (*Icerc) ProtoMessage() {}
 
 func (x *Icerc) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[13]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1237,7 @@ func (x *Icerc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Icerc.ProtoReflect.Descriptor instead.
 func (*Icerc) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{13}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Icerc) GetIntent() string {
@@ -1222,7 +1308,7 @@ type ProposedChange struct {
 
 func (x *ProposedChange) Reset() {
 	*x = ProposedChange{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1320,7 @@ func (x *ProposedChange) String() string {
 func (*ProposedChange) ProtoMessage() {}
 
 func (x *ProposedChange) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[14]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1333,7 @@ func (x *ProposedChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposedChange.ProtoReflect.Descriptor instead.
 func (*ProposedChange) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{14}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProposedChange) GetPath() string {
@@ -1297,7 +1383,7 @@ type RiskAssessment struct {
 
 func (x *RiskAssessment) Reset() {
 	*x = RiskAssessment{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1395,7 @@ func (x *RiskAssessment) String() string {
 func (*RiskAssessment) ProtoMessage() {}
 
 func (x *RiskAssessment) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[15]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1408,7 @@ func (x *RiskAssessment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RiskAssessment.ProtoReflect.Descriptor instead.
 func (*RiskAssessment) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{15}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RiskAssessment) GetLevel() string {
@@ -1356,7 +1442,7 @@ type WatchToolCallsRequest struct {
 
 func (x *WatchToolCallsRequest) Reset() {
 	*x = WatchToolCallsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1454,7 @@ func (x *WatchToolCallsRequest) String() string {
 func (*WatchToolCallsRequest) ProtoMessage() {}
 
 func (x *WatchToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[16]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1467,7 @@ func (x *WatchToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{16}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WatchToolCallsRequest) GetAppId() string {
@@ -1409,7 +1495,7 @@ type ListToolCallsRequest struct {
 
 func (x *ListToolCallsRequest) Reset() {
 	*x = ListToolCallsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1507,7 @@ func (x *ListToolCallsRequest) String() string {
 func (*ListToolCallsRequest) ProtoMessage() {}
 
 func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[17]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1520,7 @@ func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{17}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListToolCallsRequest) GetAppId() string {
@@ -1467,7 +1553,7 @@ type ListToolCallsResponse struct {
 
 func (x *ListToolCallsResponse) Reset() {
 	*x = ListToolCallsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1565,7 @@ func (x *ListToolCallsResponse) String() string {
 func (*ListToolCallsResponse) ProtoMessage() {}
 
 func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[18]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1578,7 @@ func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{18}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListToolCallsResponse) GetToolCalls() []*ToolCall {
@@ -1512,7 +1598,7 @@ type CancelToolCallRequest struct {
 
 func (x *CancelToolCallRequest) Reset() {
 	*x = CancelToolCallRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1610,7 @@ func (x *CancelToolCallRequest) String() string {
 func (*CancelToolCallRequest) ProtoMessage() {}
 
 func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[19]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1623,7 @@ func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{19}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelToolCallRequest) GetToolCallId() string {
@@ -1563,7 +1649,7 @@ type CancelToolCallResponse struct {
 
 func (x *CancelToolCallResponse) Reset() {
 	*x = CancelToolCallResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1575,7 +1661,7 @@ func (x *CancelToolCallResponse) String() string {
 func (*CancelToolCallResponse) ProtoMessage() {}
 
 func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[20]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1588,7 +1674,7 @@ func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{20}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelToolCallResponse) GetCancelled() bool {
@@ -1616,7 +1702,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1714,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[21]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1727,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{21}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Approval) GetAppId() string {
@@ -1704,7 +1790,7 @@ type PermissionQuestion struct {
 
 func (x *PermissionQuestion) Reset() {
 	*x = PermissionQuestion{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1802,7 @@ func (x *PermissionQuestion) String() string {
 func (*PermissionQuestion) ProtoMessage() {}
 
 func (x *PermissionQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[22]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1815,7 @@ func (x *PermissionQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionQuestion.ProtoReflect.Descriptor instead.
 func (*PermissionQuestion) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{22}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionQuestion) GetRequestId() string {
@@ -1772,7 +1858,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1870,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[23]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1883,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{23}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PermissionAnswer) GetRequestId() string {
@@ -1822,7 +1908,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1920,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[24]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +1933,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{24}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
 }
 
 type ListApprovalsResponse struct {
@@ -1859,7 +1945,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1871,7 +1957,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[25]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1884,7 +1970,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{25}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -1905,7 +1991,7 @@ type RevokeApprovalRequest struct {
 
 func (x *RevokeApprovalRequest) Reset() {
 	*x = RevokeApprovalRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2003,7 @@ func (x *RevokeApprovalRequest) String() string {
 func (*RevokeApprovalRequest) ProtoMessage() {}
 
 func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[26]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2016,7 @@ func (x *RevokeApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{26}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RevokeApprovalRequest) GetAppId() string {
@@ -1963,7 +2049,7 @@ type RevokeApprovalResponse struct {
 
 func (x *RevokeApprovalResponse) Reset() {
 	*x = RevokeApprovalResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2061,7 @@ func (x *RevokeApprovalResponse) String() string {
 func (*RevokeApprovalResponse) ProtoMessage() {}
 
 func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[27]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2074,7 @@ func (x *RevokeApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApprovalResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{27}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RevokeApprovalResponse) GetRevoked() bool {
@@ -2032,7 +2118,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2044,7 +2130,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[28]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2057,7 +2143,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{28}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *McpServer) GetName() string {
@@ -2173,7 +2259,7 @@ type McpLaunch struct {
 
 func (x *McpLaunch) Reset() {
 	*x = McpLaunch{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2271,7 @@ func (x *McpLaunch) String() string {
 func (*McpLaunch) ProtoMessage() {}
 
 func (x *McpLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[29]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2284,7 @@ func (x *McpLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpLaunch.ProtoReflect.Descriptor instead.
 func (*McpLaunch) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{29}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *McpLaunch) GetTransport() string {
@@ -2285,7 +2371,7 @@ type McpOAuth struct {
 
 func (x *McpOAuth) Reset() {
 	*x = McpOAuth{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2383,7 @@ func (x *McpOAuth) String() string {
 func (*McpOAuth) ProtoMessage() {}
 
 func (x *McpOAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[30]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2396,7 @@ func (x *McpOAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpOAuth.ProtoReflect.Descriptor instead.
 func (*McpOAuth) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{30}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *McpOAuth) GetGrant() string {
@@ -2393,7 +2479,7 @@ type McpIdP struct {
 
 func (x *McpIdP) Reset() {
 	*x = McpIdP{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2405,7 +2491,7 @@ func (x *McpIdP) String() string {
 func (*McpIdP) ProtoMessage() {}
 
 func (x *McpIdP) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[31]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2418,7 +2504,7 @@ func (x *McpIdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpIdP.ProtoReflect.Descriptor instead.
 func (*McpIdP) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{31}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *McpIdP) GetIssuer() string {
@@ -2471,7 +2557,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +2569,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[32]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2496,7 +2582,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{32}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
 }
 
 type ListMcpServersResponse struct {
@@ -2508,7 +2594,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2606,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[33]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2619,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{33}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -2552,7 +2638,7 @@ type RestartMcpServerRequest struct {
 
 func (x *RestartMcpServerRequest) Reset() {
 	*x = RestartMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2650,7 @@ func (x *RestartMcpServerRequest) String() string {
 func (*RestartMcpServerRequest) ProtoMessage() {}
 
 func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[34]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2663,7 @@ func (x *RestartMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{34}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RestartMcpServerRequest) GetName() string {
@@ -2595,7 +2681,7 @@ type RestartMcpServerResponse struct {
 
 func (x *RestartMcpServerResponse) Reset() {
 	*x = RestartMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2693,7 @@ func (x *RestartMcpServerResponse) String() string {
 func (*RestartMcpServerResponse) ProtoMessage() {}
 
 func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[35]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2706,7 @@ func (x *RestartMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RestartMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{35}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
 }
 
 type TrustMcpServerRequest struct {
@@ -2635,7 +2721,7 @@ type TrustMcpServerRequest struct {
 
 func (x *TrustMcpServerRequest) Reset() {
 	*x = TrustMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2733,7 @@ func (x *TrustMcpServerRequest) String() string {
 func (*TrustMcpServerRequest) ProtoMessage() {}
 
 func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[36]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2746,7 @@ func (x *TrustMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{36}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TrustMcpServerRequest) GetName() string {
@@ -2686,7 +2772,7 @@ type TrustMcpServerResponse struct {
 
 func (x *TrustMcpServerResponse) Reset() {
 	*x = TrustMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2784,7 @@ func (x *TrustMcpServerResponse) String() string {
 func (*TrustMcpServerResponse) ProtoMessage() {}
 
 func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[37]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2797,7 @@ func (x *TrustMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*TrustMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{37}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TrustMcpServerResponse) GetServer() *McpServer {
@@ -2730,7 +2816,7 @@ type LoginMcpServerRequest struct {
 
 func (x *LoginMcpServerRequest) Reset() {
 	*x = LoginMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +2828,7 @@ func (x *LoginMcpServerRequest) String() string {
 func (*LoginMcpServerRequest) ProtoMessage() {}
 
 func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[38]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +2841,7 @@ func (x *LoginMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{38}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LoginMcpServerRequest) GetName() string {
@@ -2780,7 +2866,7 @@ type LoginMcpServerEvent struct {
 
 func (x *LoginMcpServerEvent) Reset() {
 	*x = LoginMcpServerEvent{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2792,7 +2878,7 @@ func (x *LoginMcpServerEvent) String() string {
 func (*LoginMcpServerEvent) ProtoMessage() {}
 
 func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[39]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2805,7 +2891,7 @@ func (x *LoginMcpServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerEvent.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerEvent) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{39}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LoginMcpServerEvent) GetEvent() isLoginMcpServerEvent_Event {
@@ -2859,7 +2945,7 @@ type LoginMcpServerDone struct {
 
 func (x *LoginMcpServerDone) Reset() {
 	*x = LoginMcpServerDone{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +2957,7 @@ func (x *LoginMcpServerDone) String() string {
 func (*LoginMcpServerDone) ProtoMessage() {}
 
 func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[40]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +2970,7 @@ func (x *LoginMcpServerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginMcpServerDone.ProtoReflect.Descriptor instead.
 func (*LoginMcpServerDone) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{40}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LoginMcpServerDone) GetServer() *McpServer {
@@ -2903,7 +2989,7 @@ type LogoutMcpServerRequest struct {
 
 func (x *LogoutMcpServerRequest) Reset() {
 	*x = LogoutMcpServerRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3001,7 @@ func (x *LogoutMcpServerRequest) String() string {
 func (*LogoutMcpServerRequest) ProtoMessage() {}
 
 func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[41]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3014,7 @@ func (x *LogoutMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{41}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *LogoutMcpServerRequest) GetName() string {
@@ -2949,7 +3035,7 @@ type LogoutMcpServerResponse struct {
 
 func (x *LogoutMcpServerResponse) Reset() {
 	*x = LogoutMcpServerResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3047,7 @@ func (x *LogoutMcpServerResponse) String() string {
 func (*LogoutMcpServerResponse) ProtoMessage() {}
 
 func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[42]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3060,7 @@ func (x *LogoutMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*LogoutMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{42}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LogoutMcpServerResponse) GetServer() *McpServer {
@@ -3005,7 +3091,7 @@ type McpResource struct {
 
 func (x *McpResource) Reset() {
 	*x = McpResource{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3017,7 +3103,7 @@ func (x *McpResource) String() string {
 func (*McpResource) ProtoMessage() {}
 
 func (x *McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[43]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3030,7 +3116,7 @@ func (x *McpResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
 func (*McpResource) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{43}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *McpResource) GetServerName() string {
@@ -3085,7 +3171,7 @@ type ListMcpResourcesRequest struct {
 
 func (x *ListMcpResourcesRequest) Reset() {
 	*x = ListMcpResourcesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3183,7 @@ func (x *ListMcpResourcesRequest) String() string {
 func (*ListMcpResourcesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[44]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3196,7 @@ func (x *ListMcpResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{44}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListMcpResourcesRequest) GetServerName() string {
@@ -3129,7 +3215,7 @@ type ListMcpResourcesResponse struct {
 
 func (x *ListMcpResourcesResponse) Reset() {
 	*x = ListMcpResourcesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3227,7 @@ func (x *ListMcpResourcesResponse) String() string {
 func (*ListMcpResourcesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[45]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3240,7 @@ func (x *ListMcpResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{45}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListMcpResourcesResponse) GetResources() []*McpResource {
@@ -3174,7 +3260,7 @@ type ReadMcpResourceRequest struct {
 
 func (x *ReadMcpResourceRequest) Reset() {
 	*x = ReadMcpResourceRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3186,7 +3272,7 @@ func (x *ReadMcpResourceRequest) String() string {
 func (*ReadMcpResourceRequest) ProtoMessage() {}
 
 func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[46]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3199,7 +3285,7 @@ func (x *ReadMcpResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{46}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReadMcpResourceRequest) GetServerName() string {
@@ -3228,7 +3314,7 @@ type ReadMcpResourceResponse struct {
 
 func (x *ReadMcpResourceResponse) Reset() {
 	*x = ReadMcpResourceResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3326,7 @@ func (x *ReadMcpResourceResponse) String() string {
 func (*ReadMcpResourceResponse) ProtoMessage() {}
 
 func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[47]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3339,7 @@ func (x *ReadMcpResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpResourceResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{47}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReadMcpResourceResponse) GetContentsJson() string {
@@ -3277,7 +3363,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +3375,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[48]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +3388,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{48}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *McpPrompt) GetServerName() string {
@@ -3349,7 +3435,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +3447,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[49]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +3460,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{49}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListMcpPromptsRequest) GetServerName() string {
@@ -3393,7 +3479,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3491,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[50]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3418,7 +3504,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{50}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -3439,7 +3525,7 @@ type GetMcpPromptRequest struct {
 
 func (x *GetMcpPromptRequest) Reset() {
 	*x = GetMcpPromptRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3451,7 +3537,7 @@ func (x *GetMcpPromptRequest) String() string {
 func (*GetMcpPromptRequest) ProtoMessage() {}
 
 func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[51]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3464,7 +3550,7 @@ func (x *GetMcpPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{51}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetMcpPromptRequest) GetServerName() string {
@@ -3498,7 +3584,7 @@ type GetMcpPromptResponse struct {
 
 func (x *GetMcpPromptResponse) Reset() {
 	*x = GetMcpPromptResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3510,7 +3596,7 @@ func (x *GetMcpPromptResponse) String() string {
 func (*GetMcpPromptResponse) ProtoMessage() {}
 
 func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[52]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3523,7 +3609,7 @@ func (x *GetMcpPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMcpPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetMcpPromptResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{52}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetMcpPromptResponse) GetResultJson() string {
@@ -3548,7 +3634,7 @@ type McpResourceTemplate struct {
 
 func (x *McpResourceTemplate) Reset() {
 	*x = McpResourceTemplate{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +3646,7 @@ func (x *McpResourceTemplate) String() string {
 func (*McpResourceTemplate) ProtoMessage() {}
 
 func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[53]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +3659,7 @@ func (x *McpResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpResourceTemplate.ProtoReflect.Descriptor instead.
 func (*McpResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{53}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *McpResourceTemplate) GetServerName() string {
@@ -3628,7 +3714,7 @@ type ListMcpResourceTemplatesRequest struct {
 
 func (x *ListMcpResourceTemplatesRequest) Reset() {
 	*x = ListMcpResourceTemplatesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3640,7 +3726,7 @@ func (x *ListMcpResourceTemplatesRequest) String() string {
 func (*ListMcpResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[54]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +3739,7 @@ func (x *ListMcpResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{54}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListMcpResourceTemplatesRequest) GetServerName() string {
@@ -3672,7 +3758,7 @@ type ListMcpResourceTemplatesResponse struct {
 
 func (x *ListMcpResourceTemplatesResponse) Reset() {
 	*x = ListMcpResourceTemplatesResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3770,7 @@ func (x *ListMcpResourceTemplatesResponse) String() string {
 func (*ListMcpResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[55]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3783,7 @@ func (x *ListMcpResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{55}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListMcpResourceTemplatesResponse) GetTemplates() []*McpResourceTemplate {
@@ -3720,7 +3806,7 @@ type WatchMcpChangesRequest struct {
 
 func (x *WatchMcpChangesRequest) Reset() {
 	*x = WatchMcpChangesRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3732,7 +3818,7 @@ func (x *WatchMcpChangesRequest) String() string {
 func (*WatchMcpChangesRequest) ProtoMessage() {}
 
 func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[56]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3745,7 +3831,7 @@ func (x *WatchMcpChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMcpChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchMcpChangesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{56}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WatchMcpChangesRequest) GetServerName() string {
@@ -3778,7 +3864,7 @@ type McpChange struct {
 
 func (x *McpChange) Reset() {
 	*x = McpChange{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3790,7 +3876,7 @@ func (x *McpChange) String() string {
 func (*McpChange) ProtoMessage() {}
 
 func (x *McpChange) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[57]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3803,7 +3889,7 @@ func (x *McpChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpChange.ProtoReflect.Descriptor instead.
 func (*McpChange) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{57}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *McpChange) GetServerName() string {
@@ -3869,7 +3955,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3881,7 +3967,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[58]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3894,7 +3980,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{58}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Checkpoint) GetId() string {
@@ -4012,7 +4098,7 @@ type CheckpointFile struct {
 
 func (x *CheckpointFile) Reset() {
 	*x = CheckpointFile{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4024,7 +4110,7 @@ func (x *CheckpointFile) String() string {
 func (*CheckpointFile) ProtoMessage() {}
 
 func (x *CheckpointFile) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[59]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4037,7 +4123,7 @@ func (x *CheckpointFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFile.ProtoReflect.Descriptor instead.
 func (*CheckpointFile) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{59}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CheckpointFile) GetPath() string {
@@ -4092,7 +4178,7 @@ type CheckpointSkipped struct {
 
 func (x *CheckpointSkipped) Reset() {
 	*x = CheckpointSkipped{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4104,7 +4190,7 @@ func (x *CheckpointSkipped) String() string {
 func (*CheckpointSkipped) ProtoMessage() {}
 
 func (x *CheckpointSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[60]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4117,7 +4203,7 @@ func (x *CheckpointSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointSkipped.ProtoReflect.Descriptor instead.
 func (*CheckpointSkipped) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{60}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CheckpointSkipped) GetPath() string {
@@ -4146,7 +4232,7 @@ type CheckpointUsage struct {
 
 func (x *CheckpointUsage) Reset() {
 	*x = CheckpointUsage{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4158,7 +4244,7 @@ func (x *CheckpointUsage) String() string {
 func (*CheckpointUsage) ProtoMessage() {}
 
 func (x *CheckpointUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[61]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4171,7 +4257,7 @@ func (x *CheckpointUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointUsage.ProtoReflect.Descriptor instead.
 func (*CheckpointUsage) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{61}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CheckpointUsage) GetCheckpoints() int64 {
@@ -4215,7 +4301,7 @@ type ListCheckpointsRequest struct {
 
 func (x *ListCheckpointsRequest) Reset() {
 	*x = ListCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4313,7 @@ func (x *ListCheckpointsRequest) String() string {
 func (*ListCheckpointsRequest) ProtoMessage() {}
 
 func (x *ListCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[62]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4326,7 @@ func (x *ListCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*ListCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{62}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListCheckpointsRequest) GetSession() string {
@@ -4274,7 +4360,7 @@ type ListCheckpointsResponse struct {
 
 func (x *ListCheckpointsResponse) Reset() {
 	*x = ListCheckpointsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4286,7 +4372,7 @@ func (x *ListCheckpointsResponse) String() string {
 func (*ListCheckpointsResponse) ProtoMessage() {}
 
 func (x *ListCheckpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[63]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4299,7 +4385,7 @@ func (x *ListCheckpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckpointsResponse.ProtoReflect.Descriptor instead.
 func (*ListCheckpointsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{63}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListCheckpointsResponse) GetCheckpoints() []*Checkpoint {
@@ -4326,7 +4412,7 @@ type GetCheckpointDiffRequest struct {
 
 func (x *GetCheckpointDiffRequest) Reset() {
 	*x = GetCheckpointDiffRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4338,7 +4424,7 @@ func (x *GetCheckpointDiffRequest) String() string {
 func (*GetCheckpointDiffRequest) ProtoMessage() {}
 
 func (x *GetCheckpointDiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[64]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4351,7 +4437,7 @@ func (x *GetCheckpointDiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointDiffRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointDiffRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{64}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetCheckpointDiffRequest) GetId() string {
@@ -4371,7 +4457,7 @@ type GetCheckpointDiffResponse struct {
 
 func (x *GetCheckpointDiffResponse) Reset() {
 	*x = GetCheckpointDiffResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4383,7 +4469,7 @@ func (x *GetCheckpointDiffResponse) String() string {
 func (*GetCheckpointDiffResponse) ProtoMessage() {}
 
 func (x *GetCheckpointDiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[65]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4396,7 +4482,7 @@ func (x *GetCheckpointDiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointDiffResponse.ProtoReflect.Descriptor instead.
 func (*GetCheckpointDiffResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{65}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetCheckpointDiffResponse) GetCheckpoint() *Checkpoint {
@@ -4426,7 +4512,7 @@ type CheckpointFileDiff struct {
 
 func (x *CheckpointFileDiff) Reset() {
 	*x = CheckpointFileDiff{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4438,7 +4524,7 @@ func (x *CheckpointFileDiff) String() string {
 func (*CheckpointFileDiff) ProtoMessage() {}
 
 func (x *CheckpointFileDiff) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[66]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4451,7 +4537,7 @@ func (x *CheckpointFileDiff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFileDiff.ProtoReflect.Descriptor instead.
 func (*CheckpointFileDiff) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{66}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *CheckpointFileDiff) GetFile() *CheckpointFile {
@@ -4493,7 +4579,7 @@ type UndoCheckpointsRequest struct {
 
 func (x *UndoCheckpointsRequest) Reset() {
 	*x = UndoCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4505,7 +4591,7 @@ func (x *UndoCheckpointsRequest) String() string {
 func (*UndoCheckpointsRequest) ProtoMessage() {}
 
 func (x *UndoCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[67]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4518,7 +4604,7 @@ func (x *UndoCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*UndoCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{67}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *UndoCheckpointsRequest) GetCall() string {
@@ -4568,7 +4654,7 @@ type RedoCheckpointsRequest struct {
 
 func (x *RedoCheckpointsRequest) Reset() {
 	*x = RedoCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4580,7 +4666,7 @@ func (x *RedoCheckpointsRequest) String() string {
 func (*RedoCheckpointsRequest) ProtoMessage() {}
 
 func (x *RedoCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[68]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4593,7 +4679,7 @@ func (x *RedoCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedoCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*RedoCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{68}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RedoCheckpointsRequest) GetId() string {
@@ -4626,7 +4712,7 @@ type UndoCheckpointsResponse struct {
 
 func (x *UndoCheckpointsResponse) Reset() {
 	*x = UndoCheckpointsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4638,7 +4724,7 @@ func (x *UndoCheckpointsResponse) String() string {
 func (*UndoCheckpointsResponse) ProtoMessage() {}
 
 func (x *UndoCheckpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[69]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4651,7 +4737,7 @@ func (x *UndoCheckpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoCheckpointsResponse.ProtoReflect.Descriptor instead.
 func (*UndoCheckpointsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{69}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *UndoCheckpointsResponse) GetCheckpoint() *Checkpoint {
@@ -4693,7 +4779,7 @@ type CheckpointConflict struct {
 
 func (x *CheckpointConflict) Reset() {
 	*x = CheckpointConflict{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4705,7 +4791,7 @@ func (x *CheckpointConflict) String() string {
 func (*CheckpointConflict) ProtoMessage() {}
 
 func (x *CheckpointConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[70]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4718,7 +4804,7 @@ func (x *CheckpointConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointConflict.ProtoReflect.Descriptor instead.
 func (*CheckpointConflict) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{70}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *CheckpointConflict) GetPath() string {
@@ -4743,7 +4829,7 @@ type CollectCheckpointsRequest struct {
 
 func (x *CollectCheckpointsRequest) Reset() {
 	*x = CollectCheckpointsRequest{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4755,7 +4841,7 @@ func (x *CollectCheckpointsRequest) String() string {
 func (*CollectCheckpointsRequest) ProtoMessage() {}
 
 func (x *CollectCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[71]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4768,7 +4854,7 @@ func (x *CollectCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*CollectCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{71}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{72}
 }
 
 type CollectCheckpointsResponse struct {
@@ -4783,7 +4869,7 @@ type CollectCheckpointsResponse struct {
 
 func (x *CollectCheckpointsResponse) Reset() {
 	*x = CollectCheckpointsResponse{}
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[72]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4795,7 +4881,7 @@ func (x *CollectCheckpointsResponse) String() string {
 func (*CollectCheckpointsResponse) ProtoMessage() {}
 
 func (x *CollectCheckpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_v1_tool_manager_proto_msgTypes[72]
+	mi := &file_nexus_v1_tool_manager_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4808,7 +4894,7 @@ func (x *CollectCheckpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectCheckpointsResponse.ProtoReflect.Descriptor instead.
 func (*CollectCheckpointsResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{72}
+	return file_nexus_v1_tool_manager_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CollectCheckpointsResponse) GetPruned() int64 {
@@ -4836,7 +4922,7 @@ var File_nexus_v1_tool_manager_proto protoreflect.FileDescriptor
 
 const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\n" +
-	"\x1bnexus/v1/tool_manager.proto\x12\bnexus.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x01\n" +
+	"\x1bnexus/v1/tool_manager.proto\x12\bnexus.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbc\x02\n" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
@@ -4846,7 +4932,16 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x12output_schema_json\x18\x05 \x01(\tR\x10outputSchemaJson\x12\x12\n" +
 	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04risk\x18\a \x01(\tR\x04risk\x12\x14\n" +
-	"\x05title\x18\b \x01(\tR\x05title\"J\n" +
+	"\x05title\x18\b \x01(\tR\x05title\x12;\n" +
+	"\vannotations\x18\t \x01(\v2\x19.nexus.v1.ToolAnnotationsR\vannotations\"\x8f\x01\n" +
+	"\x0fToolAnnotations\x12\x1b\n" +
+	"\tread_only\x18\x01 \x01(\bR\breadOnly\x12 \n" +
+	"\vdestructive\x18\x02 \x01(\bR\vdestructive\x12\x1e\n" +
+	"\n" +
+	"idempotent\x18\x03 \x01(\bR\n" +
+	"idempotent\x12\x1d\n" +
+	"\n" +
+	"open_world\x18\x04 \x01(\bR\topenWorld\"J\n" +
 	"\x10ListToolsRequest\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
 	"\vserver_name\x18\x02 \x01(\tR\n" +
@@ -5258,183 +5353,185 @@ func file_nexus_v1_tool_manager_proto_rawDescGZIP() []byte {
 	return file_nexus_v1_tool_manager_proto_rawDescData
 }
 
-var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_nexus_v1_tool_manager_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_nexus_v1_tool_manager_proto_goTypes = []any{
 	(*ToolDefinition)(nil),                   // 0: nexus.v1.ToolDefinition
-	(*ListToolsRequest)(nil),                 // 1: nexus.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),                // 2: nexus.v1.ListToolsResponse
-	(*GetToolDefinitionRequest)(nil),         // 3: nexus.v1.GetToolDefinitionRequest
-	(*GetToolDefinitionResponse)(nil),        // 4: nexus.v1.GetToolDefinitionResponse
-	(*ExecuteToolRequest)(nil),               // 5: nexus.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),              // 6: nexus.v1.ExecuteToolResponse
-	(*ToolCall)(nil),                         // 7: nexus.v1.ToolCall
-	(*Elicitation)(nil),                      // 8: nexus.v1.Elicitation
-	(*AnswerElicitationRequest)(nil),         // 9: nexus.v1.AnswerElicitationRequest
-	(*AnswerElicitationResponse)(nil),        // 10: nexus.v1.AnswerElicitationResponse
-	(*ToolCallError)(nil),                    // 11: nexus.v1.ToolCallError
-	(*ToolCallProgress)(nil),                 // 12: nexus.v1.ToolCallProgress
-	(*Icerc)(nil),                            // 13: nexus.v1.Icerc
-	(*ProposedChange)(nil),                   // 14: nexus.v1.ProposedChange
-	(*RiskAssessment)(nil),                   // 15: nexus.v1.RiskAssessment
-	(*WatchToolCallsRequest)(nil),            // 16: nexus.v1.WatchToolCallsRequest
-	(*ListToolCallsRequest)(nil),             // 17: nexus.v1.ListToolCallsRequest
-	(*ListToolCallsResponse)(nil),            // 18: nexus.v1.ListToolCallsResponse
-	(*CancelToolCallRequest)(nil),            // 19: nexus.v1.CancelToolCallRequest
-	(*CancelToolCallResponse)(nil),           // 20: nexus.v1.CancelToolCallResponse
-	(*Approval)(nil),                         // 21: nexus.v1.Approval
-	(*PermissionQuestion)(nil),               // 22: nexus.v1.PermissionQuestion
-	(*PermissionAnswer)(nil),                 // 23: nexus.v1.PermissionAnswer
-	(*ListApprovalsRequest)(nil),             // 24: nexus.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),            // 25: nexus.v1.ListApprovalsResponse
-	(*RevokeApprovalRequest)(nil),            // 26: nexus.v1.RevokeApprovalRequest
-	(*RevokeApprovalResponse)(nil),           // 27: nexus.v1.RevokeApprovalResponse
-	(*McpServer)(nil),                        // 28: nexus.v1.McpServer
-	(*McpLaunch)(nil),                        // 29: nexus.v1.McpLaunch
-	(*McpOAuth)(nil),                         // 30: nexus.v1.McpOAuth
-	(*McpIdP)(nil),                           // 31: nexus.v1.McpIdP
-	(*ListMcpServersRequest)(nil),            // 32: nexus.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),           // 33: nexus.v1.ListMcpServersResponse
-	(*RestartMcpServerRequest)(nil),          // 34: nexus.v1.RestartMcpServerRequest
-	(*RestartMcpServerResponse)(nil),         // 35: nexus.v1.RestartMcpServerResponse
-	(*TrustMcpServerRequest)(nil),            // 36: nexus.v1.TrustMcpServerRequest
-	(*TrustMcpServerResponse)(nil),           // 37: nexus.v1.TrustMcpServerResponse
-	(*LoginMcpServerRequest)(nil),            // 38: nexus.v1.LoginMcpServerRequest
-	(*LoginMcpServerEvent)(nil),              // 39: nexus.v1.LoginMcpServerEvent
-	(*LoginMcpServerDone)(nil),               // 40: nexus.v1.LoginMcpServerDone
-	(*LogoutMcpServerRequest)(nil),           // 41: nexus.v1.LogoutMcpServerRequest
-	(*LogoutMcpServerResponse)(nil),          // 42: nexus.v1.LogoutMcpServerResponse
-	(*McpResource)(nil),                      // 43: nexus.v1.McpResource
-	(*ListMcpResourcesRequest)(nil),          // 44: nexus.v1.ListMcpResourcesRequest
-	(*ListMcpResourcesResponse)(nil),         // 45: nexus.v1.ListMcpResourcesResponse
-	(*ReadMcpResourceRequest)(nil),           // 46: nexus.v1.ReadMcpResourceRequest
-	(*ReadMcpResourceResponse)(nil),          // 47: nexus.v1.ReadMcpResourceResponse
-	(*McpPrompt)(nil),                        // 48: nexus.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),            // 49: nexus.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),           // 50: nexus.v1.ListMcpPromptsResponse
-	(*GetMcpPromptRequest)(nil),              // 51: nexus.v1.GetMcpPromptRequest
-	(*GetMcpPromptResponse)(nil),             // 52: nexus.v1.GetMcpPromptResponse
-	(*McpResourceTemplate)(nil),              // 53: nexus.v1.McpResourceTemplate
-	(*ListMcpResourceTemplatesRequest)(nil),  // 54: nexus.v1.ListMcpResourceTemplatesRequest
-	(*ListMcpResourceTemplatesResponse)(nil), // 55: nexus.v1.ListMcpResourceTemplatesResponse
-	(*WatchMcpChangesRequest)(nil),           // 56: nexus.v1.WatchMcpChangesRequest
-	(*McpChange)(nil),                        // 57: nexus.v1.McpChange
-	(*Checkpoint)(nil),                       // 58: nexus.v1.Checkpoint
-	(*CheckpointFile)(nil),                   // 59: nexus.v1.CheckpointFile
-	(*CheckpointSkipped)(nil),                // 60: nexus.v1.CheckpointSkipped
-	(*CheckpointUsage)(nil),                  // 61: nexus.v1.CheckpointUsage
-	(*ListCheckpointsRequest)(nil),           // 62: nexus.v1.ListCheckpointsRequest
-	(*ListCheckpointsResponse)(nil),          // 63: nexus.v1.ListCheckpointsResponse
-	(*GetCheckpointDiffRequest)(nil),         // 64: nexus.v1.GetCheckpointDiffRequest
-	(*GetCheckpointDiffResponse)(nil),        // 65: nexus.v1.GetCheckpointDiffResponse
-	(*CheckpointFileDiff)(nil),               // 66: nexus.v1.CheckpointFileDiff
-	(*UndoCheckpointsRequest)(nil),           // 67: nexus.v1.UndoCheckpointsRequest
-	(*RedoCheckpointsRequest)(nil),           // 68: nexus.v1.RedoCheckpointsRequest
-	(*UndoCheckpointsResponse)(nil),          // 69: nexus.v1.UndoCheckpointsResponse
-	(*CheckpointConflict)(nil),               // 70: nexus.v1.CheckpointConflict
-	(*CollectCheckpointsRequest)(nil),        // 71: nexus.v1.CollectCheckpointsRequest
-	(*CollectCheckpointsResponse)(nil),       // 72: nexus.v1.CollectCheckpointsResponse
-	nil,                                      // 73: nexus.v1.McpLaunch.EnvEntry
-	nil,                                      // 74: nexus.v1.McpLaunch.HeadersEntry
-	nil,                                      // 75: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),            // 76: google.protobuf.Timestamp
+	(*ToolAnnotations)(nil),                  // 1: nexus.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),                 // 2: nexus.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),                // 3: nexus.v1.ListToolsResponse
+	(*GetToolDefinitionRequest)(nil),         // 4: nexus.v1.GetToolDefinitionRequest
+	(*GetToolDefinitionResponse)(nil),        // 5: nexus.v1.GetToolDefinitionResponse
+	(*ExecuteToolRequest)(nil),               // 6: nexus.v1.ExecuteToolRequest
+	(*ExecuteToolResponse)(nil),              // 7: nexus.v1.ExecuteToolResponse
+	(*ToolCall)(nil),                         // 8: nexus.v1.ToolCall
+	(*Elicitation)(nil),                      // 9: nexus.v1.Elicitation
+	(*AnswerElicitationRequest)(nil),         // 10: nexus.v1.AnswerElicitationRequest
+	(*AnswerElicitationResponse)(nil),        // 11: nexus.v1.AnswerElicitationResponse
+	(*ToolCallError)(nil),                    // 12: nexus.v1.ToolCallError
+	(*ToolCallProgress)(nil),                 // 13: nexus.v1.ToolCallProgress
+	(*Icerc)(nil),                            // 14: nexus.v1.Icerc
+	(*ProposedChange)(nil),                   // 15: nexus.v1.ProposedChange
+	(*RiskAssessment)(nil),                   // 16: nexus.v1.RiskAssessment
+	(*WatchToolCallsRequest)(nil),            // 17: nexus.v1.WatchToolCallsRequest
+	(*ListToolCallsRequest)(nil),             // 18: nexus.v1.ListToolCallsRequest
+	(*ListToolCallsResponse)(nil),            // 19: nexus.v1.ListToolCallsResponse
+	(*CancelToolCallRequest)(nil),            // 20: nexus.v1.CancelToolCallRequest
+	(*CancelToolCallResponse)(nil),           // 21: nexus.v1.CancelToolCallResponse
+	(*Approval)(nil),                         // 22: nexus.v1.Approval
+	(*PermissionQuestion)(nil),               // 23: nexus.v1.PermissionQuestion
+	(*PermissionAnswer)(nil),                 // 24: nexus.v1.PermissionAnswer
+	(*ListApprovalsRequest)(nil),             // 25: nexus.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),            // 26: nexus.v1.ListApprovalsResponse
+	(*RevokeApprovalRequest)(nil),            // 27: nexus.v1.RevokeApprovalRequest
+	(*RevokeApprovalResponse)(nil),           // 28: nexus.v1.RevokeApprovalResponse
+	(*McpServer)(nil),                        // 29: nexus.v1.McpServer
+	(*McpLaunch)(nil),                        // 30: nexus.v1.McpLaunch
+	(*McpOAuth)(nil),                         // 31: nexus.v1.McpOAuth
+	(*McpIdP)(nil),                           // 32: nexus.v1.McpIdP
+	(*ListMcpServersRequest)(nil),            // 33: nexus.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),           // 34: nexus.v1.ListMcpServersResponse
+	(*RestartMcpServerRequest)(nil),          // 35: nexus.v1.RestartMcpServerRequest
+	(*RestartMcpServerResponse)(nil),         // 36: nexus.v1.RestartMcpServerResponse
+	(*TrustMcpServerRequest)(nil),            // 37: nexus.v1.TrustMcpServerRequest
+	(*TrustMcpServerResponse)(nil),           // 38: nexus.v1.TrustMcpServerResponse
+	(*LoginMcpServerRequest)(nil),            // 39: nexus.v1.LoginMcpServerRequest
+	(*LoginMcpServerEvent)(nil),              // 40: nexus.v1.LoginMcpServerEvent
+	(*LoginMcpServerDone)(nil),               // 41: nexus.v1.LoginMcpServerDone
+	(*LogoutMcpServerRequest)(nil),           // 42: nexus.v1.LogoutMcpServerRequest
+	(*LogoutMcpServerResponse)(nil),          // 43: nexus.v1.LogoutMcpServerResponse
+	(*McpResource)(nil),                      // 44: nexus.v1.McpResource
+	(*ListMcpResourcesRequest)(nil),          // 45: nexus.v1.ListMcpResourcesRequest
+	(*ListMcpResourcesResponse)(nil),         // 46: nexus.v1.ListMcpResourcesResponse
+	(*ReadMcpResourceRequest)(nil),           // 47: nexus.v1.ReadMcpResourceRequest
+	(*ReadMcpResourceResponse)(nil),          // 48: nexus.v1.ReadMcpResourceResponse
+	(*McpPrompt)(nil),                        // 49: nexus.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),            // 50: nexus.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),           // 51: nexus.v1.ListMcpPromptsResponse
+	(*GetMcpPromptRequest)(nil),              // 52: nexus.v1.GetMcpPromptRequest
+	(*GetMcpPromptResponse)(nil),             // 53: nexus.v1.GetMcpPromptResponse
+	(*McpResourceTemplate)(nil),              // 54: nexus.v1.McpResourceTemplate
+	(*ListMcpResourceTemplatesRequest)(nil),  // 55: nexus.v1.ListMcpResourceTemplatesRequest
+	(*ListMcpResourceTemplatesResponse)(nil), // 56: nexus.v1.ListMcpResourceTemplatesResponse
+	(*WatchMcpChangesRequest)(nil),           // 57: nexus.v1.WatchMcpChangesRequest
+	(*McpChange)(nil),                        // 58: nexus.v1.McpChange
+	(*Checkpoint)(nil),                       // 59: nexus.v1.Checkpoint
+	(*CheckpointFile)(nil),                   // 60: nexus.v1.CheckpointFile
+	(*CheckpointSkipped)(nil),                // 61: nexus.v1.CheckpointSkipped
+	(*CheckpointUsage)(nil),                  // 62: nexus.v1.CheckpointUsage
+	(*ListCheckpointsRequest)(nil),           // 63: nexus.v1.ListCheckpointsRequest
+	(*ListCheckpointsResponse)(nil),          // 64: nexus.v1.ListCheckpointsResponse
+	(*GetCheckpointDiffRequest)(nil),         // 65: nexus.v1.GetCheckpointDiffRequest
+	(*GetCheckpointDiffResponse)(nil),        // 66: nexus.v1.GetCheckpointDiffResponse
+	(*CheckpointFileDiff)(nil),               // 67: nexus.v1.CheckpointFileDiff
+	(*UndoCheckpointsRequest)(nil),           // 68: nexus.v1.UndoCheckpointsRequest
+	(*RedoCheckpointsRequest)(nil),           // 69: nexus.v1.RedoCheckpointsRequest
+	(*UndoCheckpointsResponse)(nil),          // 70: nexus.v1.UndoCheckpointsResponse
+	(*CheckpointConflict)(nil),               // 71: nexus.v1.CheckpointConflict
+	(*CollectCheckpointsRequest)(nil),        // 72: nexus.v1.CollectCheckpointsRequest
+	(*CollectCheckpointsResponse)(nil),       // 73: nexus.v1.CollectCheckpointsResponse
+	nil,                                      // 74: nexus.v1.McpLaunch.EnvEntry
+	nil,                                      // 75: nexus.v1.McpLaunch.HeadersEntry
+	nil,                                      // 76: nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),            // 77: google.protobuf.Timestamp
 }
 var file_nexus_v1_tool_manager_proto_depIdxs = []int32{
-	0,  // 0: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
-	0,  // 1: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
-	11, // 2: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
-	76, // 3: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
-	76, // 4: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
-	12, // 5: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
-	13, // 6: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
-	8,  // 7: nexus.v1.ToolCall.elicitation:type_name -> nexus.v1.Elicitation
-	15, // 8: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
-	14, // 9: nexus.v1.Icerc.changes:type_name -> nexus.v1.ProposedChange
-	7,  // 10: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
-	76, // 11: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
-	7,  // 12: nexus.v1.PermissionQuestion.tool_call:type_name -> nexus.v1.ToolCall
-	21, // 13: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
-	76, // 14: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	29, // 15: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
-	73, // 16: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
-	74, // 17: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
-	30, // 18: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
-	31, // 19: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
-	28, // 20: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
-	28, // 21: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	40, // 22: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
-	28, // 23: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
-	28, // 24: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
-	43, // 25: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
-	48, // 26: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
-	75, // 27: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
-	53, // 28: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
-	76, // 29: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
-	76, // 30: nexus.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
-	59, // 31: nexus.v1.Checkpoint.files:type_name -> nexus.v1.CheckpointFile
-	60, // 32: nexus.v1.Checkpoint.skipped:type_name -> nexus.v1.CheckpointSkipped
-	58, // 33: nexus.v1.ListCheckpointsResponse.checkpoints:type_name -> nexus.v1.Checkpoint
-	61, // 34: nexus.v1.ListCheckpointsResponse.usage:type_name -> nexus.v1.CheckpointUsage
-	58, // 35: nexus.v1.GetCheckpointDiffResponse.checkpoint:type_name -> nexus.v1.Checkpoint
-	66, // 36: nexus.v1.GetCheckpointDiffResponse.files:type_name -> nexus.v1.CheckpointFileDiff
-	59, // 37: nexus.v1.CheckpointFileDiff.file:type_name -> nexus.v1.CheckpointFile
-	58, // 38: nexus.v1.UndoCheckpointsResponse.checkpoint:type_name -> nexus.v1.Checkpoint
-	59, // 39: nexus.v1.UndoCheckpointsResponse.restored:type_name -> nexus.v1.CheckpointFile
-	70, // 40: nexus.v1.UndoCheckpointsResponse.conflicts:type_name -> nexus.v1.CheckpointConflict
-	1,  // 41: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
-	3,  // 42: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
-	5,  // 43: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
-	16, // 44: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
-	17, // 45: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
-	19, // 46: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
-	24, // 47: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
-	26, // 48: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
-	23, // 49: nexus.v1.ToolManager.AnswerPermissions:input_type -> nexus.v1.PermissionAnswer
-	32, // 50: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
-	34, // 51: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
-	36, // 52: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
-	38, // 53: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
-	41, // 54: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
-	44, // 55: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
-	46, // 56: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
-	49, // 57: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
-	51, // 58: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
-	54, // 59: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
-	56, // 60: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
-	62, // 61: nexus.v1.ToolManager.ListCheckpoints:input_type -> nexus.v1.ListCheckpointsRequest
-	64, // 62: nexus.v1.ToolManager.GetCheckpointDiff:input_type -> nexus.v1.GetCheckpointDiffRequest
-	67, // 63: nexus.v1.ToolManager.UndoCheckpoints:input_type -> nexus.v1.UndoCheckpointsRequest
-	68, // 64: nexus.v1.ToolManager.RedoCheckpoints:input_type -> nexus.v1.RedoCheckpointsRequest
-	71, // 65: nexus.v1.ToolManager.CollectCheckpoints:input_type -> nexus.v1.CollectCheckpointsRequest
-	2,  // 66: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
-	4,  // 67: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
-	6,  // 68: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
-	7,  // 69: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
-	18, // 70: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
-	20, // 71: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
-	25, // 72: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
-	27, // 73: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
-	22, // 74: nexus.v1.ToolManager.AnswerPermissions:output_type -> nexus.v1.PermissionQuestion
-	33, // 75: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
-	35, // 76: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
-	37, // 77: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
-	39, // 78: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
-	42, // 79: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
-	45, // 80: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
-	47, // 81: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
-	50, // 82: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
-	52, // 83: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
-	55, // 84: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
-	57, // 85: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
-	63, // 86: nexus.v1.ToolManager.ListCheckpoints:output_type -> nexus.v1.ListCheckpointsResponse
-	65, // 87: nexus.v1.ToolManager.GetCheckpointDiff:output_type -> nexus.v1.GetCheckpointDiffResponse
-	69, // 88: nexus.v1.ToolManager.UndoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
-	69, // 89: nexus.v1.ToolManager.RedoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
-	72, // 90: nexus.v1.ToolManager.CollectCheckpoints:output_type -> nexus.v1.CollectCheckpointsResponse
-	66, // [66:91] is the sub-list for method output_type
-	41, // [41:66] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	1,  // 0: nexus.v1.ToolDefinition.annotations:type_name -> nexus.v1.ToolAnnotations
+	0,  // 1: nexus.v1.ListToolsResponse.tools:type_name -> nexus.v1.ToolDefinition
+	0,  // 2: nexus.v1.GetToolDefinitionResponse.tool:type_name -> nexus.v1.ToolDefinition
+	12, // 3: nexus.v1.ToolCall.error:type_name -> nexus.v1.ToolCallError
+	77, // 4: nexus.v1.ToolCall.started_at:type_name -> google.protobuf.Timestamp
+	77, // 5: nexus.v1.ToolCall.ended_at:type_name -> google.protobuf.Timestamp
+	13, // 6: nexus.v1.ToolCall.progress:type_name -> nexus.v1.ToolCallProgress
+	14, // 7: nexus.v1.ToolCall.icerc:type_name -> nexus.v1.Icerc
+	9,  // 8: nexus.v1.ToolCall.elicitation:type_name -> nexus.v1.Elicitation
+	16, // 9: nexus.v1.Icerc.risk:type_name -> nexus.v1.RiskAssessment
+	15, // 10: nexus.v1.Icerc.changes:type_name -> nexus.v1.ProposedChange
+	8,  // 11: nexus.v1.ListToolCallsResponse.tool_calls:type_name -> nexus.v1.ToolCall
+	77, // 12: nexus.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	8,  // 13: nexus.v1.PermissionQuestion.tool_call:type_name -> nexus.v1.ToolCall
+	22, // 14: nexus.v1.ListApprovalsResponse.approvals:type_name -> nexus.v1.Approval
+	77, // 15: nexus.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	30, // 16: nexus.v1.McpServer.launch:type_name -> nexus.v1.McpLaunch
+	74, // 17: nexus.v1.McpLaunch.env:type_name -> nexus.v1.McpLaunch.EnvEntry
+	75, // 18: nexus.v1.McpLaunch.headers:type_name -> nexus.v1.McpLaunch.HeadersEntry
+	31, // 19: nexus.v1.McpLaunch.oauth:type_name -> nexus.v1.McpOAuth
+	32, // 20: nexus.v1.McpOAuth.idp:type_name -> nexus.v1.McpIdP
+	29, // 21: nexus.v1.ListMcpServersResponse.servers:type_name -> nexus.v1.McpServer
+	29, // 22: nexus.v1.TrustMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	41, // 23: nexus.v1.LoginMcpServerEvent.done:type_name -> nexus.v1.LoginMcpServerDone
+	29, // 24: nexus.v1.LoginMcpServerDone.server:type_name -> nexus.v1.McpServer
+	29, // 25: nexus.v1.LogoutMcpServerResponse.server:type_name -> nexus.v1.McpServer
+	44, // 26: nexus.v1.ListMcpResourcesResponse.resources:type_name -> nexus.v1.McpResource
+	49, // 27: nexus.v1.ListMcpPromptsResponse.prompts:type_name -> nexus.v1.McpPrompt
+	76, // 28: nexus.v1.GetMcpPromptRequest.arguments:type_name -> nexus.v1.GetMcpPromptRequest.ArgumentsEntry
+	54, // 29: nexus.v1.ListMcpResourceTemplatesResponse.templates:type_name -> nexus.v1.McpResourceTemplate
+	77, // 30: nexus.v1.McpChange.time:type_name -> google.protobuf.Timestamp
+	77, // 31: nexus.v1.Checkpoint.time:type_name -> google.protobuf.Timestamp
+	60, // 32: nexus.v1.Checkpoint.files:type_name -> nexus.v1.CheckpointFile
+	61, // 33: nexus.v1.Checkpoint.skipped:type_name -> nexus.v1.CheckpointSkipped
+	59, // 34: nexus.v1.ListCheckpointsResponse.checkpoints:type_name -> nexus.v1.Checkpoint
+	62, // 35: nexus.v1.ListCheckpointsResponse.usage:type_name -> nexus.v1.CheckpointUsage
+	59, // 36: nexus.v1.GetCheckpointDiffResponse.checkpoint:type_name -> nexus.v1.Checkpoint
+	67, // 37: nexus.v1.GetCheckpointDiffResponse.files:type_name -> nexus.v1.CheckpointFileDiff
+	60, // 38: nexus.v1.CheckpointFileDiff.file:type_name -> nexus.v1.CheckpointFile
+	59, // 39: nexus.v1.UndoCheckpointsResponse.checkpoint:type_name -> nexus.v1.Checkpoint
+	60, // 40: nexus.v1.UndoCheckpointsResponse.restored:type_name -> nexus.v1.CheckpointFile
+	71, // 41: nexus.v1.UndoCheckpointsResponse.conflicts:type_name -> nexus.v1.CheckpointConflict
+	2,  // 42: nexus.v1.ToolManager.ListTools:input_type -> nexus.v1.ListToolsRequest
+	4,  // 43: nexus.v1.ToolManager.GetToolDefinition:input_type -> nexus.v1.GetToolDefinitionRequest
+	6,  // 44: nexus.v1.ToolManager.ExecuteTool:input_type -> nexus.v1.ExecuteToolRequest
+	17, // 45: nexus.v1.ToolManager.WatchToolCalls:input_type -> nexus.v1.WatchToolCallsRequest
+	18, // 46: nexus.v1.ToolManager.ListToolCalls:input_type -> nexus.v1.ListToolCallsRequest
+	20, // 47: nexus.v1.ToolManager.CancelToolCall:input_type -> nexus.v1.CancelToolCallRequest
+	25, // 48: nexus.v1.ToolManager.ListApprovals:input_type -> nexus.v1.ListApprovalsRequest
+	27, // 49: nexus.v1.ToolManager.RevokeApproval:input_type -> nexus.v1.RevokeApprovalRequest
+	24, // 50: nexus.v1.ToolManager.AnswerPermissions:input_type -> nexus.v1.PermissionAnswer
+	33, // 51: nexus.v1.ToolManager.ListMcpServers:input_type -> nexus.v1.ListMcpServersRequest
+	35, // 52: nexus.v1.ToolManager.RestartMcpServer:input_type -> nexus.v1.RestartMcpServerRequest
+	37, // 53: nexus.v1.ToolManager.TrustMcpServer:input_type -> nexus.v1.TrustMcpServerRequest
+	39, // 54: nexus.v1.ToolManager.LoginMcpServer:input_type -> nexus.v1.LoginMcpServerRequest
+	42, // 55: nexus.v1.ToolManager.LogoutMcpServer:input_type -> nexus.v1.LogoutMcpServerRequest
+	45, // 56: nexus.v1.ToolManager.ListMcpResources:input_type -> nexus.v1.ListMcpResourcesRequest
+	47, // 57: nexus.v1.ToolManager.ReadMcpResource:input_type -> nexus.v1.ReadMcpResourceRequest
+	50, // 58: nexus.v1.ToolManager.ListMcpPrompts:input_type -> nexus.v1.ListMcpPromptsRequest
+	52, // 59: nexus.v1.ToolManager.GetMcpPrompt:input_type -> nexus.v1.GetMcpPromptRequest
+	55, // 60: nexus.v1.ToolManager.ListMcpResourceTemplates:input_type -> nexus.v1.ListMcpResourceTemplatesRequest
+	57, // 61: nexus.v1.ToolManager.WatchMcpChanges:input_type -> nexus.v1.WatchMcpChangesRequest
+	63, // 62: nexus.v1.ToolManager.ListCheckpoints:input_type -> nexus.v1.ListCheckpointsRequest
+	65, // 63: nexus.v1.ToolManager.GetCheckpointDiff:input_type -> nexus.v1.GetCheckpointDiffRequest
+	68, // 64: nexus.v1.ToolManager.UndoCheckpoints:input_type -> nexus.v1.UndoCheckpointsRequest
+	69, // 65: nexus.v1.ToolManager.RedoCheckpoints:input_type -> nexus.v1.RedoCheckpointsRequest
+	72, // 66: nexus.v1.ToolManager.CollectCheckpoints:input_type -> nexus.v1.CollectCheckpointsRequest
+	3,  // 67: nexus.v1.ToolManager.ListTools:output_type -> nexus.v1.ListToolsResponse
+	5,  // 68: nexus.v1.ToolManager.GetToolDefinition:output_type -> nexus.v1.GetToolDefinitionResponse
+	7,  // 69: nexus.v1.ToolManager.ExecuteTool:output_type -> nexus.v1.ExecuteToolResponse
+	8,  // 70: nexus.v1.ToolManager.WatchToolCalls:output_type -> nexus.v1.ToolCall
+	19, // 71: nexus.v1.ToolManager.ListToolCalls:output_type -> nexus.v1.ListToolCallsResponse
+	21, // 72: nexus.v1.ToolManager.CancelToolCall:output_type -> nexus.v1.CancelToolCallResponse
+	26, // 73: nexus.v1.ToolManager.ListApprovals:output_type -> nexus.v1.ListApprovalsResponse
+	28, // 74: nexus.v1.ToolManager.RevokeApproval:output_type -> nexus.v1.RevokeApprovalResponse
+	23, // 75: nexus.v1.ToolManager.AnswerPermissions:output_type -> nexus.v1.PermissionQuestion
+	34, // 76: nexus.v1.ToolManager.ListMcpServers:output_type -> nexus.v1.ListMcpServersResponse
+	36, // 77: nexus.v1.ToolManager.RestartMcpServer:output_type -> nexus.v1.RestartMcpServerResponse
+	38, // 78: nexus.v1.ToolManager.TrustMcpServer:output_type -> nexus.v1.TrustMcpServerResponse
+	40, // 79: nexus.v1.ToolManager.LoginMcpServer:output_type -> nexus.v1.LoginMcpServerEvent
+	43, // 80: nexus.v1.ToolManager.LogoutMcpServer:output_type -> nexus.v1.LogoutMcpServerResponse
+	46, // 81: nexus.v1.ToolManager.ListMcpResources:output_type -> nexus.v1.ListMcpResourcesResponse
+	48, // 82: nexus.v1.ToolManager.ReadMcpResource:output_type -> nexus.v1.ReadMcpResourceResponse
+	51, // 83: nexus.v1.ToolManager.ListMcpPrompts:output_type -> nexus.v1.ListMcpPromptsResponse
+	53, // 84: nexus.v1.ToolManager.GetMcpPrompt:output_type -> nexus.v1.GetMcpPromptResponse
+	56, // 85: nexus.v1.ToolManager.ListMcpResourceTemplates:output_type -> nexus.v1.ListMcpResourceTemplatesResponse
+	58, // 86: nexus.v1.ToolManager.WatchMcpChanges:output_type -> nexus.v1.McpChange
+	64, // 87: nexus.v1.ToolManager.ListCheckpoints:output_type -> nexus.v1.ListCheckpointsResponse
+	66, // 88: nexus.v1.ToolManager.GetCheckpointDiff:output_type -> nexus.v1.GetCheckpointDiffResponse
+	70, // 89: nexus.v1.ToolManager.UndoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
+	70, // 90: nexus.v1.ToolManager.RedoCheckpoints:output_type -> nexus.v1.UndoCheckpointsResponse
+	73, // 91: nexus.v1.ToolManager.CollectCheckpoints:output_type -> nexus.v1.CollectCheckpointsResponse
+	67, // [67:92] is the sub-list for method output_type
+	42, // [42:67] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_nexus_v1_tool_manager_proto_init() }
@@ -5442,7 +5539,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 	if File_nexus_v1_tool_manager_proto != nil {
 		return
 	}
-	file_nexus_v1_tool_manager_proto_msgTypes[39].OneofWrappers = []any{
+	file_nexus_v1_tool_manager_proto_msgTypes[40].OneofWrappers = []any{
 		(*LoginMcpServerEvent_AuthorizationUrl)(nil),
 		(*LoginMcpServerEvent_Done)(nil),
 	}
@@ -5452,7 +5549,7 @@ func file_nexus_v1_tool_manager_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_v1_tool_manager_proto_rawDesc), len(file_nexus_v1_tool_manager_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   76,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
