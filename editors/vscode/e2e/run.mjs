@@ -1393,8 +1393,8 @@ const scenarios = [
       // diff shows it in the diff editor, which closes once answered.
       await card.locator('.tool-diff .diff-add', { hasText: '+hello' }).waitFor({ timeout: HANG });
       await card.locator('button', { hasText: 'Open diff' }).click();
-      const diffTab = s.page.locator('.tabs-container .tab', { hasText: 'notes.txt — proposed by agent session' }).first();
-      await diffTab.waitFor({ timeout: HANG });
+      const diffTabs = s.page.locator('.tabs-container .tab', { hasText: 'notes.txt — proposed by agent session' });
+      await diffTabs.first().waitFor({ timeout: HANG });
       await roomForChat(s);
       await card.scrollIntoViewIfNeeded();
       await s.page.mouse.move(700, 700);
@@ -1402,8 +1402,9 @@ const scenarios = [
       await card.locator('button', { hasText: 'Allow once' }).click();
       const done = chat.locator('.entry.tool.status-completed', { hasText: /write_file|Write file/ }).first();
       await done.waitFor({ timeout: HANG });
-      await diffTab.waitFor({ state: 'detached', timeout: HANG });
       // The model may make more than one call in its step: allow each, in the chat.
+      // A second write of notes.txt opens its own diff tab, with the same title,
+      // when it asks; each closes once answered, so none is left at the end.
       const stopped = chat.locator('.entry.stop', { hasText: '(max_turn_requests)' });
       await waitFor('the turn to end with (max_turn_requests)', async () => {
         if ((await stopped.count()) > 0) {
@@ -1421,6 +1422,8 @@ const scenarios = [
       if (notDone > 0) {
         throw new Error(`${notDone} tool-call cards did not end`);
       }
+      // Every question answered: every proposed change's diff tab has closed.
+      await waitFor('the diff tabs of the answered questions to close', async () => (await diffTabs.count()) === 0);
       await waitFor('notes.txt with "hello"', () => {
         try {
           return fs.readFileSync(path.join(s.ws, 'notes.txt'), 'utf8') === 'hello';
