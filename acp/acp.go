@@ -33,8 +33,8 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/gateway"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"

@@ -18,7 +18,7 @@ import (
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/acp"
 	"github.com/nexuscocreate/nexus/agent"
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/command"
 	"github.com/nexuscocreate/nexus/tools/core"

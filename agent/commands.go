@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/internal/inert"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // Commands are the special commands a prompt may be, as ACP's

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // The message model is the LIAL's, so that the adapters need nothing of

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 func user(text string) Message { return Message{Role: RoleUser, Text: text} }

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/internal/bytesize"
 	"github.com/nexuscocreate/nexus/internal/inert"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // maxWorkDirs bounds the directories a session remembers working in: past

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nexuscocreate/nexus/agent"
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 

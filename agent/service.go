@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/nexuscocreate/nexus/access"
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"

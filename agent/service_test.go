@@ -14,7 +14,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/core"
 	"github.com/nexuscocreate/nexus/tools/policy"
@@ -25,7 +25,7 @@ import (
 // and records the requests: the loop's own behaviour (parallel calls,
 // declined calls, malformed calls, overflow, cancellation) needs answers a
 // random model cannot be made to give. The adapters are tested against a
-// real llama-server in agent/llm, and the whole agent through nexusd in
+// real llama-server in llm, and the whole agent through nexusd in
 // integration.
 type script struct {
 	mu    sync.Mutex

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nexuscocreate/nexus/access"
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )

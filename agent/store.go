@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nexuscocreate/nexus/access"
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/internal/durable"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // A session is saved as .nexus/sessions/<id>.jsonl, one JSON record a

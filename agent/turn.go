@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // maxMalformedSteps is how many model requests in a row may bring only

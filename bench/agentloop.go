@@ -11,7 +11,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/core"
 	"github.com/nexuscocreate/nexus/tools/policy"

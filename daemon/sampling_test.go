@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/nexuscocreate/nexus/agent"
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/events"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/rpc"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/daemon"
+	"github.com/nexuscocreate/nexus/llm"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 	"github.com/nexuscocreate/nexus/workspace"
 )

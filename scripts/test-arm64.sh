@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 . scripts/deb.sh
 
 # What passes under qemu-aarch64 here; add a package once it does.
-default_packages=(./state ./workspace ./tools/policy ./tools/core ./daemon ./agent/... ./events ./access ./tools ./internal/inert)
+default_packages=(./state ./workspace ./tools/policy ./tools/core ./daemon ./agent/... ./llm ./events ./access ./tools ./internal/inert)
 
 die() {
 	echo "test-arm64: $*" >&2

@@ -1,6 +1,6 @@
 // Package toolschema gives a tool's input schema in the form that model
 // providers' function calling accepts: no oneOf, anyOf, allOf or not at its
-// top. The model adapters (agent/llm) and the MCP gateway, whose clients
+// top. The model adapters (llm) and the MCP gateway, whose clients
 // hand the schemas to their providers, both use it. Start with [Plain].
 package toolschema
 

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexuscocreate/nexus/access"
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )

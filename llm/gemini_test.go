@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // geminiOn is a Gemini provider whose base URL is the replay's.

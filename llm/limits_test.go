@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // An answer over its Limits, streamed by a real HTTP server in every shape

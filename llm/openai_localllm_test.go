@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/integration/localllm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // The OpenAI adapters against a real llama-server (integration/localllm),

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
 	"github.com/nexuscocreate/nexus/integration/localllm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // The two tools of integration/localllm/testdata/messages.json: each takes

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // answer is one answer of a replay server: a recorded body from testdata,

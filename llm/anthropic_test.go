@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // anthropicOn is an Anthropic provider whose base URL is the replay's.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexuscocreate/nexus/agent/llm"
+	"github.com/nexuscocreate/nexus/llm"
 )
 
 // The OpenAI adapters against a local httptest.Server that records what it
