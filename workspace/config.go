@@ -368,6 +368,10 @@ type AgentConfig struct {
 	// (/NAME, /DIR:NAME in a subdirectory); default .claude/commands. The
 	// definitions root's win over these, and an earlier one over a later.
 	CommandDirs []string `yaml:"commandDirs"`
+	// MaxSubagents bounds the subagents (the task tool) of one session
+	// that run at once: more task calls of one step wait for a place.
+	// Default 4; at most 64.
+	MaxSubagents int `yaml:"maxSubagents"`
 }
 
 // ProfileNames are the names of the configured profiles, sorted.
@@ -454,6 +458,9 @@ const (
 // open session holds memory in the daemon.
 const maxSessionsPerToken = 10000
 
+// maxSubagents is the most agent.maxSubagents may be.
+const maxSubagents = 64
+
 // DefaultConfig returns the configuration of a workspace without a config file.
 func DefaultConfig() *Config {
 	return &Config{
@@ -488,7 +495,7 @@ func DefaultConfig() *Config {
 			HTTP:           MCPHTTPConfig{SessionIdleTimeout: Duration(30 * time.Minute), MaxSessionsPerToken: 16},
 		},
 		Agent: AgentConfig{MaxSteps: 25, MaxToolResult: 32 * kib, MaxAnswerSize: mib, MaxToolCallSize: mib,
-			CommandDirs: []string{".claude/commands"}},
+			CommandDirs: []string{".claude/commands"}, MaxSubagents: 4},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context: ContextConfig{File: "FRAMEWORK_CONTEXT.md", Instructions: []string{"AGENTS.md", "CLAUDE.md", "GEMINI.md"},
 			MaxInstructionsSize: 32 * kib},
@@ -1050,6 +1057,10 @@ func (d *decoder) check(c *Config) {
 	d.llm(&c.LLM)
 	d.sampling(&c.MCP.Sampling, &c.LLM)
 	d.atLeast("agent.maxSteps", c.Agent.MaxSteps, 1)
+	d.atLeast("agent.maxSubagents", c.Agent.MaxSubagents, 1)
+	if !d.bad["agent.maxSubagents"] && c.Agent.MaxSubagents > maxSubagents {
+		d.fail("agent.maxSubagents", d.nodes["agent.maxSubagents"], "%d is more than %d", c.Agent.MaxSubagents, maxSubagents)
+	}
 	d.sizeUpTo("agent.maxAnswerSize", c.Agent.MaxAnswerSize, gib)
 	d.sizeUpTo("agent.maxToolCallSize", c.Agent.MaxToolCallSize, gib)
 	for i, dir := range c.Agent.CommandDirs {
