@@ -122,28 +122,12 @@ func parseCommand(name, source string, data []byte) FileCommand {
 		c.Description = "(broken: see /help)"
 		return c
 	}
-	text := strings.ReplaceAll(string(data), "\r\n", "\n")
-	text = strings.TrimPrefix(text, "\uFEFF")
 	var front commandFront
-	if rest, ok := strings.CutPrefix(text, "---\n"); ok {
-		head, body, found := strings.Cut(rest, "\n---\n")
-		if !found {
-			if h, ok := strings.CutSuffix(rest, "\n---"); ok {
-				head, body, found = h, "", true
-			} else if rest == "---" || strings.HasPrefix(rest, "---\n") {
-				head, body, found = "", strings.TrimPrefix(rest, "---"), true
-			}
-		}
-		if !found {
-			return fail(1, "the front matter has no closing line of ---")
-		}
-		if err := decodeFront(head, &front); err != nil {
-			line, msg := yamlLine(err)
-			return fail(line+1, "front matter: %s", msg)
-		}
-		text = body
+	text, line, err := splitFront(data, &front)
+	if err != nil {
+		return fail(line, "%s", err)
 	}
-	c.body = strings.TrimSpace(text)
+	c.body = text
 	if c.body == "" {
 		return fail(1, "the command has no prompt text")
 	}
@@ -165,9 +149,37 @@ func parseCommand(name, source string, data []byte) FileCommand {
 	return c
 }
 
+// splitFront reads a definition file of the agent (a command, a
+// subagent's brief): an optional front matter between lines of "---",
+// decoded strictly into front, then its text, trimmed. An error comes with
+// the line of the file it is on, for "FILE:LINE: …".
+func splitFront(data []byte, front any) (body string, line int, err error) {
+	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	text = strings.TrimPrefix(text, "\uFEFF")
+	if rest, ok := strings.CutPrefix(text, "---\n"); ok {
+		head, body, found := strings.Cut(rest, "\n---\n")
+		if !found {
+			if h, ok := strings.CutSuffix(rest, "\n---"); ok {
+				head, body, found = h, "", true
+			} else if rest == "---" || strings.HasPrefix(rest, "---\n") {
+				head, body, found = "", strings.TrimPrefix(rest, "---"), true
+			}
+		}
+		if !found {
+			return "", 1, errors.New("the front matter has no closing line of ---")
+		}
+		if err := decodeFront(head, front); err != nil {
+			line, msg := yamlLine(err)
+			return "", line + 1, fmt.Errorf("front matter: %s", msg)
+		}
+		text = body
+	}
+	return strings.TrimSpace(text), 0, nil
+}
+
 // decodeFront decodes a front matter strictly: a key it does not know is an
 // error (a misspelt allowed-tools must not widen a command's tools).
-func decodeFront(head string, f *commandFront) error {
+func decodeFront(head string, f any) error {
 	if strings.TrimSpace(head) == "" {
 		return nil
 	}
