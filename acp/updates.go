@@ -110,6 +110,16 @@ func content(c any) []acpsdk.ToolCallContent {
 	return out
 }
 
+// parentMeta is the _meta of a subagent's tool call: the task call it is
+// under (its title names the subagent too, for an editor that reads no
+// _meta); nil for any other call.
+func parentMeta(u agent.Update) map[string]any {
+	if u.ParentToolCallID == "" {
+		return nil
+	}
+	return map[string]any{"nexus": map[string]any{"parentToolCallId": u.ParentToolCallID}}
+}
+
 // convert maps one update; it returns none for the kinds ACP has no use
 // for.
 func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
@@ -134,7 +144,7 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 	case "tool_call":
 		tc := &acpsdk.SessionUpdateToolCall{SessionUpdate: "tool_call", ToolCallId: acpsdk.ToolCallId(u.ToolCallID), Title: u.Title,
 			Kind: acpsdk.ToolKind(u.Kind), Status: acpsdk.ToolCallStatus(u.Status), RawInput: rawOrNil(u.RawInput),
-			RawOutput: rawOrNil(u.RawOutput), Locations: m.locations(u.RawInput), Content: content(u.Content)}
+			RawOutput: rawOrNil(u.RawOutput), Locations: m.locations(u.RawInput), Content: content(u.Content), Meta: parentMeta(u)}
 		if d, ok := m.diff(u.ToolName, u.RawInput); ok {
 			m.mu.Lock()
 			m.diffs[u.ToolCallID] = d
@@ -144,7 +154,7 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 		return []acpsdk.SessionUpdate{{ToolCall: tc}}
 	case "tool_call_update":
 		up := &acpsdk.SessionToolCallUpdate{SessionUpdate: "tool_call_update", ToolCallId: acpsdk.ToolCallId(u.ToolCallID),
-			RawOutput: rawOrNil(u.RawOutput), Content: content(u.Content)}
+			RawOutput: rawOrNil(u.RawOutput), Content: content(u.Content), Meta: parentMeta(u)}
 		if u.Status != "" {
 			st := acpsdk.ToolCallStatus(u.Status)
 			up.Status = &st

@@ -87,7 +87,7 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 			}
 			fmt.Fprintf(&b, "%-32s %-6s %s\n", t.Name, risk, firstLine(t.Description))
 		}
-		say("%d tools:\n%s", len(o.list), b.String())
+		say("%d tools:\n%s%s", len(o.list), b.String(), ss.briefsHelp(o))
 	case "context":
 		return res, ss.contextCommand(say)
 	case "compact":
@@ -155,14 +155,18 @@ func (ss *Session) help() string {
 
 // sourceOf names a command's file and, in the definitions root, its
 // revision and who made it.
-func sourceOf(c FileCommand) string {
+func sourceOf(c FileCommand) string { return fileOf(c.Source, c.Revision, c.Author) }
+
+// fileOf names an agent's definition file (a command, a brief) and, in the
+// definitions root, its revision and who made it.
+func fileOf(source, revision, author string) string {
 	switch {
-	case c.Revision == "":
-		return inert.Line(c.Source)
-	case c.Author == "":
-		return fmt.Sprintf("%s @ %.7s", inert.Line(c.Source), c.Revision)
+	case revision == "":
+		return inert.Line(source)
+	case author == "":
+		return fmt.Sprintf("%s @ %.7s", inert.Line(source), revision)
 	}
-	return fmt.Sprintf("%s @ %.7s by %s", inert.Line(c.Source), c.Revision, inert.Line(c.Author))
+	return fmt.Sprintf("%s @ %.7s by %s", inert.Line(source), revision, inert.Line(author))
 }
 
 // fileCommand runs the command a file defines: its text, with the

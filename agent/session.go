@@ -59,6 +59,19 @@ type Session struct {
 	// turnTools, when not nil, are the only tools the running turn is
 	// offered: a command file's allowed-tools.
 	turnTools []string
+	// prompts counts the prompts begun; the briefs are read once a prompt
+	// (briefList, read at prompt briefsAt).
+	prompts    int
+	briefList  []Brief
+	briefsAt   int
+	briefsRead bool
+	// taskSlots holds a place for each running subagent
+	// (agent.maxSubagents).
+	taskSlots chan struct{}
+
+	// task is set, once made, for a subagent: a child session of no file
+	// of its own (see subagents.go).
+	task *taskRun
 }
 
 // newSession makes a session of owner with a profile ("" the default):
@@ -140,6 +153,9 @@ func (ss *Session) asker() policy.Approver {
 }
 
 func (ss *Session) elicitor() tools.Elicitor {
+	if ss.task != nil {
+		return ss.task.parent.elicitor() // a subagent asks as its parent does
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.elicit
@@ -168,6 +184,9 @@ func (ss *Session) add(m Message) (Message, error) {
 // currentTurn is the number of the prompt the session is running, as the
 // Turn of its calls ("1" for the first).
 func (ss *Session) currentTurn() string {
+	if ss.task != nil {
+		return ss.task.parent.currentTurn() // a subagent's calls are its parent's turn's
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return strconv.Itoa(ss.turn)
@@ -258,6 +277,9 @@ func rawOrNull(b json.RawMessage) json.RawMessage {
 
 // account adds a model request's usage to the session's.
 func (ss *Session) account(u llm.Usage) {
+	if ss.task != nil {
+		ss.task.parent.account(u) // a subagent's requests are its parent's cost
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.addUsageLocked(u)
@@ -286,6 +308,7 @@ func (ss *Session) begin(ctx context.Context, opts PromptOptions) (context.Conte
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	ss.busy, ss.stop, ss.ask, ss.elicit = true, cancel, opts.Ask, opts.Elicit
+	ss.prompts++
 	return ctx, func() {
 		ss.mu.Lock()
 		ss.busy, ss.stop, ss.ask, ss.elicit = false, nil, policy.Approver{}, nil

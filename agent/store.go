@@ -31,6 +31,7 @@ import (
 //	{"type":"clear"}                                                  /clear
 //	{"type":"compact","message":{…summary…},"keep":N}                 /compact
 //	{"type":"plan","plan":[{"content":"…","priority":"medium","status":"…"}]}  update_plan
+//	{"type":"task","task":{"callId":"…","agent":"…","messages":[…],…}}        a subagent's transcript
 type record struct {
 	Type    string     `json:"type"`
 	Time    time.Time  `json:"time,omitzero"`
@@ -46,6 +47,8 @@ type record struct {
 	Keep    int        `json:"keep,omitempty"`
 	// Plan is the whole plan of a "plan" record (none: cleared).
 	Plan []PlanEntry `json:"plan,omitempty"`
+	// Task is a subagent's transcript, written when it ends.
+	Task *taskRecord `json:"task,omitempty"`
 }
 
 const sessionVersion = 1
@@ -116,6 +119,13 @@ func (ss *Session) create() error {
 // logLocked appends a record; a failure is logged, and the prompt goes on
 // (the conversation in memory is whole).
 func (ss *Session) logLocked(r record) {
+	if ss.task != nil {
+		// A subagent's transcript goes to its parent's file when it ends.
+		if r.Type == "message" && r.Message != nil {
+			ss.task.msgs = append(ss.task.msgs, *r.Message)
+		}
+		return
+	}
 	if ss.log == nil {
 		return
 	}
@@ -310,6 +320,9 @@ func (ss *Session) apply(r record) error {
 		ss.plan = nil
 	case "plan":
 		ss.plan = r.Plan
+	case "task":
+		// A subagent's transcript: kept in the file, never run again nor
+		// added to the parent's history (its answer is there already).
 	case "compact":
 		if r.Message == nil {
 			return errors.New("compact record without a summary")

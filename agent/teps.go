@@ -34,6 +34,20 @@ type offer struct {
 	// plan is whether the agent's own plan tool is offered (agent.tools
 	// may leave it out); its name is no workspace tool's then.
 	plan bool
+	// briefs are the subagents the agent's own task tool may start; none
+	// when it is not offered (no brief, or agent.tools leaves it out).
+	briefs []Brief
+}
+
+// parallel reports whether a call may run beside its neighbours of the
+// step: a read-only tool's, or a subagent's (each of whose calls is
+// gated on its own).
+func (o *offer) parallel(c llm.ToolCall) bool {
+	if len(o.briefs) > 0 && c.Name == TaskToolName {
+		return true
+	}
+	d, ok := o.byKey[c.Name]
+	return ok && readOnly(d)
 }
 
 // modelName is the name of a tool as the model sees it: a core tool's
@@ -74,6 +88,9 @@ func displayName(d tools.Definition) string {
 // deny its owner, and the agent's own plan tool when agent.tools allows
 // it (last, so that the workspace's tools keep their places).
 func (ss *Session) offer() (*offer, error) {
+	if ss.task != nil {
+		return ss.task.offer()
+	}
 	allow := ss.svc.opts.Config.Agent.Tools
 	ss.mu.Lock()
 	only := ss.turnTools
@@ -84,6 +101,9 @@ func (ss *Session) offer() (*offer, error) {
 	// The plan tool follows agent.tools and a command's allowed-tools too.
 	o := &offer{byKey: map[string]tools.Definition{},
 		plan: (len(allow) == 0 || named(allow, PlanToolName)) && (only == nil || named(only, PlanToolName))}
+	if (len(allow) == 0 || named(allow, TaskToolName)) && (only == nil || named(only, TaskToolName)) {
+		o.briefs = usableBriefs(ss.currentBriefs())
+	}
 	for _, d := range ss.svc.opts.Tools.List("") {
 		if len(allow) > 0 && !slices.ContainsFunc(allow, func(p string) bool { return namePatternMatch(p, displayName(d)) }) {
 			continue
@@ -99,7 +119,7 @@ func (ss *Session) offer() (*offer, error) {
 			return nil, &TEPSInitError{Err: fmt.Errorf("tool %s: %w", displayName(d), err)}
 		}
 		name := modelName(d)
-		if o.plan && name == PlanToolName {
+		if (o.plan && name == PlanToolName) || (len(o.briefs) > 0 && name == TaskToolName) {
 			continue // the agent's own tool of that name is the one offered
 		}
 		desc := d.Description
@@ -111,6 +131,9 @@ func (ss *Session) offer() (*offer, error) {
 	}
 	if o.plan {
 		o.list = append(o.list, planTool)
+	}
+	if len(o.briefs) > 0 {
+		o.list = append(o.list, taskTool(o.briefs))
 	}
 	return o, nil
 }
@@ -303,19 +326,16 @@ func readOnly(d tools.Definition) bool {
 }
 
 // runTools runs the model's calls of one step and adds their results to
-// the history, in the model's order: read-only calls side by side, the
-// others one at a time. It returns how many calls were malformed or named
+// the history, in the model's order: read-only calls and subagents (task)
+// side by side, the others one at a time. It returns how many calls were malformed or named
 // no tool.
 func (ss *Session) runTools(ctx context.Context, o *offer, calls []llm.ToolCall, emit func(Update)) (int, error) {
 	results := make([]ToolResult, len(calls))
 	bad := make([]bool, len(calls))
 	for i := 0; i < len(calls); {
 		j := i + 1
-		if d, ok := o.byKey[calls[i].Name]; ok && readOnly(d) {
-			for j < len(calls) {
-				if d2, ok := o.byKey[calls[j].Name]; !ok || !readOnly(d2) {
-					break
-				}
+		if o.parallel(calls[i]) {
+			for j < len(calls) && o.parallel(calls[j]) {
 				j++
 			}
 		}
@@ -344,6 +364,9 @@ func (ss *Session) runTools(ctx context.Context, o *offer, calls []llm.ToolCall,
 func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit func(Update)) (ToolResult, bool) {
 	if o.plan && c.Name == PlanToolName {
 		return ss.runPlan(c, emit)
+	}
+	if len(o.briefs) > 0 && c.Name == TaskToolName {
+		return ss.runTask(ctx, o, c, emit)
 	}
 	d, known := o.byKey[c.Name]
 	if !known {

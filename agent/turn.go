@@ -249,6 +249,9 @@ func withoutImages(msgs []Message, profile string) []Message {
 // instruction files, read at each request. It is never part of the
 // history, so no compaction or pruning reaches it.
 func (ss *Session) system() (string, error) {
+	if ss.task != nil {
+		return ss.briefSystem(), nil
+	}
 	c, err := ss.context()
 	if err != nil {
 		return "", err

@@ -34,6 +34,9 @@ type Update struct {
 	RawInput  json.RawMessage `json:"rawInput,omitempty"`
 	RawOutput json.RawMessage `json:"rawOutput,omitempty"`
 	Locations []Location      `json:"locations,omitempty"`
+	// ParentToolCallID, on a subagent's tool call, is the toolCallId of
+	// the task call that started the subagent.
+	ParentToolCallID string `json:"parentToolCallId,omitempty"`
 
 	Entries           []PlanEntry `json:"entries,omitempty"`
 	AvailableCommands []Command   `json:"availableCommands,omitempty"`

@@ -618,6 +618,8 @@ export interface AgentUpdate {
   title?: string;
   kind?: string;
   status?: string;
+  /** On a subagent's tool call: the toolCallId of the task call that started it. */
+  parentToolCallId?: string;
   [field: string]: unknown;
 }
 export interface AgentNewParams {
