@@ -254,7 +254,9 @@ func TestSubagentTask(t *testing.T) {
 	if read.Author != "agent:"+id || read.TaskId != id {
 		t.Errorf("WatchToolCalls saw the subagent's read_file by %q in %q, want the parent's agent:%s", read.Author, read.TaskId, id)
 	}
-	i := slices.IndexFunc(updates, func(u promptUpdate) bool { return u.SessionUpdate == "tool_call" && strings.HasPrefix(u.Title, "Subagent reviewer") })
+	i := slices.IndexFunc(updates, func(u promptUpdate) bool {
+		return u.SessionUpdate == "tool_call" && strings.HasPrefix(u.Title, "Subagent reviewer")
+	})
 	j := slices.IndexFunc(updates, func(u promptUpdate) bool { return u.SessionUpdate == "tool_call" && u.ToolCallID == read.ToolCallId })
 	if i < 0 || j < 0 || updates[j].ParentToolCallID != updates[i].ToolCallID || !strings.HasPrefix(updates[j].Title, "reviewer: ") {
 		t.Errorf("the Prompt stream does not show the read_file under the task's call: %+v", updates)
