@@ -76,6 +76,9 @@ func benchAgent() error {
 	if err := benchAgentLoop(); err != nil {
 		return err
 	}
+	if err := benchSubagent(); err != nil {
+		return err
+	}
 	return benchTTFT()
 }
 

@@ -43,7 +43,7 @@ func main() {
 	small := flag.Int("small", 1000, "commits of history in the small workspace (to show history stays flat)")
 	files := flag.Int("files", 500, "files in the history")
 	writes := flag.Int("writes", 200, "writes to time for set")
-	only := flag.String("only", "", "run only this part: state (with gRPC reads), definitions (durable writes only), redis, tools (with MCP), mcp, editor, agent or checkpoints")
+	only := flag.String("only", "", "run only this part: state (with gRPC reads), definitions (durable writes only), redis, tools (with MCP), mcp, editor, agent (with subagent), subagent or checkpoints")
 	large := flag.String("large", "", "the workspace of 1,000 files and 10k commits for the editor's start (made when missing, and kept)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (daemon included) to this file")
 	flag.Parse()
@@ -92,6 +92,8 @@ func main() {
 		})
 	case "agent":
 		err = benchAgent()
+	case "subagent":
+		err = benchSubagent()
 	case "checkpoints":
 		err = withTemp(benchCheckpoints)
 	case "mcp":
@@ -101,7 +103,7 @@ func main() {
 			os.RemoveAll(tmp)
 		}
 	default:
-		err = fmt.Errorf("-only %q is not state, definitions, redis, tools, mcp, editor, agent or checkpoints", *only)
+		err = fmt.Errorf("-only %q is not state, definitions, redis, tools, mcp, editor, agent, subagent or checkpoints", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()
