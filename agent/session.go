@@ -205,19 +205,14 @@ func titleOf(text string) string {
 // message, also those pruned from what the model sees, read from the
 // session's file rather than kept in memory.
 func (ss *Session) replay() ([]Update, error) {
-	transcript, err := ss.svc.transcript(ss.id)
+	transcript, tasks, err := ss.svc.transcript(ss.id)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", ss.id, err)
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var out []Update
-	results := map[string]*ToolResult{}
-	for _, m := range transcript {
-		if m.Result != nil {
-			results[m.Result.CallID] = m.Result
-		}
-	}
+	results := resultsOf(transcript)
 	for _, m := range transcript {
 		switch m.Role {
 		case RoleUser:
@@ -244,28 +239,49 @@ func (ss *Session) replay() ([]Update, error) {
 					}
 					continue
 				}
-				u := Update{SessionUpdate: "tool_call", ToolCallID: c.ID, Title: c.Name, ToolName: c.Name, Kind: "other", Status: "completed", RawInput: rawOrNull(c.Arguments)}
-				if r := results[c.ID]; r != nil {
-					// The Nexus call, as it was shown live (sessions saved
-					// before it was kept show the model's call id).
-					if r.ToolCallID != "" {
-						u.ToolCallID, u.Kind = r.ToolCallID, r.Kind
-					}
-					if r.Title != "" {
-						u.Title = r.Title
-					}
-					if r.IsError {
-						u.Status = "failed"
-					}
-					u.Content = []ToolCallContent{{Type: "content", Content: textBlock(r.Content)}}
-				}
+				u := replayedCall(c, results[c.ID])
 				out = append(out, u)
+				if t := tasks[c.ID]; t != nil && c.Name == TaskToolName {
+					out = append(out, t.replay(u.ToolCallID)...)
+				}
 			}
 		}
 	}
 	out = append(out, Update{SessionUpdate: "usage_update", Used: ss.hist.Tokens(), Size: ss.profile.ContextWindow, Cost: ss.costLocked(), Usage: &Use{
 		InputTokens: ss.use.InputTokens, OutputTokens: ss.use.OutputTokens, CachedTokens: ss.use.CachedTokens, Requests: ss.use.Requests}})
 	return out, nil
+}
+
+// resultsOf are the tool results of msgs by the model's call id.
+func resultsOf(msgs []Message) map[string]*ToolResult {
+	results := map[string]*ToolResult{}
+	for _, m := range msgs {
+		if m.Result != nil {
+			results[m.Result.CallID] = m.Result
+		}
+	}
+	return results
+}
+
+// replayedCall is a tool call of the model and its result r (nil when
+// none) as a door was shown it.
+func replayedCall(c ToolCall, r *ToolResult) Update {
+	u := Update{SessionUpdate: "tool_call", ToolCallID: c.ID, Title: c.Name, ToolName: c.Name, Kind: "other", Status: "completed", RawInput: rawOrNull(c.Arguments)}
+	if r != nil {
+		// The Nexus call, as it was shown live (sessions saved before it
+		// was kept show the model's call id).
+		if r.ToolCallID != "" {
+			u.ToolCallID, u.Kind = r.ToolCallID, r.Kind
+		}
+		if r.Title != "" {
+			u.Title = r.Title
+		}
+		if r.IsError {
+			u.Status = "failed"
+		}
+		u.Content = []ToolCallContent{{Type: "content", Content: textBlock(r.Content)}}
+	}
+	return u
 }
 
 func rawOrNull(b json.RawMessage) json.RawMessage {

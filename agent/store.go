@@ -143,16 +143,18 @@ func (ss *Session) syncLocked() error {
 }
 
 // transcript reads the messages of a session's file since its last /clear
-// (a torn last line is left out).
-func (s *Service) transcript(id string) ([]Message, error) {
+// (a torn last line is left out), and its subagents' transcripts by the
+// call of the task tool that started each.
+func (s *Service) transcript(id string) ([]Message, map[string]*taskRecord, error) {
 	f, err := os.Open(s.sessionPath(id))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var msgs []Message
+	tasks := map[string]*taskRecord{}
 	for sc.Scan() {
 		var r record
 		if json.Unmarshal(sc.Bytes(), &r) != nil {
@@ -161,11 +163,14 @@ func (s *Service) transcript(id string) ([]Message, error) {
 		switch {
 		case r.Type == "message" && r.Message != nil:
 			msgs = append(msgs, *r.Message)
+		case r.Type == "task" && r.Task != nil:
+			tasks[r.Task.CallID] = r.Task
 		case r.Type == "clear":
 			msgs = msgs[:0]
+			clear(tasks)
 		}
 	}
-	return msgs, sc.Err()
+	return msgs, tasks, sc.Err()
 }
 
 // loadSessions reads every saved session. A file that cannot be read is

@@ -253,6 +253,22 @@ type taskRecord struct {
 	Messages   []Message `json:"messages"`
 }
 
+// replay is the subagent's tool calls as its parent's doors were shown
+// them, under the task's call parent.
+func (t *taskRecord) replay(parent string) []Update {
+	results := resultsOf(t.Messages)
+	var out []Update
+	for _, m := range t.Messages {
+		for _, c := range m.ToolCalls {
+			u := replayedCall(c, results[c.ID])
+			u.Title = t.Agent + ": " + u.Title
+			u.ParentToolCallID = parent
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // runTask is a call of the task tool: a subagent runs the prompt, once a
 // place is free (agent.maxSubagents), and its answer is the call's result.
 // A failure of any kind is the call's error result, never the turn's.
