@@ -23,6 +23,8 @@ import (
 // With hold, the subagent's first request waits until its client goes.
 type subagentModel struct {
 	hold bool
+	// write makes the subagent write out.txt rather than read notes.txt.
+	write bool
 
 	mu     sync.Mutex
 	bodies [][]byte
@@ -112,6 +114,8 @@ func (m *subagentModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 		close(m.childGone)
+	case req.child() && role != "tool" && m.write:
+		call("write_file", `{"path":"out.txt","content":"written by the reviewer"}`)
 	case req.child() && role != "tool":
 		call("read_file", `{"path":"notes.txt"}`)
 	case req.child():
@@ -148,8 +152,8 @@ func (m *subagentModel) requests(t *testing.T) []chatRequest {
 }
 
 // subagentWorkspace is a workspace whose model is m, with the brief
-// agents/reviewer.md (read_file only) and notes.txt.
-func subagentWorkspace(t *testing.T, m *subagentModel) string {
+// agents/reviewer.md (offered tools) and notes.txt.
+func subagentWorkspace(t *testing.T, m *subagentModel, tools string) string {
 	t.Helper()
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
@@ -158,7 +162,7 @@ func subagentWorkspace(t *testing.T, m *subagentModel) string {
 	if err := os.MkdirAll(agents, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	brief := "---\nname: reviewer\ndescription: Reviews a file and reports\ntools: [read_file]\n---\nYou review files and report in one line.\n"
+	brief := "---\nname: reviewer\ndescription: Reviews a file and reports\ntools: [" + tools + "]\n---\nYou review files and report in one line.\n"
 	if err := os.WriteFile(filepath.Join(agents, "reviewer.md"), []byte(brief), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +186,7 @@ type promptUpdate struct {
 // child's answer is the task's result in the parent's next request.
 func TestSubagentTask(t *testing.T) {
 	m := newSubagentModel(false)
-	ws := subagentWorkspace(t, m)
+	ws := subagentWorkspace(t, m, "read_file")
 	d := startDaemon(t, ws)
 	ctx, cancel := context.WithCancel(as(d.admin))
 	defer cancel()
@@ -267,7 +271,7 @@ func TestSubagentTask(t *testing.T) {
 // its model: its request ends, and the prompt stops cancelled.
 func TestSubagentCancel(t *testing.T) {
 	m := newSubagentModel(true)
-	ws := subagentWorkspace(t, m)
+	ws := subagentWorkspace(t, m, "read_file")
 	d := startDaemon(t, ws)
 	ag := nexusv1.NewAgentClient(d.conn)
 	s, err := ag.NewSession(as(d.admin), &nexusv1.NewSessionRequest{})
@@ -295,5 +299,78 @@ func TestSubagentCancel(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestSubagentAsksAndUndoes: a subagent's write_file is asked of the
+// person as its parent's would be (in the parent's Prompt stream, as the
+// parent's agent), and /undo of the parent's turn undoes it.
+func TestSubagentAsksAndUndoes(t *testing.T) {
+	m := newSubagentModel(false)
+	m.write = true
+	ws := subagentWorkspace(t, m, "write_file")
+	d := startDaemon(t, ws)
+	ag := nexusv1.NewAgentClient(d.conn)
+	s, err := ag.NewSession(as(d.admin), &nexusv1.NewSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.Session.SessionId
+	stream, err := ag.Prompt(as(d.admin), &nexusv1.PromptRequest{SessionId: id, Text: "Have out.txt written.", AskPermissions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("the Prompt stream ended before its result: %v", err)
+		}
+		if r.Result != nil {
+			break
+		}
+		var u struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			Permission    *struct {
+				RequestID string `json:"requestId"`
+				Call      struct {
+					ToolName string `json:"toolName"`
+					Author   string `json:"author"`
+				} `json:"toolCall"`
+			} `json:"permission"`
+		}
+		if json.Unmarshal([]byte(r.UpdateJson), &u) != nil || u.SessionUpdate != "permission_request" || u.Permission == nil {
+			continue
+		}
+		asked++
+		if u.Permission.Call.ToolName != "write_file" || u.Permission.Call.Author != "agent:"+id {
+			t.Errorf("asked about %+v, want the subagent's write_file as agent:%s", u.Permission.Call, id)
+		}
+		if _, err := ag.AnswerPermission(as(d.admin), &nexusv1.AnswerPermissionRequest{SessionId: id, RequestId: u.Permission.RequestID, Answer: "allow_once"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asked != 1 {
+		t.Errorf("the person was asked %d times, want once", asked)
+	}
+	out := filepath.Join(ws, "out.txt")
+	if b, err := os.ReadFile(out); err != nil || string(b) != "written by the reviewer" {
+		t.Fatalf("out.txt = %q, %v", b, err)
+	}
+	undo, err := ag.Prompt(as(d.admin), &nexusv1.PromptRequest{SessionId: id, Text: "/undo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, err := undo.Recv()
+		if err != nil {
+			t.Fatalf("/undo: %v", err)
+		}
+		if r.Result != nil {
+			break
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("after /undo of the turn, out.txt is still there (%v): the subagent's write was not recorded under the parent's turn", err)
 	}
 }
