@@ -37,7 +37,7 @@
   }
 
   function toolCard(t) {
-    const card = el('div', `entry tool status-${t.status}${t.waiting ? ' waiting' : ''}`);
+    const card = el('div', `entry tool status-${t.status}${t.waiting ? ' waiting' : ''}${t.parent ? ' subagent' : ''}`);
     card.dataset.toolCallId = t.toolCallId;
     const head = el('div', 'tool-head');
     head.title = 'Show the call in Tool Activity';

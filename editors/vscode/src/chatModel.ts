@@ -121,7 +121,16 @@ export type Entry =
   | { kind: 'agent'; text: string }
   | { kind: 'thought'; text: string }
   | { kind: 'output'; text: string }
-  | { kind: 'tool'; toolCallId: string; title: string; toolKind: string; status: ToolStatus; detail: string }
+  | {
+      kind: 'tool';
+      toolCallId: string;
+      title: string;
+      toolKind: string;
+      status: ToolStatus;
+      detail: string;
+      /** The task call of the subagent that made this call, shown under it. */
+      parent?: string;
+    }
   | { kind: 'plan'; steps: PlanStep[] }
   | { kind: 'stop'; text: string }
   | { kind: 'error'; text: string };
@@ -232,6 +241,9 @@ export function reduce(s: ChatState, u: AgentUpdate): ChatState {
       if (!t) {
         t = { kind: 'tool', toolCallId: id, title: u.title || 'tool call', toolKind: u.kind ?? '', status: u.status ?? 'pending', detail: '' };
         s.entries.push(t);
+      }
+      if (u.parentToolCallId) {
+        t.parent = u.parentToolCallId;
       }
       if (u.title) {
         t.title = u.title;

@@ -96,3 +96,14 @@ test('chat reducer: a plan update replaces the turn\'s plan in place; a later tu
     steps: [{ content: 'Read', status: 'completed' }, { content: 'Write\\u202e\\n[x] forged', status: 'in_progress' }],
   });
 });
+
+test('chat reducer: a subagent\'s tool call is marked with the task call it is under', () => {
+  const s = emptyChat();
+  reduce(s, { sessionUpdate: 'tool_call', toolCallId: 't1', title: 'Subagent reviewer: read a.txt', kind: 'think', status: 'in_progress' });
+  reduce(s, { sessionUpdate: 'tool_call', toolCallId: 'c1', title: 'reviewer: Read a.txt', kind: 'read', status: 'pending', parentToolCallId: 't1' });
+  reduce(s, { sessionUpdate: 'tool_call_update', toolCallId: 'c1', status: 'completed', parentToolCallId: 't1' });
+  const v = view(s, new Set());
+  assert.equal((v.entries[0] as { parent?: string }).parent, undefined);
+  assert.equal((v.entries[1] as { parent?: string }).parent, 't1');
+  assert.equal((v.entries[1] as { status?: string }).status, 'completed');
+});
