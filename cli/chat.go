@@ -276,12 +276,14 @@ type chatUpdate struct {
 	SessionUpdate string          `json:"sessionUpdate"`
 	Content       json.RawMessage `json:"content"`
 	ToolCallID    string          `json:"toolCallId"`
-	Title         string          `json:"title"`
-	Kind          string          `json:"kind"`
-	Status        string          `json:"status"`
-	RawInput      json.RawMessage `json:"rawInput"`
-	Entries       []planEntry     `json:"entries"`
-	Retry         *struct {
+	// ParentToolCallID is the task call of the subagent that made the call.
+	ParentToolCallID string          `json:"parentToolCallId"`
+	Title            string          `json:"title"`
+	Kind             string          `json:"kind"`
+	Status           string          `json:"status"`
+	RawInput         json.RawMessage `json:"rawInput"`
+	Entries          []planEntry     `json:"entries"`
+	Retry            *struct {
 		Attempt int    `json:"attempt"`
 		WaitMs  int64  `json:"waitMs"`
 		Error   string `json:"error"`
@@ -709,6 +711,8 @@ type render struct {
 
 type chatCallLine struct {
 	title, args, status string
+	// indent starts the line: deeper for a subagent's call, under its task.
+	indent string
 }
 
 func (r *render) endLine() {
@@ -738,10 +742,13 @@ func (r *render) note(s string) {
 func (r *render) call(up chatUpdate) {
 	cl := r.calls[up.ToolCallID]
 	if cl == nil {
-		cl = &chatCallLine{title: inert.Line(up.Title), args: summarize(up.RawInput)}
+		cl = &chatCallLine{title: inert.Line(up.Title), args: summarize(up.RawInput), indent: "  "}
+		if up.ParentToolCallID != "" {
+			cl.indent = "      "
+		}
 		r.calls[up.ToolCallID] = cl
 	}
-	line := fmt.Sprintf("  [%s] %s %s", inert.Line(up.Status), cl.title, cl.args)
+	line := fmt.Sprintf("%s[%s] %s %s", cl.indent, inert.Line(up.Status), cl.title, cl.args)
 	if up.Status == "failed" {
 		if t := up.text(); t != "" {
 			line += ": " + inert.Line(firstLineOf(t))

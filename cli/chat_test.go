@@ -50,6 +50,20 @@ func TestRenderCalls(t *testing.T) {
 	}
 }
 
+// TestRenderSubagentCalls: a subagent's call is indented under its task's.
+func TestRenderSubagentCalls(t *testing.T) {
+	var b bytes.Buffer
+	r := &render{w: &b, calls: map[string]*chatCallLine{}}
+	r.call(chatUpdate{SessionUpdate: "tool_call", ToolCallID: "t1", Title: "Subagent reviewer: read a.md", Status: "in_progress"})
+	r.call(chatUpdate{SessionUpdate: "tool_call", ToolCallID: "c1", ParentToolCallID: "t1", Title: "reviewer: Read file", Status: "completed",
+		RawInput: json.RawMessage(`{"path":"a.md"}`)})
+	r.call(chatUpdate{SessionUpdate: "tool_call_update", ToolCallID: "t1", Status: "completed"})
+	want := "  [in_progress] Subagent reviewer: read a.md \n      [completed] reviewer: Read file {\"path\":\"a.md\"}\n  [completed] Subagent reviewer: read a.md \n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
 // TestPromptInert: a permission prompt shows who asks, the model's words
 // labelled as such and inert, Nexus's command a line at a time, and what
 // "always" remembers, or that it counts once; the agent's text, thoughts
