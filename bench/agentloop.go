@@ -51,25 +51,14 @@ func benchAgentLoop() error {
 		return err
 	}
 	defer os.RemoveAll(ws)
-	cfg := workspace.DefaultConfig()
+	cfg := benchConfig()
 	cfg.Messages.MaxLength = 1000
 	cfg.Agent.MaxSteps = 1 << 20
-	cfg.LLM = workspace.LLMConfig{Default: "bench", Profiles: map[string]workspace.LLMProfile{"bench": {Provider: "openai-compatible", BaseURL: "http://127.0.0.1:1/v1", Model: "m"}}}
-	pol := policy.New(policy.Rules{Workspace: ws}, nil)
-	m, err := tools.NewManager(tools.Options{Gate: pol.Gate(&policy.Approvers{}, time.Minute, nil)})
+	m, err := coreTools(ws)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	ct, err := core.New(core.Config{Workspace: ws})
-	if err != nil {
-		return err
-	}
-	for _, t := range ct.List() {
-		if err := m.Register(t); err != nil {
-			return err
-		}
-	}
 	model := &instant{}
 	svc, err := agent.NewService(agent.Options{Layout: workspace.NewLayout(ws), Config: cfg, Tools: m,
 		NewProvider: func(llm.Profile) (llm.Provider, error) { return model, nil }})
@@ -113,6 +102,36 @@ func benchAgentLoop() error {
 	}
 	report("agent step at 1,000 msgs (history, pruning, dispatch, log)", step, anchor, "ToolManager.Execute alone, p50", "≤ 1ms a step")
 	return nil
+}
+
+// benchConfig is the default configuration with one profile, "bench",
+// whose model the bench's NewProvider plays.
+func benchConfig() *workspace.Config {
+	cfg := workspace.DefaultConfig()
+	cfg.LLM = workspace.LLMConfig{Default: "bench", Profiles: map[string]workspace.LLMProfile{"bench": {Provider: "openai-compatible", BaseURL: "http://127.0.0.1:1/v1", Model: "m"}}}
+	return cfg
+}
+
+// coreTools is a ToolManager of ws's core tools under the default policy,
+// with no one to ask.
+func coreTools(ws string) (*tools.Manager, error) {
+	pol := policy.New(policy.Rules{Workspace: ws}, nil)
+	m, err := tools.NewManager(tools.Options{Gate: pol.Gate(&policy.Approvers{}, time.Minute, nil)})
+	if err != nil {
+		return nil, err
+	}
+	ct, err := core.New(core.Config{Workspace: ws})
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	for _, t := range ct.List() {
+		if err := m.Register(t); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // agentsMD is an AGENTS.md of n bytes: lines of a project's instructions.

@@ -14,9 +14,6 @@ import (
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/llm"
-	"github.com/nexuscocreate/nexus/tools"
-	"github.com/nexuscocreate/nexus/tools/core"
-	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
@@ -87,28 +84,15 @@ func benchSubagent() error {
 	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), agentsMD(2<<10), 0o644); err != nil {
 		return err
 	}
-	cfg := workspace.DefaultConfig()
-	cfg.LLM = workspace.LLMConfig{Default: "bench", Profiles: map[string]workspace.LLMProfile{"bench": {Provider: "openai-compatible", BaseURL: "http://127.0.0.1:1/v1", Model: "m"}}}
-	pol := policy.New(policy.Rules{Workspace: ws}, nil)
-	m, err := tools.NewManager(tools.Options{Gate: pol.Gate(&policy.Approvers{}, time.Minute, nil)})
+	m, err := coreTools(ws)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	ct, err := core.New(core.Config{Workspace: ws})
-	if err != nil {
-		return err
-	}
-	defer ct.Close()
-	for _, t := range ct.List() {
-		if err := m.Register(t); err != nil {
-			return err
-		}
-	}
 	brief := agent.DefinitionFile{Path: "agents/reviewer.md", Revision: strings.Repeat("a", 40),
 		Content: []byte("---\ndescription: Reviews files\ntools: [read_file, list_directory, search_files]\n---\nYou review files and report in a few lines.\n")}
 	model := &handoff{}
-	svc, err := agent.NewService(agent.Options{Layout: workspace.NewLayout(ws), Config: cfg, Tools: m,
+	svc, err := agent.NewService(agent.Options{Layout: workspace.NewLayout(ws), Config: benchConfig(), Tools: m,
 		NewProvider: func(llm.Profile) (llm.Provider, error) { return model, nil },
 		ReadDefinitions: func(_ access.Party, dir string) ([]agent.DefinitionFile, error) {
 			if dir == agent.AgentsDir {

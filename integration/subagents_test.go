@@ -179,6 +179,47 @@ type promptUpdate struct {
 	Status           string `json:"status"`
 }
 
+// adminPrompt starts a gRPC Agent session of the daemon's admin and sends
+// it text (asking in the stream when ask); it returns the session and the
+// Prompt stream.
+func adminPrompt(t *testing.T, d *daemon, text string, ask bool) (string, nexusv1.Agent_PromptClient) {
+	t.Helper()
+	ag := nexusv1.NewAgentClient(d.conn)
+	s, err := ag.NewSession(as(d.admin), &nexusv1.NewSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.Session.SessionId
+	return id, promptStream(t, d, id, text, ask)
+}
+
+func promptStream(t *testing.T, d *daemon, id, text string, ask bool) nexusv1.Agent_PromptClient {
+	t.Helper()
+	stream, err := nexusv1.NewAgentClient(d.conn).Prompt(as(d.admin), &nexusv1.PromptRequest{SessionId: id, Text: text, AskPermissions: ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream
+}
+
+// drain reads a Prompt stream to its result, giving each update's JSON to
+// each (when set); it returns the stop reason.
+func drain(t *testing.T, stream nexusv1.Agent_PromptClient, each func(update []byte)) string {
+	t.Helper()
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("the Prompt stream ended before its result: %v", err)
+		}
+		if r.Result != nil {
+			return r.Result.StopReason
+		}
+		if each != nil {
+			each([]byte(r.UpdateJson))
+		}
+	}
+}
+
 // TestSubagentTask: the model's task call starts a child session whose
 // request carries the brief and only its tools; the child's read_file is a
 // Nexus call of the parent's agent, seen by WatchToolCalls with the
@@ -197,31 +238,15 @@ func TestSubagentTask(t *testing.T) {
 	if _, err := watch.Header(); err != nil {
 		t.Fatal(err)
 	}
-	ag := nexusv1.NewAgentClient(d.conn)
-	s, err := ag.NewSession(as(d.admin), &nexusv1.NewSessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := s.Session.SessionId
-	stream, err := ag.Prompt(as(d.admin), &nexusv1.PromptRequest{SessionId: id, Text: "Have notes.txt reviewed."})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, stream := adminPrompt(t, d, "Have notes.txt reviewed.", false)
 	var updates []promptUpdate
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			t.Fatalf("the Prompt stream ended before its result: %v", err)
-		}
-		if r.Result != nil {
-			if r.Result.StopReason != "end_turn" {
-				t.Errorf("stop reason %q", r.Result.StopReason)
-			}
-			break
-		}
+	stop := drain(t, stream, func(b []byte) {
 		var u promptUpdate
-		json.Unmarshal([]byte(r.UpdateJson), &u)
+		json.Unmarshal(b, &u)
 		updates = append(updates, u)
+	})
+	if stop != "end_turn" {
+		t.Errorf("stop reason %q", stop)
 	}
 
 	reqs := m.requests(t)
@@ -238,8 +263,8 @@ func TestSubagentTask(t *testing.T) {
 	if got := child.tools(); !slices.Equal(got, []string{"read_file"}) {
 		t.Errorf("the subagent was offered %v, want only read_file", got)
 	}
-	if got := lastUserText(t, m.bodies[1]); got != "Read notes.txt and report" {
-		t.Errorf("the subagent was asked %q", got)
+	if role, got := child.last(); role != "user" || got != "Read notes.txt and report" {
+		t.Errorf("the subagent was asked %s %q", role, got)
 	}
 	if role, content := reqs[3].last(); role != "tool" || content != "notes.txt says hello" {
 		t.Errorf("the agent's next request ends with %s %q, want the subagent's answer as the task's result", role, content)
@@ -273,32 +298,14 @@ func TestSubagentCancel(t *testing.T) {
 	m := newSubagentModel(true)
 	ws := subagentWorkspace(t, m, "read_file")
 	d := startDaemon(t, ws)
-	ag := nexusv1.NewAgentClient(d.conn)
-	s, err := ag.NewSession(as(d.admin), &nexusv1.NewSessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := s.Session.SessionId
-	stream, err := ag.Prompt(as(d.admin), &nexusv1.PromptRequest{SessionId: id, Text: "Have notes.txt reviewed."})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, stream := adminPrompt(t, d, "Have notes.txt reviewed.", false)
 	<-m.childAsked
-	if r, err := ag.Cancel(as(d.admin), &nexusv1.CancelRequest{SessionId: id}); err != nil || !r.Cancelled {
+	if r, err := nexusv1.NewAgentClient(d.conn).Cancel(as(d.admin), &nexusv1.CancelRequest{SessionId: id}); err != nil || !r.Cancelled {
 		t.Fatalf("Cancel = %v, %v", r, err)
 	}
 	<-m.childGone // the subagent's model request was cut
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			t.Fatalf("the Prompt stream ended before its result: %v", err)
-		}
-		if r.Result != nil {
-			if r.Result.StopReason != "cancelled" {
-				t.Errorf("stop reason %q, want cancelled", r.Result.StopReason)
-			}
-			return
-		}
+	if stop := drain(t, stream, nil); stop != "cancelled" {
+		t.Errorf("stop reason %q, want cancelled", stop)
 	}
 }
 
@@ -311,24 +318,9 @@ func TestSubagentAsksAndUndoes(t *testing.T) {
 	ws := subagentWorkspace(t, m, "write_file")
 	d := startDaemon(t, ws)
 	ag := nexusv1.NewAgentClient(d.conn)
-	s, err := ag.NewSession(as(d.admin), &nexusv1.NewSessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := s.Session.SessionId
-	stream, err := ag.Prompt(as(d.admin), &nexusv1.PromptRequest{SessionId: id, Text: "Have out.txt written.", AskPermissions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, stream := adminPrompt(t, d, "Have out.txt written.", true)
 	asked := 0
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			t.Fatalf("the Prompt stream ended before its result: %v", err)
-		}
-		if r.Result != nil {
-			break
-		}
+	drain(t, stream, func(b []byte) {
 		var u struct {
 			SessionUpdate string `json:"sessionUpdate"`
 			Permission    *struct {
@@ -339,17 +331,17 @@ func TestSubagentAsksAndUndoes(t *testing.T) {
 				} `json:"toolCall"`
 			} `json:"permission"`
 		}
-		if json.Unmarshal([]byte(r.UpdateJson), &u) != nil || u.SessionUpdate != "permission_request" || u.Permission == nil {
-			continue
+		if json.Unmarshal(b, &u) != nil || u.SessionUpdate != "permission_request" || u.Permission == nil {
+			return
 		}
 		asked++
 		if u.Permission.Call.ToolName != "write_file" || u.Permission.Call.Author != "agent:"+id {
 			t.Errorf("asked about %+v, want the subagent's write_file as agent:%s", u.Permission.Call, id)
 		}
 		if _, err := ag.AnswerPermission(as(d.admin), &nexusv1.AnswerPermissionRequest{SessionId: id, RequestId: u.Permission.RequestID, Answer: "allow_once"}); err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
-	}
+	})
 	if asked != 1 {
 		t.Errorf("the person was asked %d times, want once", asked)
 	}
@@ -357,19 +349,7 @@ func TestSubagentAsksAndUndoes(t *testing.T) {
 	if b, err := os.ReadFile(out); err != nil || string(b) != "written by the reviewer" {
 		t.Fatalf("out.txt = %q, %v", b, err)
 	}
-	undo, err := ag.Prompt(as(d.admin), &nexusv1.PromptRequest{SessionId: id, Text: "/undo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		r, err := undo.Recv()
-		if err != nil {
-			t.Fatalf("/undo: %v", err)
-		}
-		if r.Result != nil {
-			break
-		}
-	}
+	drain(t, promptStream(t, d, id, "/undo", false), nil)
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("after /undo of the turn, out.txt is still there (%v): the subagent's write was not recorded under the parent's turn", err)
 	}
