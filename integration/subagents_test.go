@@ -222,8 +222,8 @@ func drain(t *testing.T, stream nexusv1.Agent_PromptClient, each func(update []b
 
 // TestSubagentTask: the model's task call starts a child session whose
 // request carries the brief and only its tools; the child's read_file is a
-// Nexus call of the parent's agent, seen by WatchToolCalls with the
-// parent's session, and in the Prompt stream under the task's call; the
+// Nexus call of the parent's agent, seen by WatchToolCalls in the
+// parent's session and turn, and in the Prompt stream under the task's call; the
 // child's answer is the task's result in the parent's next request.
 func TestSubagentTask(t *testing.T) {
 	m := newSubagentModel(false)
@@ -280,8 +280,9 @@ func TestSubagentTask(t *testing.T) {
 			read = c
 		}
 	}
-	if read.Author != "agent:"+id || read.TaskId != id {
-		t.Errorf("WatchToolCalls saw the subagent's read_file by %q in %q, want the parent's agent:%s", read.Author, read.TaskId, id)
+	if read.Author != "agent:"+id || read.TaskId != id || read.Session != id || read.Turn != "1" {
+		t.Errorf("WatchToolCalls saw the subagent's read_file by %q in task %q, session %q, turn %q; want the parent's agent:%s, its session and turn 1",
+			read.Author, read.TaskId, read.Session, read.Turn, id)
 	}
 	i := slices.IndexFunc(updates, func(u promptUpdate) bool {
 		return u.SessionUpdate == "tool_call" && strings.HasPrefix(u.Title, "Subagent reviewer")

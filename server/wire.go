@@ -29,6 +29,8 @@ type toolCallWire struct {
 	Author        string           `json:"author,omitempty"`
 	TaskID        string           `json:"taskId,omitempty"`
 	RequestID     string           `json:"requestId,omitempty"`
+	Session       string           `json:"session,omitempty"`
+	Turn          string           `json:"turn,omitempty"`
 	Title         string           `json:"title,omitempty"`
 	Kind          string           `json:"kind,omitempty"`
 	StartedAt     time.Time        `json:"startedAt"`
@@ -46,7 +48,7 @@ type toolCallWire struct {
 func toolCallJSON(c tools.Call) *toolCallWire {
 	w := &toolCallWire{ToolCallID: c.ID, ToolName: c.ToolName, ServerName: c.ServerName, ArgumentsJSON: string(c.ArgumentsJSON),
 		Status: c.Status, ResultJSON: string(c.ResultJSON), Error: c.Error, AppID: c.AppID, Author: c.Author, TaskID: c.TaskID,
-		RequestID: c.RequestID, Title: c.Title, Kind: string(c.Kind), StartedAt: c.StartedAt, Progress: c.Progress, ICERC: c.ICERC,
+		RequestID: c.RequestID, Session: c.Session, Turn: c.Turn, Title: c.Title, Kind: string(c.Kind), StartedAt: c.StartedAt, Progress: c.Progress, ICERC: c.ICERC,
 		ArgumentsTruncated: c.ArgumentsTruncated, ArgumentsSize: c.ArgumentsSize, ResultTruncated: c.ResultTruncated, ResultSize: c.ResultSize}
 	if !c.EndedAt.IsZero() {
 		w.EndedAt = &c.EndedAt

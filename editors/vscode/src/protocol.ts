@@ -169,6 +169,9 @@ export interface ToolCall {
   author?: string;
   taskId?: string;
   requestId?: string;
+  /** The agent session (and its turn) or MCP session whose changes the call's are undone with. */
+  session?: string;
+  turn?: string;
   title?: string;
   kind?: string;
   startedAt: string;

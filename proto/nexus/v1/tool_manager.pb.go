@@ -652,7 +652,13 @@ type ToolCall struct {
 	// elicitation is set only in ExecuteToolStream with ask_elicitation: a
 	// question of the call's MCP server to the person, or its withdrawal; the
 	// other fields are the call as it is then.
-	Elicitation   *Elicitation `protobuf:"bytes,22,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
+	Elicitation *Elicitation `protobuf:"bytes,22,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
+	// session and turn name what the call's changes are undone with: an agent
+	// session and the number of its prompt (a subagent's calls are its parent
+	// session's and turn's), or a gateway client's MCP session; empty for an
+	// app's or the person's own calls.
+	Session       string `protobuf:"bytes,23,opt,name=session,proto3" json:"session,omitempty"`
+	Turn          string `protobuf:"bytes,24,opt,name=turn,proto3" json:"turn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -839,6 +845,20 @@ func (x *ToolCall) GetElicitation() *Elicitation {
 		return x.Elicitation
 	}
 	return nil
+}
+
+func (x *ToolCall) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ToolCall) GetTurn() string {
+	if x != nil {
+		return x.Turn
+	}
+	return ""
 }
 
 // Elicitation is a question an MCP server asks the person during a call
@@ -4976,7 +4996,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x1d\n" +
 	"\n" +
-	"error_code\x18\x05 \x01(\tR\terrorCode\"\xb8\x06\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\"\xe6\x06\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -5006,7 +5026,9 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\vresult_size\x18\x14 \x01(\x03R\n" +
 	"resultSize\x12\x16\n" +
 	"\x06author\x18\x15 \x01(\tR\x06author\x127\n" +
-	"\velicitation\x18\x16 \x01(\v2\x15.nexus.v1.ElicitationR\velicitation\"\xfd\x01\n" +
+	"\velicitation\x18\x16 \x01(\v2\x15.nexus.v1.ElicitationR\velicitation\x12\x18\n" +
+	"\asession\x18\x17 \x01(\tR\asession\x12\x12\n" +
+	"\x04turn\x18\x18 \x01(\tR\x04turn\"\xfd\x01\n" +
 	"\vElicitation\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
