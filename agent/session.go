@@ -294,22 +294,32 @@ func rawOrNull(b json.RawMessage) json.RawMessage {
 // account adds a model request's usage to the session's.
 func (ss *Session) account(u llm.Usage) {
 	if ss.task != nil {
-		ss.task.parent.account(u) // a subagent's requests are its parent's cost
+		// A subagent's requests are its parent's cost, at its own profile
+		// (which never changes).
+		ss.task.parent.accountAt(u, ss.profile)
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.addUsageLocked(u)
+	ss.addUsageLocked(u, ss.profile.Prices)
 	ss.logLocked(record{Type: "usage", Usage: &u, Profile: ss.profile.Name})
 }
 
-// addUsageLocked counts a request's usage, and its cost at the profile's
-// prices when they are known.
-func (ss *Session) addUsageLocked(u llm.Usage) {
+// accountAt adds the usage of a request made at profile p.
+func (ss *Session) accountAt(u llm.Usage, p llm.Profile) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.addUsageLocked(u, p.Prices)
+	ss.logLocked(record{Type: "usage", Usage: &u, Profile: p.Name})
+}
+
+// addUsageLocked counts a request's usage, and its cost at prices when
+// they are known.
+func (ss *Session) addUsageLocked(u llm.Usage, prices llm.Prices) {
 	ss.use.InputTokens += u.InputTokens
 	ss.use.OutputTokens += u.OutputTokens
 	ss.use.CachedTokens += u.CachedTokens
 	ss.use.Requests++
-	if c, ok := ss.profile.Prices.Cost(u); ok {
+	if c, ok := prices.Cost(u); ok {
 		ss.cost += c
 		ss.costOK = true
 	}

@@ -313,7 +313,14 @@ func (ss *Session) apply(r record) error {
 		}
 	case "usage":
 		if r.Usage != nil {
-			ss.addUsageLocked(*r.Usage)
+			prices := ss.profile.Prices
+			if r.Profile != "" && r.Profile != ss.profile.Name {
+				// A subagent's request, at its own profile.
+				if p, err := ss.svc.profile(r.Profile); err == nil {
+					prices = p.Prices
+				}
+			}
+			ss.addUsageLocked(*r.Usage, prices)
 		}
 	case "profile":
 		if p, err := ss.svc.profile(r.Profile); err == nil {

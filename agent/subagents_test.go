@@ -342,3 +342,35 @@ func TestSubagentOffNoBriefs(t *testing.T) {
 		})
 	}
 }
+
+// TestSubagentProfile: a brief's profile is the subagent's (its usage is
+// counted at that profile, and its transcript names it); a profile that
+// does not exist is the task's error, naming the file.
+func TestSubagentProfile(t *testing.T) {
+	f := commandFixture(t, map[string]string{
+		"agents/cheap.md": "---\nprofile: other\n---\nYou are cheap.",
+		"agents/gone.md":  "---\nprofile: nope\n---\nYou are gone.",
+	}, nil)
+	id := f.session(t)
+	f.model.turns = append(f.model.turns, calls(taskCall("t1", "cheap", "x"), taskCall("t2", "gone", "y")), text("cheap answer"), text("end"))
+	if _, err := f.svc.Prompt(context.Background(), person, id, "go", agent.PromptOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := f.model.reqs[len(f.model.reqs)-1].Messages
+	if r := msgs[len(msgs)-2].Result; r == nil || r.IsError || r.Content != "cheap answer" {
+		t.Errorf("t1's result %+v", r)
+	}
+	if r := msgs[len(msgs)-1].Result; r == nil || !r.IsError || !strings.Contains(r.Content, "agents/gone.md: ") || !strings.Contains(r.Content, `no llm profile "nope"`) {
+		t.Errorf("t2's result %+v, want the missing profile named with the file", r)
+	}
+	live := f.sessionInfo(t, id)
+	f.reloaded(t, id)
+	if again := f.sessionInfo(t, id); live.Usage.Requests != 3 || live.Cost == nil || again.Cost == nil || *again.Cost != *live.Cost {
+		t.Errorf("cost %+v after %d requests, and %+v after a reload; want the same (the subagent's request at its own profile's prices)", live.Cost, live.Usage.Requests, again.Cost)
+	}
+	data, _ := os.ReadFile(filepath.Join(f.ws, ".nexus", "sessions", id+".jsonl"))
+	if !strings.Contains(string(data), `"agent":"cheap","source":"agents/cheap.md","revision":"0123456789abcdef0123456789abcdef01234567","profile":"other"`) ||
+		!strings.Contains(string(data), `"profile":"other","usage":{"inputTokens":50,"outputTokens":5,"cachedTokens":20}`) {
+		t.Errorf("the session file:\n%s", data)
+	}
+}
