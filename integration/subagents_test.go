@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	acpsdk "github.com/coder/acp-go-sdk"
+
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
 )
 
@@ -353,5 +355,42 @@ func TestSubagentAsksAndUndoes(t *testing.T) {
 	drain(t, promptStream(t, d, id, "/undo", false), nil)
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("after /undo of the turn, out.txt is still there (%v): the subagent's write was not recorded under the parent's turn", err)
+	}
+}
+
+// callRecorder is an ACP editor that passes on each tool_call it is sent.
+type callRecorder struct {
+	*acpRecorder
+	calls chan *acpsdk.SessionUpdateToolCall
+}
+
+func (r *callRecorder) SessionUpdate(ctx context.Context, n acpsdk.SessionNotification) error {
+	if n.Update.ToolCall != nil {
+		r.calls <- n.Update.ToolCall
+	}
+	return r.acpRecorder.SessionUpdate(ctx, n)
+}
+
+// TestSubagentACP: an ACP editor sees the task's call, then the
+// subagent's read_file as a tool call of the same session whose _meta
+// names the task's call and whose title names the subagent.
+func TestSubagentACP(t *testing.T) {
+	m := newSubagentModel(false)
+	ws := subagentWorkspace(t, m, "read_file")
+	startDaemon(t, ws)
+	rec := &callRecorder{acpRecorder: &acpRecorder{}, calls: make(chan *acpsdk.SessionUpdateToolCall, 16)}
+	conn, sessionID, stderr := acpEditor(t, ws, rec)
+	if _, err := conn.Prompt(context.Background(), acpsdk.PromptRequest{SessionId: sessionID, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("Have notes.txt reviewed.")}}); err != nil {
+		t.Fatalf("prompt: %v\n%s", err, stderr.String())
+	}
+	// The updates are notifications: they may come after the answer.
+	task := <-rec.calls
+	if !strings.HasPrefix(task.Title, "Subagent reviewer: ") || task.Meta != nil {
+		t.Errorf("the first tool call %+v, want the task's", task)
+	}
+	read := <-rec.calls
+	meta, _ := read.Meta["nexus"].(map[string]any)
+	if read.Kind != "read" || !strings.HasPrefix(read.Title, "reviewer: ") || meta["parentToolCallId"] != string(task.ToolCallId) {
+		t.Errorf("the subagent's call %+v (_meta %v), want a read titled reviewer: under %s", read, read.Meta, task.ToolCallId)
 	}
 }
