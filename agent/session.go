@@ -25,6 +25,10 @@ type Session struct {
 	owner   access.Party
 	party   access.Party // owner.Agent(id)
 	created time.Time
+	// task is set, when the session is made, for a subagent: a child
+	// session, of no file of its own, acting as its parent's agent (see
+	// subagents.go).
+	task *taskRun
 
 	// mu guards everything below; a prompt holds busy, not mu, while it
 	// waits for the model or the tools.
@@ -68,10 +72,6 @@ type Session struct {
 	// taskSlots holds a place for each running subagent
 	// (agent.maxSubagents).
 	taskSlots chan struct{}
-
-	// task is set, once made, for a subagent: a child session of no file
-	// of its own (see subagents.go).
-	task *taskRun
 }
 
 // newSession makes a session of owner with a profile ("" the default):
