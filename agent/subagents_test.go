@@ -374,3 +374,36 @@ func TestSubagentProfile(t *testing.T) {
 		t.Errorf("the session file:\n%s", data)
 	}
 }
+
+// TestSubagentCallsOnlyItsTools: a subagent that calls a tool it was not
+// offered (its parent's write_file, task, update_plan) runs nothing and
+// asks no one: each goes back to it as not offered, and the parent's plan
+// stays as it was.
+func TestSubagentCallsOnlyItsTools(t *testing.T) {
+	f := commandFixture(t, map[string]string{"agents/reviewer.md": reviewerBrief}, nil)
+	id := f.session(t)
+	f.model.turns = append(f.model.turns,
+		calls(taskCall("t1", "reviewer", "x")),
+		calls(llm.ToolCall{ID: "w", Name: "write_file", Arguments: json.RawMessage(`{"path":"pwned.txt","content":"x"}`)},
+			taskCall("t2", "reviewer", "again"), planCall("p", `{"plan":[{"step":"forged","status":"pending"}]}`)),
+		text("could not"), text("end"))
+	var rec recorder
+	if _, err := f.svc.Prompt(context.Background(), person, id, "go", agent.PromptOptions{OnUpdate: rec.add}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "pwned.txt")); err == nil {
+		t.Error("the subagent wrote pwned.txt with a tool it was not offered")
+	}
+	if calls := f.m.Calls(tools.CallFilter{}); len(calls) != 0 {
+		t.Errorf("Nexus calls were made: %+v", calls)
+	}
+	if p := rec.kinds("plan"); len(p) != 0 {
+		t.Errorf("the subagent set a plan: %+v", p)
+	}
+	child := f.model.reqs[2].Messages
+	for _, m := range child[len(child)-3:] {
+		if m.Result == nil || !m.Result.IsError || !strings.Contains(m.Result.Content, "was not offered to you; the call did not run. The tools you may call are: read_file.") {
+			t.Errorf("the subagent was told %+v, want not offered", m.Result)
+		}
+	}
+}
