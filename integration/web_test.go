@@ -90,20 +90,6 @@ func lastToolResult(t *testing.T, m *scriptedModel) string {
 	return ""
 }
 
-// permissionRequests are the params of the permission requests the
-// daemon sent the editor.
-func (e *editor) permissionRequests() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []string
-	for _, r := range e.requests {
-		if r.method == "nexus/requestPermission" {
-			out = append(out, string(r.params))
-		}
-	}
-	return out
-}
-
 func webPrompt(t *testing.T, e *editor, id string) {
 	t.Helper()
 	var res promptResult
@@ -151,9 +137,7 @@ func TestWebFetchAsks(t *testing.T) {
 	}
 
 	// Rejected: asked, and the server sees nothing.
-	e.mu.Lock()
-	e.permission = "reject_once"
-	e.mu.Unlock()
+	e.setPermission("reject_once")
 	model.next("web_fetch", fmt.Sprintf(`{"url":%q}`, site.URL+"/secret"))
 	webPrompt(t, e, id)
 	if n := len(e.permissionRequests()); n != 2 {
@@ -163,9 +147,7 @@ func TestWebFetchAsks(t *testing.T) {
 		t.Errorf("a rejected fetch reached the server %d times", n)
 	}
 
-	e.mu.Lock()
-	e.permission = "allow_once"
-	e.mu.Unlock()
+	e.setPermission("allow_once")
 	model.next("web_search", `{"query":"release notes"}`)
 	webPrompt(t, e, id)
 	if asked := e.permissionRequests(); len(asked) != 3 || !strings.Contains(asked[2], "web_search 'release notes'") {
