@@ -8,6 +8,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // maxSearchResults is the largest web.search.maxResults.
@@ -91,15 +94,32 @@ func CheckDomainPattern(p string) error {
 	return nil
 }
 
-// DomainAllowed returns the first of patterns (web.allowedDomains) that
-// allows host, and whether one does. host is compared in lower case,
-// without a trailing dot; "*.example.org" covers a.example.org and
-// a.b.example.org but not example.org. An IPv6 address is written
-// without brackets.
-func DomainAllowed(patterns []string, host string) (string, bool) {
+// ASCIIHost is a URL's host name in lower case, without a trailing dot,
+// and in its ASCII form (xn--…, as it is dialled) when it has letters
+// outside ASCII; changed says it had. It is "" when the name has no ASCII
+// form.
+func ASCIIHost(host string) (ascii string, changed bool) {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "" {
-		return "", false
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			a, err := idna.Lookup.ToASCII(host)
+			if err != nil {
+				return "", true
+			}
+			return a, true
+		}
+	}
+	return host, false
+}
+
+// DomainAllowed returns the first of patterns (web.allowedDomains) that
+// allows host, and whether one does. host is compared as [ASCIIHost] gives
+// it; "*.example.org" covers a.example.org and a.b.example.org but not
+// example.org. An IPv6 address is written without brackets.
+func DomainAllowed(patterns []string, host string) (string, bool) {
+	host, _ = ASCIIHost(host)
+	if strings.HasPrefix(host, "*.") || CheckDomainPattern(host) != nil {
+		return "", false // not a host a pattern names
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		host = a.Unmap().String()

@@ -150,7 +150,9 @@ func parseWebURL(s string) (*url.URL, error) {
 
 // sameHost reports whether a and b name the same host (ports aside).
 func sameHost(a, b *url.URL) bool {
-	return strings.EqualFold(strings.TrimSuffix(a.Hostname(), "."), strings.TrimSuffix(b.Hostname(), "."))
+	ha, _ := workspace.ASCIIHost(a.Hostname())
+	hb, _ := workspace.ASCIIHost(b.Hostname())
+	return ha != "" && ha == hb
 }
 
 // redirectError is a redirect that the rules do not let a call follow.

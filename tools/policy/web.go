@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/nexuscocreate/nexus/internal/inert"
@@ -45,13 +46,15 @@ func (p *Policy) webHost(req *Request) string {
 }
 
 // fetchHost is the host of web_fetch's url argument, in lower case
-// without a trailing dot; "" when it is not an http or https URL.
+// without a trailing dot, and in its ASCII form (xn--…) when it has other
+// letters, as it is dialled; "" when it is not an http or https URL.
 func fetchHost(args json.RawMessage) string {
 	u, ok := fetchURL(args)
 	if !ok {
 		return ""
 	}
-	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	h, _ := workspace.ASCIIHost(u.Hostname())
+	return h
 }
 
 func fetchURL(args json.RawMessage) (*url.URL, bool) {
@@ -101,6 +104,16 @@ func renderWeb(req Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	// A name in other letters is shown as it is dialled: "gо.dev" with a
+	// Cyrillic о must not pass for go.dev.
+	if a, changed := workspace.ASCIIHost(u.Hostname()); changed && a != "" {
+		shown := *u
+		shown.Host = a
+		if p := u.Port(); p != "" {
+			shown.Host += ":" + p
+		}
+		u = &shown
+	}
 	return "web_fetch " + inert.Line(u.Redacted()), true
 }
 
@@ -116,8 +129,14 @@ func webRisk(req Request, r *RiskAssessment) {
 	r.Scope = "network: " + cmp.Or(inert.Line(host), "(no host)")
 	r.Details = append(r.Details, "the daemon fetches the URL (the command sandbox's network rules do not apply)",
 		"the page's text goes to the model, which may follow instructions hidden in it")
-	if u, ok := fetchURL(req.Args); ok && u.RawQuery != "" {
-		r.Details = append(r.Details, "the URL's query string goes to "+inert.Line(host)+": it can carry data out")
+	if u, ok := fetchURL(req.Args); ok {
+		if _, changed := workspace.ASCIIHost(u.Hostname()); changed {
+			r.Details = append(r.Details, fmt.Sprintf("the URL writes the host in letters outside ASCII (%s): shown here as it is reached, %s",
+				strconv.QuoteToASCII(u.Hostname()), cmp.Or(host, "(no ASCII form: the fetch fails)")))
+		}
+		if u.RawQuery != "" {
+			r.Details = append(r.Details, "the URL's query string goes to "+inert.Line(host)+": it can carry data out")
+		}
 	}
 	if local := localHost(host); local != "" {
 		r.Details = append(r.Details, local)

@@ -121,6 +121,16 @@ func TestWebICERC(t *testing.T) {
 			t.Errorf("details %q lack %q", details, want)
 		}
 	}
+	// A host in Cyrillic letters is shown as it is reached, not as go.dev.
+	r = BuildICERC(Request{Agent: true, Tool: webFetchDef, Args: urlArgs("https://g\u043e.dev:8443/dl")}, "", "")
+	if r.Command != "web_fetch https://xn--g-1tb.dev:8443/dl" || r.Risk.Scope != "network: xn--g-1tb.dev" ||
+		!strings.Contains(strings.Join(r.Risk.Details, "; "), `letters outside ASCII ("g\u043e.dev")`) ||
+		r.Always != `web_fetch of any URL on the host "xn--g-1tb.dev", for the person and every agent session acting for the person` {
+		t.Errorf("record of a Cyrillic host %+v", r)
+	}
+	if v := New(Rules{Web: WebRules{AllowedDomains: []string{"go.dev"}}}, nil).Decide(Request{Agent: true, Tool: webFetchDef, Args: urlArgs("https://g\u043e.dev/")}); v.Decision != Ask {
+		t.Errorf("a Cyrillic go.dev: %s (%s)", v.Decision, v.Reason)
+	}
 	r = BuildICERC(Request{Agent: true, Tool: webSearchDef, Args: json.RawMessage(`{"query":"go\u202e generics"}`)}, "", "")
 	if r.Command != `web_search $'go\u202e generics'` || r.Always != `"web_search", any arguments, for the person and every agent session acting for the person` {
 		t.Errorf("search record %+v", r)
