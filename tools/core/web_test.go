@@ -129,6 +129,11 @@ func TestWebFetchURLs(t *testing.T) {
 		_, err := callWeb(t, fetch, map[string]any{"url": tc.url})
 		wantWebError(t, err, tools.CodeInvalidArguments, tc.want)
 	}
+	// The metadata service is refused before anything is dialled.
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/", "http://0.0.0.0:1/"} {
+		_, err := callWeb(t, fetch, map[string]any{"url": u})
+		wantWebError(t, err, tools.CodePermissionDenied, "a link-local, unspecified or multicast address")
+	}
 }
 
 func TestWebFetchLimits(t *testing.T) {
