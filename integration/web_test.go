@@ -191,7 +191,7 @@ func TestWebFetchAllowedDomains(t *testing.T) {
 
 	model.next("web_fetch", fmt.Sprintf(`{"url":%q}`, site.byName("/big")))
 	webPrompt(t, e, id)
-	if res := lastToolResult(t, model); !strings.Contains(res, `"truncated":true`) || !strings.Contains(res, "cut at 1024 of 5000 bytes") {
+	if res := lastToolResult(t, model); !strings.Contains(res, `"truncated":true`) || !strings.Contains(res, "cut at byte 1024 of 5000 (maxSize, or web.maxTextSize): offset 1024 reads on") {
 		t.Errorf("the model got %q", res)
 	}
 

@@ -65,8 +65,10 @@ type WebConfig struct {
 	// MaxFetchSize bounds the bytes read of one response; the rest is not
 	// read, and the result says the page was cut. Default 5MiB.
 	MaxFetchSize Size `yaml:"maxFetchSize"`
-	// MaxTextSize bounds the text web_fetch returns (after HTML becomes
-	// markdown); a call may ask for less. Default 100KiB.
+	// MaxTextSize bounds the text one web_fetch returns (after HTML
+	// becomes markdown); a call may ask for less, and for the text from an
+	// offset on. Default 24KiB, so that a page's part fits whole in
+	// agent.maxToolResult (32KiB).
 	MaxTextSize Size `yaml:"maxTextSize"`
 	// Timeout bounds one call, redirects included. Default 30s.
 	Timeout Duration `yaml:"timeout"`
@@ -539,7 +541,7 @@ func DefaultConfig() *Config {
 			MaxStoreSize: gib,
 			MaxFiles:     100000,
 		},
-		Web: WebConfig{MaxFetchSize: 5 * mib, MaxTextSize: 100 * kib, Timeout: Duration(30 * time.Second),
+		Web: WebConfig{MaxFetchSize: 5 * mib, MaxTextSize: 24 * kib, Timeout: Duration(30 * time.Second),
 			Search: WebSearchConfig{MaxResults: 10}},
 	}
 }

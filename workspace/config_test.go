@@ -63,7 +63,7 @@ func TestDefaultConfig(t *testing.T) {
 		Log:         LogConfig{Level: "info"},
 		ACP:         ACPConfig{Mode: "default", Terminal: "nexus"},
 		Checkpoints: CheckpointsConfig{Enabled: true, MaxFileSize: 2 << 20, MaxStoreSize: 1 << 30, MaxFiles: 100000},
-		Web: WebConfig{MaxFetchSize: 5 << 20, MaxTextSize: 100 << 10, Timeout: Duration(30 * time.Second),
+		Web: WebConfig{MaxFetchSize: 5 << 20, MaxTextSize: 24 << 10, Timeout: Duration(30 * time.Second),
 			Search: WebSearchConfig{MaxResults: 10}},
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {

@@ -28,7 +28,8 @@ func (w *web) fetchTool() tools.Tool {
 	"type": "object",
 	"properties": {
 		"url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "The http or https URL to fetch."},
-		"maxSize": {"type": "integer", "minimum": 1, "description": "Most bytes of text to return (default: the configured most)."}
+		"maxSize": {"type": "integer", "minimum": 1, "description": "Most bytes of text to return (default: the configured most)."},
+		"offset": {"type": "integer", "minimum": 0, "description": "Bytes of the text to skip, to read on where a cut text ends."}
 	},
 	"required": ["url"],
 	"additionalProperties": false
@@ -59,6 +60,7 @@ func (w *web) fetchTool() tools.Tool {
 type fetchArgs struct {
 	URL     string `json:"url"`
 	MaxSize int    `json:"maxSize"`
+	Offset  int    `json:"offset"`
 }
 
 type fetchResult struct {
@@ -156,11 +158,22 @@ func (w *web) fetch(ctx context.Context, _ *tools.Invocation, raw json.RawMessag
 		text = md
 	}
 	res := fetchResult{URL: final, Status: resp.StatusCode, ContentType: mt, Notice: fetchedNotice, Truncated: cut}
+	total, start := len(text), a.Offset
+	if start > 0 {
+		if start >= total {
+			return nil, invalidf("offset %d is past the end of the text (%d bytes)", start, total)
+		}
+		for start < total && !utf8.RuneStart(text[start]) {
+			start++ // to the next character
+		}
+		text = text[start:]
+		notes = append(notes, fmt.Sprintf("the text from byte %d on", start))
+	}
 	if len(text) > limit {
-		total := len(text)
 		text = cutText(text, limit)
 		res.Truncated = true
-		notes = append(notes, fmt.Sprintf("the text was cut at %d of %d bytes (maxSize, or web.maxTextSize)", len(text), total))
+		end := start + len(text)
+		notes = append(notes, fmt.Sprintf("cut at byte %d of %d (maxSize, or web.maxTextSize): offset %d reads on", end, total, end))
 	}
 	res.Content = text
 	res.Note = strings.Join(notes, "; ")

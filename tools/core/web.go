@@ -20,7 +20,7 @@ import (
 // Defaults of [WebConfig].
 const (
 	DefaultMaxFetchSize = 5 << 20
-	DefaultMaxTextSize  = 100 << 10
+	DefaultMaxTextSize  = 24 << 10
 	DefaultWebTimeout   = 30 * time.Second
 	DefaultMaxResults   = 10
 )
@@ -42,7 +42,7 @@ type WebConfig struct {
 	AllowedDomains []string
 	// MaxFetchSize bounds the bytes read of one response; default 5 MiB.
 	MaxFetchSize int64
-	// MaxTextSize bounds the text web_fetch returns; default 100 KiB.
+	// MaxTextSize bounds the text one web_fetch returns; default 24 KiB.
 	MaxTextSize int
 	// Timeout bounds one call, redirects included; default 30 s.
 	Timeout time.Duration
@@ -81,7 +81,8 @@ type SearchConfig struct {
 //     .localhost) or a host AllowedDomains lists, so that a public name
 //     cannot lead to this machine or its network (DNS rebinding);
 //   - MaxFetchSize bytes of a response are read, and web_fetch returns at
-//     most MaxTextSize bytes of text, saying so when it cut;
+//     most MaxTextSize bytes of text, from an offset the call may give,
+//     saying where the text goes on;
 //   - HTML becomes markdown (github.com/JohannesKaufmann/html-to-markdown),
 //     other text is returned as it is, and binary content is refused.
 func WebTools(cfg WebConfig) []tools.Tool {

@@ -148,13 +148,24 @@ func TestWebFetchLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := m["content"].(string); c != page[:1000] || m["truncated"] != true || !strings.Contains(m["note"].(string), "cut at 1000 of 6000 bytes") {
+	if c := m["content"].(string); c != page[:1000] || m["truncated"] != true || m["note"] != "cut at byte 1000 of 6000 (maxSize, or web.maxTextSize): offset 1000 reads on" {
 		t.Errorf("web.maxTextSize: %d bytes, %v, %q", len(c), m["truncated"], m["note"])
 	}
 	m, err = callWeb(t, webTool(t, WebConfig{}, "web_fetch"), map[string]any{"url": srv.URL, "maxSize": 10})
 	if err != nil || m["content"] != page[:10] {
 		t.Errorf("maxSize: %v, %v", m, err)
 	}
+	// Reading on: an offset inside a character starts at the next one.
+	m, err = callWeb(t, webTool(t, WebConfig{}, "web_fetch"), map[string]any{"url": srv.URL, "maxSize": 10, "offset": 5999})
+	if err != nil || m["content"] != "" || m["note"] != "the text from byte 6000 on" {
+		t.Errorf("offset in the last character: %v, %v", m, err)
+	}
+	m, err = callWeb(t, webTool(t, WebConfig{}, "web_fetch"), map[string]any{"url": srv.URL, "maxSize": 10, "offset": 3})
+	if err != nil || m["content"] != page[4:14] || m["note"] != "the text from byte 4 on; cut at byte 14 of 6000 (maxSize, or web.maxTextSize): offset 14 reads on" {
+		t.Errorf("offset: %v, %v", m, err)
+	}
+	_, err = callWeb(t, webTool(t, WebConfig{}, "web_fetch"), map[string]any{"url": srv.URL, "offset": 6000})
+	wantWebError(t, err, tools.CodeInvalidArguments, "offset 6000 is past the end of the text (6000 bytes)")
 	m, err = callWeb(t, webTool(t, WebConfig{MaxFetchSize: 4000}, "web_fetch"), map[string]any{"url": srv.URL})
 	if err != nil {
 		t.Fatal(err)
