@@ -37,12 +37,13 @@ type approvalRow struct {
 	ToolName   string `json:"toolName"`
 	ServerName string `json:"serverName"`
 	Tool       string `json:"tool"`
-	// Scope is command, path, directory, tool or broad.
+	// Scope is command, path, directory, domain, tool or broad.
 	Scope          string   `json:"scope"`
 	Broad          bool     `json:"broad"`
 	Command        []string `json:"command,omitempty"`
 	Path           string   `json:"path,omitempty"`
 	Directory      string   `json:"directory,omitempty"`
+	Domain         string   `json:"domain,omitempty"`
 	Covers         string   `json:"covers"`
 	DefinitionHash string   `json:"definitionHash"`
 	Allow          bool     `json:"allow"`
@@ -59,7 +60,7 @@ func approvalOf(a *nexusv1.Approval) approvalRow {
 		return r
 	}
 	p := policy.Approval{AppID: r.AppID, Tool: tool, Server: r.ServerName, Scope: s}
-	r.Tool, r.Scope, r.Broad, r.Command, r.Path, r.Directory, r.Covers = tool, s.Kind(), s.Broad, s.Command, s.Path, s.Directory, p.Covers()
+	r.Tool, r.Scope, r.Broad, r.Command, r.Path, r.Directory, r.Domain, r.Covers = tool, s.Kind(), s.Broad, s.Command, s.Path, s.Directory, s.Domain, p.Covers()
 	return r
 }
 

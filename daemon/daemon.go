@@ -246,7 +246,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 		return nil, err
 	}
 	p.sessionServers = &sessionServers{registry: acp.NewRegistry()}
-	tp, err := openTools(ws, opts.HelperPath, p.socket, l, cfg, p.Definitions, p.Bus, p.sessionServers, recorder(p.Checkpoints), logger)
+	tp, err := openTools(ws, opts, p.socket, l, cfg, p.Definitions, p.Bus, p.sessionServers, recorder(p.Checkpoints), logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -38,7 +39,7 @@ type toolParts struct {
 
 // openTools builds the ToolManager with the core tools and the permission
 // policy of the configuration.
-func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus,
+func openTools(ws string, opts Options, sock string, l layout, cfg *workspace.Config, defs *state.Definitions, bus *events.Bus,
 	ss *sessionServers, rec tools.Recorder, logger *slog.Logger) (*toolParts, error) {
 	rules, err := policy.FromConfig(cfg)
 	if err != nil {
@@ -94,14 +95,14 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 	exec := ct.ExecuteCommand(core.ExecConfig{
 		Hide:            hide,
 		OtherWorkspaces: registry.List,
-		Runner:          command.NewRunner(command.RunnerOptions{HelperPath: helperPath, Logger: logger}),
+		Runner:          command.NewRunner(command.RunnerOptions{HelperPath: opts.HelperPath, Logger: logger}),
 		Mode:            command.Mode(cfg.Tools.Sandbox),
 		Network:         cfg.Tools.Network,
 		EnvAllowlist:    cfg.Tools.EnvAllowlist,
 		Timeout:         time.Duration(cfg.Tools.Timeout),
 		OutputLimit:     outputLimit,
 	})
-	for _, t := range append(ct.List(), exec) {
+	for _, t := range append(append(ct.List(), exec), core.WebTools(webConfig(cfg, opts.Version))...) {
 		if err := m.Register(t); err != nil {
 			m.Close()
 			ct.Close()
@@ -109,6 +110,22 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 		}
 	}
 	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m), core: ct}, nil
+}
+
+// webConfig is the configuration of web_fetch and web_search.
+func webConfig(cfg *workspace.Config, version string) core.WebConfig {
+	w := cfg.Web
+	c := core.WebConfig{
+		AllowedDomains: w.AllowedDomains,
+		MaxFetchSize:   int64(w.MaxFetchSize),
+		MaxTextSize:    int(w.MaxTextSize),
+		Timeout:        time.Duration(w.Timeout),
+		UserAgent:      "Nexus/" + cmp.Or(version, "dev") + " (+https://github.com/nexuscocreate/nexus)",
+	}
+	if w.Search.Provider != "" {
+		c.Search = &core.SearchConfig{URL: w.Search.URL, MaxResults: w.Search.MaxResults}
+	}
+	return c
 }
 
 // openMCP starts the McpHub with the servers of the workspace's MCP files.

@@ -28,6 +28,7 @@ func TestGatewayToolSchemas(t *testing.T) {
 		"read_file":       `{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}`,
 		"write_file":      `{"destructiveHint":true,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":false}`,
 		"execute_command": `{"destructiveHint":true,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":false}`,
+		"web_fetch":       `{"destructiveHint":false,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":true}`,
 	}
 	for _, tl := range res.Tools {
 		if strings.Contains(tl.Name, "__") {

@@ -61,22 +61,7 @@ mcp:
 	e := startEditor(t, ws)
 	e.initialize(os.Getpid())
 	trustAsking(t, e)
-	setPermission := func(ans string) {
-		e.mu.Lock()
-		e.permission = ans
-		e.mu.Unlock()
-	}
-	permissions := func() []string {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		var out []string
-		for _, r := range e.requests {
-			if r.method == "nexus/requestPermission" {
-				out = append(out, string(r.params))
-			}
-		}
-		return out
-	}
+	setPermission, permissions := e.setPermission, e.permissionRequests
 	run := func(prompt string) (string, string, int) {
 		return nexus(t, ws, "", "tools", "run", "sample", "--server", "asking", "--args", `{"prompt":"`+prompt+`","system":"Be brief.","maxTokens":200}`)
 	}

@@ -297,16 +297,27 @@ func (e *editor) answer(m rpcMsg) {
 }
 
 // permissionsAsked is how many permission requests the daemon has sent.
-func (e *editor) permissionsAsked() int {
+func (e *editor) permissionsAsked() int { return len(e.permissionRequests()) }
+
+// permissionRequests are the params of the permission requests the
+// daemon has sent, in order.
+func (e *editor) permissionRequests() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n := 0
+	var out []string
 	for _, r := range e.requests {
 		if r.method == "nexus/requestPermission" {
-			n++
+			out = append(out, string(r.params))
 		}
 	}
-	return n
+	return out
+}
+
+// setPermission sets the answer to the next permission requests.
+func (e *editor) setPermission(ans string) {
+	e.mu.Lock()
+	e.permission = ans
+	e.mu.Unlock()
 }
 
 // writeRaw writes bytes to the daemon's stdin as they are.

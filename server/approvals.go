@@ -18,8 +18,8 @@ type approvalWire struct {
 	ServerName string `json:"serverName,omitempty"`
 	// Tool is the tool's own name.
 	Tool string `json:"tool"`
-	// Scope is command, path, directory, tool (the whole tool: MCP tools)
-	// or broad; Broad is set for broad answers, from an approvals file
+	// Scope is command, path, directory, domain (web_fetch's host), tool
+	// (the whole tool: MCP tools) or broad; Broad is set for broad answers, from an approvals file
 	// written before answers had scopes, which cover every call of the
 	// tool.
 	Scope     string   `json:"scope"`
@@ -27,6 +27,7 @@ type approvalWire struct {
 	Command   []string `json:"command,omitempty"`
 	Path      string   `json:"path,omitempty"`
 	Directory string   `json:"directory,omitempty"`
+	Domain    string   `json:"domain,omitempty"`
 	// Covers says in words which calls the answer covers.
 	Covers         string `json:"covers"`
 	DefinitionHash string `json:"definitionHash"`
@@ -62,7 +63,7 @@ func (s *Server) approvalsList(_ context.Context, _ *struct{}) (*approvalsListRe
 			d = "allow"
 		}
 		res.Approvals = append(res.Approvals, approvalWire{AppID: a.AppID, ToolName: a.Name(), ServerName: a.Server, Tool: a.Tool,
-			Scope: a.Kind(), Broad: a.Broad, Command: a.Command, Path: a.Path, Directory: a.Directory, Covers: a.Covers(),
+			Scope: a.Kind(), Broad: a.Broad, Command: a.Command, Path: a.Path, Directory: a.Directory, Domain: a.Domain, Covers: a.Covers(),
 			DefinitionHash: a.DefinitionHash, Allow: a.Allow, Decision: d, Time: a.Time})
 	}
 	return res, nil

@@ -18,6 +18,7 @@ func TestCoreToolsHaveQuickSchemas(t *testing.T) {
 	defer ct.Close()
 	list := ct.List()
 	list = append(list, ct.ExecuteCommand(core.ExecConfig{}))
+	list = append(list, core.WebTools(core.WebConfig{Search: &core.SearchConfig{URL: "http://127.0.0.1/search"}})...)
 	for _, tool := range list {
 		if !tools.HasQuickSchema(tool) {
 			t.Errorf("%s: the input schema is outside the quick subset", tool.Name)

@@ -46,6 +46,47 @@ type Config struct {
 	// Checkpoints are the records of what agents, apps, MCP clients and
 	// their commands change in the workspace, to review and undo it.
 	Checkpoints CheckpointsConfig `yaml:"checkpoints"`
+	// Web is web_fetch and web_search: the pages and searches the daemon
+	// fetches for a tool call.
+	Web WebConfig `yaml:"web"`
+}
+
+// WebConfig is the web section: the core tools web_fetch and web_search,
+// which the daemon itself runs (the command sandbox's network, which
+// tools.network sets, is another matter). Each call asks the person
+// unless its host is allowed here or by tools.policy.
+type WebConfig struct {
+	// AllowedDomains are the hosts web_fetch fetches from without asking,
+	// and to which a page may redirect: "go.dev" is that host exactly,
+	// "*.python.org" every host under python.org (not python.org itself);
+	// an IP address or "localhost" names itself. Any port. The host of
+	// web.search.url here lets web_search run without asking.
+	AllowedDomains []string `yaml:"allowedDomains"`
+	// MaxFetchSize bounds the bytes read of one response; the rest is not
+	// read, and the result says the page was cut. Default 5MiB.
+	MaxFetchSize Size `yaml:"maxFetchSize"`
+	// MaxTextSize bounds the text one web_fetch returns (after HTML
+	// becomes markdown); a call may ask for less, and for the text from an
+	// offset on. Default 24KiB, so that a page's part fits whole in
+	// agent.maxToolResult (32KiB).
+	MaxTextSize Size `yaml:"maxTextSize"`
+	// Timeout bounds one call, redirects included. Default 30s.
+	Timeout Duration `yaml:"timeout"`
+	// Search is the provider of web_search; without one, there is no
+	// web_search (an MCP server's search tool can stand in).
+	Search WebSearchConfig `yaml:"search"`
+}
+
+// WebSearchConfig is web.search: an HTTP JSON search endpoint.
+type WebSearchConfig struct {
+	// Provider is "searxng" (a SearXNG instance's JSON API, format=json);
+	// empty is no web_search.
+	Provider string `yaml:"provider"`
+	// URL is the endpoint, such as https://searx.example.org/search; the
+	// query goes in its q parameter.
+	URL string `yaml:"url"`
+	// MaxResults bounds the results of one search. Default 10, at most 50.
+	MaxResults int `yaml:"maxResults"`
 }
 
 // CheckpointsConfig is the checkpoints section: every tool call that
@@ -507,6 +548,8 @@ func DefaultConfig() *Config {
 			MaxStoreSize: gib,
 			MaxFiles:     100000,
 		},
+		Web: WebConfig{MaxFetchSize: 5 * mib, MaxTextSize: 24 * kib, Timeout: Duration(30 * time.Second),
+			Search: WebSearchConfig{MaxResults: 10}},
 	}
 }
 
@@ -1096,6 +1139,8 @@ func (d *decoder) check(c *Config) {
 	d.sizeUpTo("checkpoints.maxFileSize", c.Checkpoints.MaxFileSize, gib)
 	d.sizeUpTo("checkpoints.maxStoreSize", c.Checkpoints.MaxStoreSize, 1<<40)
 	d.atLeast("checkpoints.maxFiles", c.Checkpoints.MaxFiles, 1)
+
+	d.web(&c.Web)
 }
 
 // llm checks the llm section and folds a profile written directly under

@@ -63,6 +63,8 @@ func TestDefaultConfig(t *testing.T) {
 		Log:         LogConfig{Level: "info"},
 		ACP:         ACPConfig{Mode: "default", Terminal: "nexus"},
 		Checkpoints: CheckpointsConfig{Enabled: true, MaxFileSize: 2 << 20, MaxStoreSize: 1 << 30, MaxFiles: 100000},
+		Web: WebConfig{MaxFetchSize: 5 << 20, MaxTextSize: 24 << 10, Timeout: Duration(30 * time.Second),
+			Search: WebSearchConfig{MaxResults: 10}},
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig() = %+v\nwant %+v", got, want)
@@ -221,6 +223,12 @@ func TestParseConfigAllSections(t *testing.T) {
 		"  maxFileSize: 512KiB",
 		"  maxStoreSize: 100MiB",
 		"  maxFiles: 5000",
+		"web:",
+		"  allowedDomains: [go.dev, \"*.python.org\", 127.0.0.1]",
+		"  maxFetchSize: 1MiB",
+		"  maxTextSize: 20KiB",
+		"  timeout: 10s",
+		"  search: {provider: searxng, url: \"http://127.0.0.1:8888/search\", maxResults: 5}",
 	)
 	want := &Config{
 		Definitions: DefinitionsConfig{Root: "defs", MaxFileSize: 512 * 1024, Watch: false, Debounce: Duration(250 * time.Millisecond)},
@@ -284,6 +292,8 @@ func TestParseConfigAllSections(t *testing.T) {
 			TLS: TLSConfig{Cert: "tls/server.crt", Key: "tls/server.key", ClientCA: "/etc/nexus/clients.pem"}},
 		ACP:         ACPConfig{Mode: "read-only", Terminal: "client"},
 		Checkpoints: CheckpointsConfig{Enabled: false, MaxFileSize: 512 << 10, MaxStoreSize: 100 << 20, MaxFiles: 5000},
+		Web: WebConfig{AllowedDomains: []string{"go.dev", "*.python.org", "127.0.0.1"}, MaxFetchSize: 1 << 20, MaxTextSize: 20 << 10,
+			Timeout: Duration(10 * time.Second), Search: WebSearchConfig{Provider: "searxng", URL: "http://127.0.0.1:8888/search", MaxResults: 5}},
 	}
 	got, err := ParseConfig("config.yaml", in, env(nil))
 	if err != nil {
@@ -372,7 +382,17 @@ func TestParseConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown top-level key", yamlText("logs:", "  level: debug"),
-			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints)`},
+			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web)`},
+		{"web domain with a scheme", yamlText("web:", "  allowedDomains: [go.dev, \"https://python.org\"]"),
+			`c.yaml:2:28: web.allowedDomains[1]: "https://python.org" is not a lower-case host name without scheme, port or path (such as go.dev, or *.python.org)`},
+		{"web wildcard IP", yamlText("web:", "  allowedDomains: [\"*.10.0.0.1\"]"),
+			`c.yaml:2:20: web.allowedDomains[0]: "*.10.0.0.1": an IP address takes no "*."`},
+		{"web search without url", yamlText("web:", "  search: {provider: searxng}"),
+			`c.yaml:2:22: web.search.url: must not be empty with a provider (the search endpoint, such as https://searx.example.org/search)`},
+		{"web search provider", yamlText("web:", "  search: {provider: bing, url: \"https://x\"}"),
+			`c.yaml:2:22: web.search.provider: "bing" is not a known provider (searxng; or leave provider out for no web_search)`},
+		{"web search url with password", yamlText("web:", "  search: {provider: searxng, url: \"https://u:p@x/search\"}"),
+			`c.yaml:2:36: web.search.url: "https://u:p@x/search" carries a user name or password: web.search sends no credentials`},
 		{"unknown key in app", yamlText(
 			"# Apps",
 			"",
@@ -537,7 +557,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duplicate key", yamlText("log:", "  level: info", "  file: a", "  level: debug"),
 			`c.yaml:4:3: log: duplicate key "level" (first at line 2)`},
 		{"merge key", yamlText("base: &b {level: info}", "log:", "  <<: *b"),
-			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints)\n" +
+			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web)\n" +
 				"c.yaml:3:3: log: merge keys (<<) are not supported"},
 		{"llm default not a profile", yamlText("llm:", "  default: big", "  profiles:", "    small: {provider: openai, model: gpt-5-mini}"),
 			`c.yaml:2:12: llm.default: "big" is not a profile (profiles: small)`},
@@ -610,7 +630,7 @@ func TestParseConfigManyErrors(t *testing.T) {
 		`.nexus/config.yaml:12:12: environment variable TOKEN is not set (write ${TOKEN:-default} to give a default)`,
 		`.nexus/config.yaml:14:12: tools.sandbox: "jail" is not one of: read-only, workspace-write, off`,
 		`.nexus/config.yaml:15:12: tools.network: "sure" is not a boolean (true or false)`,
-		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints)`,
+		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web)`,
 	}, "\n")
 	_, err := ParseConfig(".nexus/config.yaml", in, env(nil))
 	if err == nil {

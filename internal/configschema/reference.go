@@ -134,11 +134,11 @@ func typeOf(k *key) string {
 }
 
 func plural(t string) string {
-	head, tail, _ := strings.Cut(t, ",")
-	if tail != "" {
-		tail = "," + tail
+	// The type's name ends at the first "," or ":" ("string: a host name").
+	if i := strings.IndexAny(t, ",:"); i >= 0 {
+		return t[:i] + "s" + t[i:]
 	}
-	return head + "s" + tail
+	return t + "s"
 }
 
 func list(values []string) string {

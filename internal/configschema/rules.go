@@ -170,6 +170,22 @@ var rules = map[string]rule{
 	"CheckpointsConfig.MaxFileSize":  {positive: true, max: num(gib)},
 	"CheckpointsConfig.MaxStoreSize": {positive: true, max: num(1 << 40)},
 	"CheckpointsConfig.MaxFiles":     {min: num(1)},
+
+	"WebConfig.AllowedDomains[]": {
+		pattern:    `^(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$|^[0-9a-fA-F:.]+$`,
+		patternDoc: "a lower-case host name (go.dev), *. and a host name for every host under it (*.python.org), or an IP address",
+	},
+	"WebConfig.MaxFetchSize":     {positive: true, max: num(gib)},
+	"WebConfig.MaxTextSize":      {positive: true, max: num(gib)},
+	"WebConfig.Timeout":          {positive: true, maxDur: 10 * time.Minute},
+	"WebSearchConfig.Provider":   {enum: []string{"searxng"}, emptyOK: true},
+	"WebSearchConfig.MaxResults": {min: num(1), max: num(50)},
+	"WebConfig.Search": {
+		note: "With a provider, url is required.",
+		object: func(s *jsonschema.Schema) {
+			s.AllOf = append(s.AllOf, &jsonschema.Schema{If: need("provider"), Then: need("url")})
+		},
+	},
 }
 
 // compatibleNeedsBaseURL says that provider openai-compatible needs a baseURL.

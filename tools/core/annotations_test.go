@@ -18,8 +18,11 @@ func TestAnnotations(t *testing.T) {
 		"write_file":       {Destructive: true, Idempotent: true},
 		"edit_file":        {Destructive: true},
 		"execute_command":  {Destructive: true, OpenWorld: true},
+		"web_fetch":        {ReadOnly: true, OpenWorld: true},
+		"web_search":       {ReadOnly: true, OpenWorld: true},
 	}
 	list := append(e.core.List(), e.core.ExecuteCommand(ExecConfig{}))
+	list = append(list, WebTools(WebConfig{Search: &SearchConfig{URL: "http://127.0.0.1/search"}})...)
 	if len(list) != len(want) {
 		t.Errorf("%d core tools, want %d: a new tool needs its annotations here", len(list), len(want))
 	}
@@ -32,7 +35,7 @@ func TestAnnotations(t *testing.T) {
 		if w, ok := want[tl.Name]; !ok || *a != w {
 			t.Errorf("%s: annotations %+v, want %+v", tl.Name, *a, w)
 		}
-		if a.ReadOnly != (tl.Kind == tools.KindRead || tl.Kind == tools.KindSearch) {
+		if a.ReadOnly != (tl.Kind == tools.KindRead || tl.Kind == tools.KindSearch || tl.Kind == tools.KindFetch) {
 			t.Errorf("%s: read-only %v but kind %s", tl.Name, a.ReadOnly, tl.Kind)
 		}
 	}

@@ -65,6 +65,8 @@ func AlwaysText(req Request) string {
 		what = fmt.Sprintf("%s %q, exactly this command,", executeCommand, shellJoin(s.Command))
 	case s.Path != "":
 		what = fmt.Sprintf("%s %q", req.Tool.Name, s.Path)
+	case s.Domain != "":
+		what = fmt.Sprintf("%s of any URL on the host %q,", req.Tool.Name, s.Domain)
 	default:
 		what = strconv.Quote(displayName(req.Tool)) + ", any arguments,"
 	}

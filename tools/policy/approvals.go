@@ -43,6 +43,9 @@ type Scope struct {
 	// Directory is a directory, in clean form: the calls of the file tool
 	// on it and on every path under it. The person picks it in the editor.
 	Directory string `json:"directory,omitempty"`
+	// Domain is the host of web_fetch's URL, in lower case: every
+	// web_fetch of a URL on that host, any port.
+	Domain string `json:"domain,omitempty"`
 	// Broad marks an answer from an approvals file of version 1, given
 	// before answers had scopes: it covers every call of its tool, as it
 	// did then.
@@ -61,12 +64,14 @@ func (s Scope) key() string {
 		return "path:" + s.Path
 	case s.Directory != "":
 		return "directory:" + s.Directory
+	case s.Domain != "":
+		return "domain:" + s.Domain
 	}
 	return ""
 }
 
 // Kind names the kind of s, as listings show it: command, path,
-// directory, broad, or tool (the whole tool).
+// directory, domain, broad, or tool (the whole tool).
 func (s Scope) Kind() string {
 	switch {
 	case s.Broad:
@@ -77,6 +82,8 @@ func (s Scope) Kind() string {
 		return "path"
 	case s.Directory != "":
 		return "directory"
+	case s.Domain != "":
+		return "domain"
 	}
 	return "tool"
 }
@@ -84,8 +91,8 @@ func (s Scope) Kind() string {
 // Name is what s covers as rules and listings write it: "" for the whole
 // tool; for execute_command the command with shell quoting ("ls -la");
 // for a file tool the path ("src/main.go"), a directory and everything
-// under it ("src/**", "./**" for the whole workspace), or "**" for a broad
-// answer.
+// under it ("src/**", "./**" for the whole workspace), for web_fetch the
+// host ("go.dev"), or "**" for a broad answer.
 func (s Scope) Name() string {
 	switch {
 	case s.Broad:
@@ -98,6 +105,8 @@ func (s Scope) Name() string {
 		return "./**"
 	case s.Directory != "":
 		return s.Directory + "/**"
+	case s.Domain != "":
+		return s.Domain
 	}
 	return ""
 }
@@ -151,6 +160,11 @@ func ParseName(name, server string) (tool string, s Scope, err error) {
 			return "", Scope{}, fmt.Errorf("answer name %q: %q is not one plain command", name, rest)
 		}
 		return tool, Scope{Command: c.plain}, nil
+	case tool == webFetch:
+		if err := checkDomainScope(rest); err != nil {
+			return "", Scope{}, fmt.Errorf("answer name %q: %w", name, err)
+		}
+		return tool, Scope{Domain: rest}, nil
 	case rest == "./**":
 		return tool, Scope{Directory: "."}, nil
 	}
@@ -181,6 +195,8 @@ func (a Approval) Covers() string {
 		return fmt.Sprintf("%s anywhere in the workspace", tool)
 	case a.Directory != "":
 		return fmt.Sprintf("%s in %q and everything under it", tool, a.Directory+"/")
+	case a.Domain != "":
+		return fmt.Sprintf("%s of any URL on the host %q", tool, a.Domain)
 	}
 	return tool + ", any arguments"
 }
@@ -263,24 +279,30 @@ func OpenApprovals(path string) (*Approvals, error) {
 func (ap *Approval) check() error {
 	s := &ap.Scope
 	n := 0
-	for _, set := range []bool{s.Broad, s.Command != nil, s.Path != "", s.Directory != ""} {
+	for _, set := range []bool{s.Broad, s.Command != nil, s.Path != "", s.Directory != "", s.Domain != ""} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return fmt.Errorf("%s has more than one of command, path, directory and broad", ap.Tool)
+		return fmt.Errorf("%s has more than one of command, path, directory, domain and broad", ap.Tool)
 	case !scoped(ap.Tool, ap.Server) && n > 0:
 		return fmt.Errorf("%s takes no scope: its answers cover the whole tool", displayTool(ap.Tool, ap.Server))
 	case scoped(ap.Tool, ap.Server) && n == 0:
-		return fmt.Errorf("%s has no scope (command, path, directory or broad)", ap.Tool)
+		return fmt.Errorf("%s has no scope (command, path, directory, domain or broad)", ap.Tool)
 	case s.Command != nil && ap.Tool != executeCommand:
 		return fmt.Errorf("%s has a command: only execute_command does", ap.Tool)
 	case s.Command != nil && len(s.Command) == 0:
 		return errors.New("execute_command has an empty command")
 	case ap.Tool == executeCommand && (s.Path != "" || s.Directory != ""):
 		return errors.New("execute_command has a path or directory: its scope is a command")
+	case (s.Domain != "") != (ap.Tool == webFetch && ap.Server == "" && !s.Broad):
+		return fmt.Errorf("%s: only web_fetch has a domain, and web_fetch has nothing else", ap.Tool)
+	case s.Domain != "":
+		if err := checkDomainScope(s.Domain); err != nil {
+			return err
+		}
 	}
 	for _, p := range []string{s.Path, s.Directory} {
 		if c, ok := cleanScopePath(p); p != "" && (!ok || c != p) {
@@ -419,9 +441,20 @@ func (a *Approvals) write(m map[approvalKey]Approval) error {
 var fileTools = []string{"read_file", "write_file", "edit_file", "list_directory", "search_files"}
 
 // scoped reports whether answers about the tool have a scope: the core
-// tools execute_command (a command) and the file tools (a path).
+// tools execute_command (a command), the file tools (a path) and
+// web_fetch (a host).
 func scoped(tool, server string) bool {
-	return server == "" && (tool == executeCommand || slices.Contains(fileTools, tool))
+	return server == "" && (tool == executeCommand || tool == webFetch || slices.Contains(fileTools, tool))
+}
+
+// checkDomainScope reports what is wrong with a web_fetch answer's host: a
+// host name or an IP address, in lower case, with no "*." (an answer is
+// for one host; web.allowedDomains takes patterns).
+func checkDomainScope(host string) error {
+	if strings.HasPrefix(host, "*.") {
+		return fmt.Errorf("%q: an answer covers one host; web.allowedDomains takes patterns", host)
+	}
+	return workspace.CheckDomainPattern(host)
 }
 
 // cleanScopePath is p in the clean form a scope keeps ("." for the root),

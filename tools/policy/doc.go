@@ -12,6 +12,7 @@
 //	1  the app's lists            apps[].grants.tools            calls of that app
 //	2  per-tool policy            tools.policy (Rules.Tools)     every caller
 //	3  command allow/ask rules    Rules.Commands (allow, ask)    execute_command
+//	   web.allowedDomains         Rules.Web (allow)              web_fetch, web_search
 //	4  the admin default          Rules.Admin (default allow)    the person (AppID ""), not an agent
 //	5  the risk default           Definition.Risk                every caller
 //
@@ -152,6 +153,20 @@
 // guard against mistakes, not a sandbox: a shell can always build a command
 // that no static rule sees.
 //
+// # The web
+//
+// web_fetch and web_search (tools/core WebTools) are medium risk: they ask,
+// unless something decides before the risk default. At level 3, a call
+// whose host web.allowedDomains lists (Rules.Web: "go.dev" exactly,
+// "*.python.org" every host under python.org; any port) is allowed:
+// web_fetch's host is its URL's, web_search's the host of web.search.url.
+// tools.policy and an app's lists come first, so "web_fetch: deny" or an
+// app's deny holds for a listed host too, and "web_fetch: allow" allows
+// every host. An "always" answer to web_fetch remembers the URL's host
+// (not the page), and one to web_search the whole tool (its provider is
+// the config's). The handler checks each redirect against the same list
+// (or the host the call named) and the addresses it dials; see WebTools.
+//
 // # Asking and remembering
 //
 // When the decision is ask, [BuildICERC] builds the record the person sees
@@ -169,6 +184,7 @@
 //	edit_file,                or a directory the person picked        write_file:src/**
 //	list_directory,           (the editor's answer {"answer":
 //	search_files              "allow_always", "directory": "src"})
+//	web_fetch                 the host of the URL, in lower case      web_fetch:go.dev
 //	MCP tools, sampling,      the whole tool: arguments have no       github/create_issue
 //	other core tools          known meaning
 //

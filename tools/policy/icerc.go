@@ -85,6 +85,11 @@ func renderArgs(req Request) string {
 			return s
 		}
 	}
+	if isWeb(d) {
+		if s, ok := renderWeb(req); ok {
+			return s
+		}
+	}
 	if d.ServerName == "" {
 		switch d.Name {
 		case executeCommand:
@@ -290,6 +295,8 @@ func assessRisk(req Request) RiskAssessment {
 		if len(r.Details) == 0 {
 			r.Details = append(r.Details, "runs one program with its arguments")
 		}
+	case isWeb(d):
+		webRisk(req, &r)
 	case d.ServerName != "":
 		r.Scope = "MCP server " + d.ServerName
 		r.Details = append(r.Details, fmt.Sprintf("runs in MCP server %q, outside Nexus's workspace confinement", d.ServerName))

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/workspace"
 )
 
 // Decision is what the policy says about a call.
@@ -49,6 +51,8 @@ type Rules struct {
 	// write is also checked for protected files as it resolves through the
 	// symlinks in the workspace (see the package doc).
 	Workspace string
+	// Web are the hosts web_fetch and web_search reach without asking.
+	Web WebRules
 }
 
 // AppRules are one app's tool lists.
@@ -136,6 +140,7 @@ type Policy struct {
 	store    *Approvals
 	// workspace is Rules.Workspace: where protected paths resolve.
 	workspace string
+	web       WebRules
 }
 
 // New returns a policy with the rules; store, when not nil, remembers and
@@ -149,6 +154,8 @@ func New(rules Rules, store *Approvals) *Policy {
 		store:    store,
 		// A relative root would make every resolution wrong.
 		workspace: absOrEmpty(rules.Workspace),
+		web: WebRules{AllowedDomains: slices.Clone(rules.Web.AllowedDomains),
+			SearchHost: strings.TrimSuffix(strings.ToLower(rules.Web.SearchHost), ".")},
 	}
 	if rules.Admin != "" {
 		p.admin = normalize(rules.Admin)
@@ -216,6 +223,11 @@ func (r Rules) Validate() error {
 		}
 		if !c.Decision.Valid() {
 			errs = append(errs, fmt.Errorf("command rule %d %q: decision %q is not allow, ask or deny", i, c.Pattern, c.Decision))
+		}
+	}
+	for i, d := range r.Web.AllowedDomains {
+		if err := workspace.CheckDomainPattern(d); err != nil {
+			errs = append(errs, fmt.Errorf("web.allowedDomains[%d]: %w", i, err))
 		}
 	}
 	if r.Admin != "" && !r.Admin.Valid() {
@@ -319,6 +331,12 @@ func (p *Policy) configured(req *Request, cmd *command) Verdict {
 				reason += invalidNote(r.raw)
 			}
 			return Verdict{Decision: r.decision, Reason: reason}
+		}
+	}
+	// 3: web.allowedDomains.
+	if isWeb(req.Tool) {
+		if v, ok := p.webVerdict(req); ok {
+			return v
 		}
 	}
 	// 4: the admin default.
@@ -457,10 +475,17 @@ func underDirectory(s Scope, dir string) (string, error) {
 //     or with a path the tools would refuse counts once. So a decision on
 //     a tool's arguments {} (which tools to offer an agent) meets only
 //     broad answers.
+//   - web_fetch: the host of its URL, in lower case; a URL whose host is
+//     not a plain host name or address counts once.
 //   - every other tool: the whole tool.
 func callScope(req *Request, cmd *command) (Scope, bool) {
 	d := req.Tool
 	switch {
+	case d.ServerName == "" && d.Name == webFetch:
+		if host := fetchHost(req.Args); host != "" && checkDomainScope(host) == nil {
+			return Scope{Domain: host}, true
+		}
+		return Scope{}, false
 	case isExecuteCommand(d):
 		if cmd == nil {
 			cmd = parseArgs(req.Args)

@@ -557,13 +557,15 @@ export interface Approval {
   time: string;
   /** The tool's own name (absent from an older nexusd, whose toolName is the tool). */
   tool?: string;
-  /** What the answer covers: one command, one path, a directory and everything under it, the
-   * whole tool (MCP tools), or broad: every call of the tool, from before answers had scopes. */
-  scope?: 'command' | 'path' | 'directory' | 'tool' | 'broad';
+  /** What the answer covers: one command, one path, a directory and everything under it, one
+   * host (web_fetch), the whole tool (MCP tools), or broad: every call of the tool, from before
+   * answers had scopes. */
+  scope?: 'command' | 'path' | 'directory' | 'domain' | 'tool' | 'broad';
   broad?: boolean;
   command?: string[];
   path?: string;
   directory?: string;
+  domain?: string;
   /** covers says in words which calls the answer covers. */
   covers?: string;
 }
