@@ -145,6 +145,7 @@ var rules = map[string]rule{
 	"LLMPrices.Cached":           {min: num(0)},
 
 	"AgentConfig.MaxSteps":        {min: num(1)},
+	"AgentConfig.MaxSubagents":    {min: num(1), max: num(64)},
 	"AgentConfig.MaxAnswerSize":   {positive: true, max: num(gib)},
 	"AgentConfig.MaxToolCallSize": {positive: true, max: num(gib)},
 
