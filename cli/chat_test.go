@@ -32,16 +32,16 @@ func TestRenderCalls(t *testing.T) {
 		tty  bool
 		want string
 	}{
-		{true, "  [pending] Write a.md\r\x1b[K  [in_progress] Write a.md\r\x1b[K  [failed] Write a.md: declined\nok\n" +
+		{true, "  [pending] Write a.md\r\x1b[K  [in_progress] Write a.md\r\x1b[K  [failed] Write a.md: declined (rejected by the person)\nok\n" +
 			"  [completed] Called github/get {\"path\":\"a.md\"}\n"},
-		{false, "  [pending] Write a.md\n  [in_progress] Write a.md\n  [failed] Write a.md: declined\nok\n" +
+		{false, "  [pending] Write a.md\n  [in_progress] Write a.md\n  [failed] Write a.md: declined (rejected by the person)\nok\n" +
 			"  [completed] Called github/get {\"path\":\"a.md\"}\n"},
 	} {
 		var b bytes.Buffer
 		r := &render{w: &b, tty: c.tty, calls: map[string]*chatCallLine{}}
 		r.call(up("tool_call", "c1", "Write a.md", "pending"))
 		r.call(up("tool_call_update", "c1", "", "in_progress"))
-		r.call(up("tool_call_update", "c1", "Write a.md: declined", "failed"))
+		r.call(up("tool_call_update", "c1", "Write a.md: declined (rejected by the person)", "failed"))
 		r.text("ok")
 		r.endLine()
 		r.call(up("tool_call", "c2", "Called github/get", "completed"))

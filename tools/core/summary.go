@@ -33,10 +33,15 @@ func Summary(c tools.Call) string {
 		s = summary{doing: "Call " + name, done: "Called " + name}
 	}
 	switch {
-	case c.Error != nil && c.Error.Code == tools.CodePermissionDenied:
-		return s.doing + ": declined"
 	case c.Error != nil:
-		return s.doing + ": failed, " + shortLine(c.Error.Message, 100)
+		how := "failed"
+		if c.Error.Code == tools.CodePermissionDenied {
+			how = "declined"
+		}
+		if msg := shortLine(c.Error.Message, 100); msg != "" {
+			how += " (" + msg + ")"
+		}
+		return s.doing + ": " + how
 	case c.Status == tools.StatusCompleted:
 		if c.ResultTruncated || s.done == "" {
 			return s.doing + ": done"
