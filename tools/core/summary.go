@@ -35,8 +35,11 @@ func Summary(c tools.Call) string {
 	switch {
 	case c.Error != nil:
 		how := "failed"
-		if c.Error.Code == tools.CodePermissionDenied {
+		switch c.Error.Code {
+		case tools.CodePermissionDenied:
 			how = "declined"
+		case tools.CodeCancelled:
+			how = "cancelled"
 		}
 		if msg := shortLine(c.Error.Message, 100); msg != "" {
 			how += " (" + msg + ")"

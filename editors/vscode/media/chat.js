@@ -61,8 +61,8 @@
   }
 
   // A tool call: its line in words (nexusd's summary), which opens to its
-  // arguments and result; the compact diff of a file change, kept after the
-  // answer; and, while it waits, the prompt and the answers.
+  // arguments and result; the compact diff of a file change, kept once the
+  // change is made; and, while it waits, the prompt and the answers.
   function toolCard(t) {
     const card = el('div', `entry tool status-${t.status}${t.waiting ? ' waiting' : ''}`);
     card.dataset.toolCallId = t.toolCallId;
@@ -79,7 +79,7 @@
     head.title = 'Show the arguments and the result';
     head.append(el('span', 'tool-icon', t.waiting ? '⚠' : statusIcon[t.status] || '•'));
     head.append(titleLine(t));
-    if (t.waiting || t.status === 'pending' || t.status === 'in_progress' || t.status === 'failed') {
+    if (t.waiting || t.status === 'pending' || t.status === 'in_progress') {
       head.append(el('span', 'tool-status', t.waiting ? 'waiting for approval' : String(t.status).replace('_', ' ')));
     }
     details.append(head);
@@ -102,7 +102,8 @@
     if (t.waiting && t.prompt) {
       card.append(el('pre', 'tool-prompt', t.prompt)); // who asks, the command, what "always" covers
     }
-    if (t.diff && t.diff.length > 0) {
+    if (t.diff && t.diff.length > 0 && t.status !== 'failed') {
+      // (A failed call changed nothing: its line says why.)
       // The change as nexusd computed it, inert: each line set as text.
       const diff = el('pre', 'tool-diff');
       for (const l of t.diff) {
