@@ -39,7 +39,7 @@ func Summary(c tools.Call) string {
 		case tools.CodePermissionDenied:
 			how = "declined"
 		case tools.CodeCancelled:
-			how = "cancelled"
+			return s.doing + ": cancelled" // by the person: no more to say
 		}
 		if msg := shortLine(c.Error.Message, 100); msg != "" {
 			how += " (" + msg + ")"

@@ -40,7 +40,7 @@ func TestSummary(t *testing.T) {
 		{"time", done("get_current_time", `{}`, `{"iso8601":"2026-11-28T13:00:00Z","unix":1,"timezone":"UTC"}`), "Got the time: 2026-11-28T13:00:00Z"},
 		{"declined", failed("write_file", `{"path":"notes.txt","content":"x"}`, tools.CodePermissionDenied, "rejected by the person"), "Write notes.txt: declined (rejected by the person)"},
 		{"failed", failed("read_file", `{"path":"gone.txt"}`, tools.CodeExecutionFailed, "open gone.txt: no such file\nmore"), "Read gone.txt: failed (open gone.txt: no such file …)"},
-		{"cancelled", failed("write_file", `{"path":"notes.txt","content":"x"}`, tools.CodeCancelled, "the call was cancelled while waiting for permission"), "Write notes.txt: cancelled (the call was cancelled while waiting for permission)"},
+		{"cancelled", failed("write_file", `{"path":"notes.txt","content":"x"}`, tools.CodeCancelled, "the call was cancelled while waiting for permission"), "Write notes.txt: cancelled"},
 		{"mcp", tools.Call{ToolName: "create_issue", ServerName: "github", ArgumentsJSON: json.RawMessage(`{"path":"x"}`), ResultJSON: json.RawMessage(`{}`), Status: tools.StatusCompleted}, "Called github/create_issue"},
 		{"mcp waits", tools.Call{ToolName: "create_issue", ServerName: "github", Status: tools.StatusInitiated}, "Call github/create_issue"},
 		{"result cut", tools.Call{ToolName: "read_file", ArgumentsJSON: json.RawMessage(`{"path":"big"}`), ResultJSON: json.RawMessage(`"{\"content\":"`), ResultTruncated: true, Status: tools.StatusCompleted}, "Read big: done"},
