@@ -285,8 +285,11 @@ type chatUpdate struct {
 	Kind          string          `json:"kind"`
 	Status        string          `json:"status"`
 	RawInput      json.RawMessage `json:"rawInput"`
-	Entries       []planEntry     `json:"entries"`
-	Retry         *struct {
+	Locations     []struct {
+		Path string `json:"path"`
+	} `json:"locations"`
+	Entries []planEntry `json:"entries"`
+	Retry   *struct {
 		Attempt int    `json:"attempt"`
 		WaitMs  int64  `json:"waitMs"`
 		Error   string `json:"error"`
@@ -725,6 +728,7 @@ type render struct {
 
 type chatCallLine struct {
 	title, args, status string
+	path                string // the workspace file it works on, if any
 }
 
 func (r *render) endLine() {
@@ -784,12 +788,22 @@ func (r *render) call(up chatUpdate) {
 	cl := r.calls[up.ToolCallID]
 	if cl == nil {
 		cl = &chatCallLine{args: summarize(up.RawInput)}
+		if len(up.Locations) > 0 {
+			cl.path = inert.Line(up.Locations[0].Path)
+		}
 		r.calls[up.ToolCallID] = cl
 	}
 	if up.Title != "" {
 		cl.title = inert.Line(up.Title)
 	}
-	line := fmt.Sprintf("  [%s] %s", inert.Line(up.Status), cl.title)
+	title := cl.title
+	if r.md != nil && cl.path != "" {
+		// Its file a hyperlink, as in the answer.
+		if i := strings.Index(title, cl.path); i >= 0 {
+			title = title[:i] + r.md.link(cl.path, cl.path, true) + title[i+len(cl.path):]
+		}
+	}
+	line := fmt.Sprintf("  [%s] %s", inert.Line(up.Status), title)
 	if cl.args != "" && (strings.HasPrefix(cl.title, "Call ") || strings.HasPrefix(cl.title, "Called ")) {
 		line += " " + cl.args
 	}

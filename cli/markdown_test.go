@@ -79,3 +79,21 @@ func TestChatAnswerMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestCallLineLink: on a terminal, the file of a tool call's line is a
+// hyperlink to it; a path out of the workspace is not.
+func TestCallLineLink(t *testing.T) {
+	var b bytes.Buffer
+	r := &render{w: &b, tty: true, calls: map[string]*chatCallLine{}, md: &termMarkdown{root: "/ws"}}
+	var up chatUpdate
+	if err := json.Unmarshal([]byte(`{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Wrote notes.txt, 5 bytes","status":"completed","locations":[{"path":"notes.txt"}]}`), &up); err != nil {
+		t.Fatal(err)
+	}
+	r.call(up)
+	up.ToolCallID, up.Title, up.Locations[0].Path = "c2", "Read ../x.txt, 1 line", "../x.txt"
+	r.call(up)
+	want := "  [completed] Wrote \x1b]8;;file:///ws/notes.txt\x1b\\notes.txt\x1b]8;;\x1b\\, 5 bytes\n  [completed] Read ../x.txt, 1 line\n"
+	if b.String() != want {
+		t.Errorf("lines:\n%q\nwant\n%q", b.String(), want)
+	}
+}
