@@ -248,11 +248,14 @@ export interface ViewState {
  * and waiting marks the calls in waiting (their tool call ids, each with
  * its prompt's text: approvalsModel.promptDetail, inert), each with the
  * compact diff of the change it would make (changes, by tool call id:
- * reviewModel.compactDiff). Every text
- * is inert (src/inert.ts): what a model, a tool or a server wrote shows its
+ * reviewModel.compactDiff); an answered call keeps the diff of the change
+ * it was asked about (its entry's changes). Every text is inert
+ * (src/inert.ts): what a model, a tool or a server wrote shows its
  * control, bidi and format characters escaped. The agent's answer and
- * thoughts stay markdown, rendered by renderMarkdown, which makes no link,
- * image or HTML of them; everything else the webview sets as plain text. */
+ * thoughts stay markdown, rendered by markdown.ts's renderMarkdown, which
+ * escapes all HTML and links only to the web and to workspace files (the
+ * webview posts a link's target; chat.ts checks it); everything else the
+ * webview sets as plain text. */
 export function view(
   s: ChatState,
   waiting: ReadonlySet<string> | ReadonlyMap<string, string>,
@@ -271,7 +274,8 @@ export function view(
       }
       if (e.kind === 'tool') {
         const prompt = waiting instanceof Map ? (waiting as ReadonlyMap<string, string>).get(e.toolCallId) : undefined;
-        const diff = compactDiff(changes?.get(e.toolCallId) ?? e.changes);
+        // The change asked about while it waits; after, the one kept then.
+        const diff = compactDiff((waiting.has(e.toolCallId) ? changes?.get(e.toolCallId) : undefined) ?? e.changes);
         return {
           ...e,
           changes: undefined,
