@@ -230,6 +230,20 @@ export function endTurn(s: ChatState, stopReason: string): void {
   s.entries.push({ kind: 'stop', text: `(${stopReason || 'end_turn'})` });
 }
 
+/** The HTML of each answer as last rendered: the state is posted on every
+ * chunk, and only the answer that grows is rendered again. */
+const renderedHTML = new WeakMap<Entry, { text: string; html: string }>();
+
+function rendered(e: Entry, text: string): string {
+  const r = renderedHTML.get(e);
+  if (r?.text === text) {
+    return r.html;
+  }
+  const html = renderMarkdown(text);
+  renderedHTML.set(e, { text, html });
+  return html;
+}
+
 /** The webview's copy of an entry: the agent's text rendered, and whether a
  * tool call waits for the person, with what its prompt says (who asks, the
  * command, what "always" covers), shown on the card above its answers. */
@@ -270,7 +284,7 @@ export function view(
     entries: s.entries.map((e): ViewEntry => {
       if (e.kind === 'agent' || e.kind === 'thought') {
         const text = inertText(e.text);
-        return { ...e, text, html: renderMarkdown(text) };
+        return { ...e, text, html: rendered(e, text) };
       }
       if (e.kind === 'tool') {
         const prompt = waiting instanceof Map ? (waiting as ReadonlyMap<string, string>).get(e.toolCallId) : undefined;
