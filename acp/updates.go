@@ -155,6 +155,10 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 	case "tool_call_update":
 		up := &acpsdk.SessionToolCallUpdate{SessionUpdate: "tool_call_update", ToolCallId: acpsdk.ToolCallId(u.ToolCallID),
 			RawOutput: rawOrNil(u.RawOutput), Content: content(u.Content), Meta: parentMeta(u)}
+		if u.Title != "" {
+			title := u.Title
+			up.Title = &title
+		}
 		if u.Status != "" {
 			st := acpsdk.ToolCallStatus(u.Status)
 			up.Status = &st

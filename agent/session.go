@@ -14,6 +14,7 @@ import (
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/core"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
@@ -372,16 +373,15 @@ const shownOutput = 4 << 10
 
 // toolCallUpdate is the ACP update of a Nexus tool call.
 func toolCallUpdate(first bool, c tools.Call) Update {
-	u := Update{SessionUpdate: "tool_call_update", ToolCallID: c.ID, Status: acpStatus(c.Status), ToolName: c.ToolName}
+	// The title is the call in words, which changes as it runs and ends
+	// ("Write notes.txt", then "Wrote notes.txt, 5 bytes"): every door
+	// shows this one line.
+	u := Update{SessionUpdate: "tool_call_update", ToolCallID: c.ID, Status: acpStatus(c.Status), ToolName: c.ToolName, Title: core.Summary(c)}
 	if c.ServerName != "" {
 		u.ToolName = c.ServerName + "/" + c.ToolName
 	}
 	if first {
 		u.SessionUpdate = "tool_call"
-		u.Title = c.Title
-		if u.Title == "" {
-			u.Title = c.ToolName
-		}
 		u.Kind = acpKind(c.Kind)
 		u.RawInput = c.ArgumentsJSON
 		var args struct {

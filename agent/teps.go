@@ -18,6 +18,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/llm"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/core"
 )
 
 // The TEPS of the agent is the ToolManager and its policy: each tool call
@@ -382,7 +383,7 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 		first = false
 	}
 	call := ss.svc.opts.Tools.Execute(ctx, req)
-	res.ToolCallID, res.Title, res.Kind = call.ID, call.Title, acpKind(call.Kind)
+	res.ToolCallID, res.Title, res.Kind = call.ID, core.Summary(call), acpKind(call.Kind)
 	switch {
 	case call.Error == nil:
 		if d.ServerName == "" {

@@ -85,6 +85,11 @@ type chat struct {
 func newChat(e *env, agent nexusv1.AgentClient, o chatOptions) *chat {
 	c := &chat{e: e, agent: agent, opts: o, ttyIn: isTerminal(e.stdin)}
 	c.out = &render{w: e.stdout, tty: isTerminal(e.stdout), calls: map[string]*chatCallLine{}}
+	if c.out.tty {
+		// File links point into the workspace (when it is found).
+		root, _, _ := e.locateDaemon()
+		c.out.md = &termMarkdown{root: root}
+	}
 	c.status = c.out
 	return c
 }
@@ -282,8 +287,11 @@ type chatUpdate struct {
 	Kind             string          `json:"kind"`
 	Status           string          `json:"status"`
 	RawInput         json.RawMessage `json:"rawInput"`
-	Entries          []planEntry     `json:"entries"`
-	Retry            *struct {
+	Locations        []struct {
+		Path string `json:"path"`
+	} `json:"locations"`
+	Entries []planEntry `json:"entries"`
+	Retry   *struct {
 		Attempt int    `json:"attempt"`
 		WaitMs  int64  `json:"waitMs"`
 		Error   string `json:"error"`
@@ -675,11 +683,17 @@ func toolName(server, tool string) string {
 func (c *chat) show(up chatUpdate) {
 	switch up.SessionUpdate {
 	case "agent_message_chunk":
-		c.status.endLine()
-		c.out.text(inert.Text(up.text()))
+		if c.status != c.out || c.out.kind != up.SessionUpdate {
+			c.status.endLine() // the answer's next chunk goes on its line
+		}
+		c.out.answer(inert.Text(up.text()))
+		c.out.kind = up.SessionUpdate
 	case "agent_thought_chunk":
-		c.out.endLine()
+		if c.status != c.out || c.status.kind != up.SessionUpdate {
+			c.out.endLine()
+		}
 		c.status.note(inert.Text(up.text()))
+		c.status.kind = up.SessionUpdate
 	case "command_output":
 		c.status.endLine()
 		c.out.endLine()
@@ -707,19 +721,31 @@ type render struct {
 	col   bool
 	open  string // id of the tool call whose line the cursor is on (tty)
 	calls map[string]*chatCallLine
+	// md renders the answer's markdown on a terminal; nil: plain.
+	md *termMarkdown
+	// kind is the update whose text was written last ("agent_message_chunk"),
+	// until a line ends: the next chunk of the same goes on.
+	kind string
 }
 
 type chatCallLine struct {
 	title, args, status string
+	path                string // the workspace file it works on, if any
 	// indent starts the line: deeper for a subagent's call, under its task.
 	indent string
 }
 
 func (r *render) endLine() {
+	if r.md != nil {
+		if rest := r.md.flush(); rest != "" {
+			fmt.Fprint(r.w, rest)
+			r.col = true
+		}
+	}
 	if r.col || r.open != "" {
 		fmt.Fprintln(r.w)
 	}
-	r.col, r.open = false, ""
+	r.col, r.open, r.kind = false, "", ""
 }
 
 func (r *render) text(s string) {
@@ -733,26 +759,60 @@ func (r *render) text(s string) {
 	r.col = !strings.HasSuffix(s, "\n")
 }
 
+// answer writes a chunk of the agent's answer: as markdown rendered a
+// line at a time on a terminal, else as it is.
+func (r *render) answer(s string) {
+	if r.md == nil {
+		r.text(s)
+		return
+	}
+	if r.open != "" {
+		r.endLine()
+	}
+	if done := r.md.write(s); done != "" {
+		if r.col {
+			fmt.Fprintln(r.w)
+		}
+		fmt.Fprint(r.w, done)
+		r.col = false
+	}
+}
+
 func (r *render) note(s string) {
 	r.text(s)
 }
 
 // call shows a tool call's status: one line per call, rewritten in place
-// on a terminal while it is the last line, else a line per change.
+// on a terminal while it is the last line, else a line per change. The
+// line is the call in words, nexusd's (it changes as the call ends:
+// "Write notes.txt", then "Wrote notes.txt, 5 bytes"); a call that nexusd
+// words generically (an MCP server's tool: "Call github/create_issue")
+// shows its arguments too.
 func (r *render) call(up chatUpdate) {
 	cl := r.calls[up.ToolCallID]
 	if cl == nil {
-		cl = &chatCallLine{title: inert.Line(up.Title), args: summarize(up.RawInput), indent: "  "}
+		cl = &chatCallLine{args: summarize(up.RawInput), indent: "  "}
 		if up.ParentToolCallID != "" {
 			cl.indent = "      "
 		}
+		if len(up.Locations) > 0 {
+			cl.path = inert.Line(up.Locations[0].Path)
+		}
 		r.calls[up.ToolCallID] = cl
 	}
-	line := fmt.Sprintf("%s[%s] %s %s", cl.indent, inert.Line(up.Status), cl.title, cl.args)
-	if up.Status == "failed" {
-		if t := up.text(); t != "" {
-			line += ": " + inert.Line(firstLineOf(t))
+	if up.Title != "" {
+		cl.title = inert.Line(up.Title)
+	}
+	title := cl.title
+	if r.md != nil && cl.path != "" {
+		// Its file a hyperlink, as in the answer.
+		if i := strings.Index(title, cl.path); i >= 0 {
+			title = title[:i] + r.md.link(cl.path, cl.path, true) + title[i+len(cl.path):]
 		}
+	}
+	line := fmt.Sprintf("%s[%s] %s", cl.indent, inert.Line(up.Status), title)
+	if cl.args != "" && (strings.HasPrefix(cl.title, "Call ") || strings.HasPrefix(cl.title, "Called ")) {
+		line += " " + cl.args
 	}
 	done := up.Status == "completed" || up.Status == "failed"
 	if up.Status == cl.status {

@@ -19,31 +19,32 @@ func TestParseAnswer(t *testing.T) {
 	}
 }
 
-// TestRenderCalls: a tool call is one line rewritten in place on a
-// terminal while it is the last line, and a line per status otherwise;
-// text between ends the line.
+// TestRenderCalls: a tool call is one line in words (nexusd's title, which
+// changes as the call ends), rewritten in place on a terminal while it is
+// the last line, and a line per status otherwise; text between ends the
+// line. A call worded generically (an MCP server's tool) shows its
+// arguments.
 func TestRenderCalls(t *testing.T) {
-	up := func(kind, status, text string) chatUpdate {
-		u := chatUpdate{SessionUpdate: kind, ToolCallID: "c1", Title: "Read file", Status: status, RawInput: json.RawMessage(`{"path": "a.md"}`)}
-		if text != "" {
-			u.Content = json.RawMessage(`[{"type":"content","content":{"type":"text","text":"` + text + `"}}]`)
-		}
-		return u
+	up := func(kind, id, title, status string) chatUpdate {
+		return chatUpdate{SessionUpdate: kind, ToolCallID: id, Title: title, Status: status, RawInput: json.RawMessage(`{"path": "a.md"}`)}
 	}
 	for _, c := range []struct {
 		tty  bool
 		want string
 	}{
-		{true, "  [pending] Read file {\"path\":\"a.md\"}\r\x1b[K  [in_progress] Read file {\"path\":\"a.md\"}\r\x1b[K  [failed] Read file {\"path\":\"a.md\"}: permission_denied: no\nok\n"},
-		{false, "  [pending] Read file {\"path\":\"a.md\"}\n  [in_progress] Read file {\"path\":\"a.md\"}\n  [failed] Read file {\"path\":\"a.md\"}: permission_denied: no\nok\n"},
+		{true, "  [pending] Write a.md\r\x1b[K  [in_progress] Write a.md\r\x1b[K  [failed] Write a.md: declined (rejected by the person)\nok\n" +
+			"  [completed] Called github/get {\"path\":\"a.md\"}\n"},
+		{false, "  [pending] Write a.md\n  [in_progress] Write a.md\n  [failed] Write a.md: declined (rejected by the person)\nok\n" +
+			"  [completed] Called github/get {\"path\":\"a.md\"}\n"},
 	} {
 		var b bytes.Buffer
 		r := &render{w: &b, tty: c.tty, calls: map[string]*chatCallLine{}}
-		r.call(up("tool_call", "pending", ""))
-		r.call(up("tool_call_update", "in_progress", ""))
-		r.call(up("tool_call_update", "failed", "permission_denied: no"))
+		r.call(up("tool_call", "c1", "Write a.md", "pending"))
+		r.call(up("tool_call_update", "c1", "", "in_progress"))
+		r.call(up("tool_call_update", "c1", "Write a.md: declined (rejected by the person)", "failed"))
 		r.text("ok")
 		r.endLine()
+		r.call(up("tool_call", "c2", "Called github/get", "completed"))
 		if b.String() != c.want {
 			t.Errorf("tty %v:\n%q\nwant\n%q", c.tty, b.String(), c.want)
 		}
@@ -114,7 +115,7 @@ Allow? [y]es once / [a]lways / [n]o / [N]ever: `
 	c.show(text("agent_message_chunk", "done\x1b]0;pwned\x07\n"))
 	c.show(text("agent_thought_chunk", "think\u009b2K\n"))
 	c.show(chatUpdate{SessionUpdate: "tool_call", ToolCallID: "c1", Title: "Run\rrm", Status: "pending", RawInput: json.RawMessage(`{"a":"\u202e"}`)})
-	want = "done\\x1b]0;pwned\\x07\nthink\\u009b2K\n  [pending] Run\\rrm {\"a\":\"\\u202e\"}\n"
+	want = "done\\x1b]0;pwned\\x07\nthink\\u009b2K\n  [pending] Run\\rrm\n"
 	if b.String() != want {
 		t.Errorf("updates: %q, want %q", b.String(), want)
 	}

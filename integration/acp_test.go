@@ -21,12 +21,21 @@ import (
 type acpRecorder struct {
 	mu      sync.Mutex
 	updates []acpsdk.SessionUpdate
+	// notify, when set, gets a signal after each update (buffer it: a
+	// signal not taken yet stands for the updates since).
+	notify chan struct{}
 }
 
 func (r *acpRecorder) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.updates = append(r.updates, n.Update)
+	if r.notify != nil {
+		select {
+		case r.notify <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 

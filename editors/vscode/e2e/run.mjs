@@ -517,10 +517,10 @@ async function roomForChat(s) {
 /** scriptedModel is the test's own OpenAI-compatible model (chat
  * completions, SSE): the Nth request of a turn (N-1 tool results so far)
  * gets the Nth of calls, a tool call [name, args]; past them it answers
- * "Done.". Returns the config of an agent that may run those tools
- * unasked (update_plan, the agent's own, asks no one and has no policy),
- * and the server's teardown. */
-async function scriptedModel(calls) {
+ * answer ("Done." unless given). Returns the config of an agent that may
+ * run those tools unasked (update_plan, the agent's own, asks no one and
+ * has no policy), and the server's teardown. */
+async function scriptedModel(calls, answer = 'Done.') {
   const srv = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => { body += d; });
@@ -535,7 +535,7 @@ async function scriptedModel(calls) {
       const chunk = (choices, extra = {}) => `data: ${JSON.stringify({ id: `chatcmpl-${step}`, object: 'chat.completion.chunk', created: 1, model: 'scripted', choices, ...extra })}\n\n`;
       const delta = step < calls.length
         ? { role: 'assistant', tool_calls: [{ index: 0, id: `call_${step}`, type: 'function', function: { name: calls[step][0], arguments: JSON.stringify(calls[step][1]) } }] }
-        : { role: 'assistant', content: 'Done.' };
+        : { role: 'assistant', content: answer };
       res.writeHead(200, { 'Content-Type': 'text/event-stream' });
       res.write(chunk([{ index: 0, delta, finish_reason: null }]));
       res.write(chunk([{ index: 0, delta: {}, finish_reason: step < calls.length ? 'tool_calls' : 'stop' }]));
@@ -1386,7 +1386,7 @@ const scenarios = [
       await prompt.press('Enter');
       await chat.locator('.entry.user', { hasText: 'notes.txt' }).waitFor({ timeout: HANG });
       // The agent's write asks the person: its card waits with the answers.
-      const card = chat.locator('.entry.tool.waiting', { hasText: /write_file|Write file/ }).first();
+      const card = chat.locator('.entry.tool.waiting', { hasText: /write_file|Write |Wrote / }).first();
       await card.waitFor({ timeout: 2 * HANG });
       await chat.locator('#stop').waitFor({ timeout: HANG }); // the turn runs
       // The card shows the change nexusd computed as a compact diff; Open
@@ -1400,7 +1400,7 @@ const scenarios = [
       await s.page.mouse.move(700, 700);
       await s.screenshot('review-card.png');
       await card.locator('button', { hasText: 'Allow once' }).click();
-      const done = chat.locator('.entry.tool.status-completed', { hasText: /write_file|Write file/ }).first();
+      const done = chat.locator('.entry.tool.status-completed', { hasText: /write_file|Write |Wrote / }).first();
       await done.waitFor({ timeout: HANG });
       // The model may make more than one call in its step: allow each, in the chat.
       // A second write of notes.txt opens its own diff tab, with the same title,
@@ -1656,7 +1656,7 @@ const scenarios = [
         await chat.locator('.entry.user', { hasText: text }).waitFor({ timeout: HANG });
         // The turn waits on the person, as long as it takes: its write_file's
         // card asks, and so does Pending Approvals.
-        await chat.locator('.entry.tool.waiting', { hasText: /write_file|Write file/ }).first().waitFor({ timeout: 2 * HANG });
+        await chat.locator('.entry.tool.waiting', { hasText: /write_file|Write |Wrote / }).first().waitFor({ timeout: 2 * HANG });
         await waitTreeItem(s.page, 'Pending Approvals', 'write_file');
         await chat.locator('#stop').waitFor({ timeout: HANG });
         if (await chat.locator('#send').isVisible()) {
@@ -1743,6 +1743,68 @@ const scenarios = [
       await chat.locator('.entry.user').first().scrollIntoViewIfNeeded(); // the turn from its start
       await s.page.mouse.move(700, 700);
       await s.screenshot('chat-plan.png');
+    },
+  },
+  {
+    name: 'chat-markdown',
+    about: 'a scripted model reads src/main.go, writes notes.txt and answers in markdown: the answer is rendered (a heading, bold, a list, a Go block highlighted), its raw <img> stays text; each tool card is one line in words ("Read src/main.go, 11 lines", "Wrote notes.txt, 6 bytes") that opens to its arguments; a click on src/main.go:7 in the answer opens main.go at line 7',
+    xfail: fixture && 'the fixture extension has no Agent Chat',
+    files: { 'src/main.go': 'package main\n\nimport "fmt"\n\n// main says hello.\n//\nfunc main() {\n\tfmt.Println(greeting())\n}\n\nfunc greeting() string { return "hello" }\n' },
+    setup: () => scriptedModel([
+      ['read_file', { path: 'src/main.go' }],
+      ['write_file', { path: 'notes.txt', content: 'hello\n' }],
+    ], '## What I did\n\nI read **src/main.go** and wrote `notes.txt`:\n\n- `main` is at src/main.go:7\n- the greeting comes from [greeting](src/main.go#L11)\n\n```go\nfunc main() {\n\tfmt.Println(greeting())\n}\n```\n\n<img src=x onerror=alert(1)> stays text.'),
+    async run(s) {
+      await ready(s);
+      const chat = await openChat(s);
+      const prompt = chat.locator('#prompt');
+      await prompt.click();
+      await prompt.fill('Read src/main.go and write hello into notes.txt.');
+      await prompt.press('Enter');
+      await chat.locator('.entry.stop').first().waitFor({ timeout: 2 * HANG });
+      const answer = chat.locator('.entry.agent').last();
+      if ((await answer.locator('h2').textContent()) !== 'What I did' || (await answer.locator('strong').first().textContent()) !== 'src/main.go') {
+        throw new Error(`the answer's markdown was not rendered: ${await answer.innerHTML()}`);
+      }
+      if ((await answer.locator('pre code.language-go .hljs-keyword').count()) === 0) {
+        throw new Error('the Go block is not highlighted');
+      }
+      if ((await answer.locator('img').count()) !== 0 || !(await answer.textContent()).includes('<img src=x onerror=alert(1)> stays text.')) {
+        throw new Error('the answer\'s raw HTML made an element');
+      }
+      const titles = await chat.locator('.entry.tool .tool-title').allTextContents();
+      const want = ['Read src/main.go, 11 lines', 'Wrote notes.txt, 6 bytes'];
+      if (JSON.stringify(titles) !== JSON.stringify(want)) {
+        throw new Error(`the tool cards' lines: ${JSON.stringify(titles)}`);
+      }
+      // The whole turn in sight: the views below the chat collapsed, the side bar wider.
+      await roomForChat(s);
+      for (const name of ['Tool Activity', 'Pending Approvals']) {
+        const header = s.page.locator(`.part.sidebar .pane-header[aria-label^="${name}"]`).first();
+        if ((await header.getAttribute('aria-expanded')) === 'true') {
+          await header.click();
+        }
+      }
+      await widenSidebar(s.page, 160);
+      await chat.locator('.entry.user').first().scrollIntoViewIfNeeded();
+      await s.page.mouse.move(1000, 150);
+      await s.screenshot('chat-markdown.png');
+      // A card opens to its arguments and result.
+      const card = chat.locator('.entry.tool', { hasText: 'Wrote notes.txt' });
+      await card.locator('.tool-head').click({ position: { x: 4, y: 4 } });
+      await waitFor('the write card open', async () => ((await card.locator('.tool-input').textContent()) ?? '').includes('"path": "notes.txt"') &&
+        ((await card.locator('.tool-detail').textContent()) ?? '').includes('"bytesWritten": 6'));
+      // The answer's src/main.go:7 opens the file at line 7.
+      await answer.locator('a.file-link[data-href="src/main.go:7"]').click();
+      await waitFor('main.go in the active editor at line 7', async () =>
+        (await s.page.evaluate(() => document.querySelector('.part.editor .tab.active')?.getAttribute('aria-label') ?? '')).includes('main.go') &&
+        (await statusBarItem(s.page, /^Ln \d+, Col \d+/))?.startsWith('Ln 7,'));
+      // The read card's file opens it (at its start), a link to #L11 at line 11.
+      await chat.locator('.entry.tool .tool-title a.file-link[data-href="src/main.go"]').click();
+      await waitFor('the cursor on line 1', async () => (await statusBarItem(s.page, /^Ln \d+, Col \d+/))?.startsWith('Ln 1,'));
+      await answer.locator('a.file-link[data-href="src/main.go#L11"]').click();
+      await waitFor('the cursor on line 11', async () => (await statusBarItem(s.page, /^Ln \d+, Col \d+/))?.startsWith('Ln 11,'));
+      await s.screenshot('chat-link.png');
     },
   },
   {

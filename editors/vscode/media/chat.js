@@ -1,6 +1,6 @@
 // The Agent Chat webview: renders the state chat.ts posts, and posts the
 // person's actions back. Plain DOM; the agent's text comes rendered (and
-// escaped) by chatModel.renderMarkdown; everything else is set as text.
+// escaped) by markdown.ts's renderMarkdown; everything else is set as text.
 // @ts-check
 (function () {
   // eslint-disable-next-line no-undef
@@ -36,35 +36,85 @@
     return e;
   }
 
+  /** The cards the person opened, by tool call id: kept across renders. */
+  const expanded = new Set();
+
+  /** fileLink is a link to a workspace file (chat.ts checks it). */
+  function fileLink(text, href) {
+    const a = el('a', 'file-link', text);
+    a.href = '#';
+    a.dataset.href = href;
+    a.title = `Open ${href}`;
+    return a;
+  }
+
+  /** titleLine is a card's one line, its file (if the line names it) a link. */
+  function titleLine(t) {
+    const span = el('span', 'tool-title');
+    const at = t.link ? t.title.indexOf(t.link) : -1;
+    if (at < 0) {
+      span.textContent = t.title;
+      return span;
+    }
+    span.append(t.title.slice(0, at), fileLink(t.link, t.link), t.title.slice(at + t.link.length));
+    return span;
+  }
+
+  // A tool call: its line in words (nexusd's summary), which opens to its
+  // arguments and result; the compact diff of a file change, kept once the
+  // change is made; and, while it waits, the prompt and the answers.
   function toolCard(t) {
     const card = el('div', `entry tool status-${t.status}${t.waiting ? ' waiting' : ''}${t.parent ? ' subagent' : ''}`);
     card.dataset.toolCallId = t.toolCallId;
-    const head = el('div', 'tool-head');
-    head.title = 'Show the call in Tool Activity';
+    const details = /** @type {HTMLDetailsElement} */ (el('details', 'tool-call'));
+    details.open = expanded.has(t.toolCallId);
+    details.addEventListener('toggle', () => {
+      if (details.open) {
+        expanded.add(t.toolCallId);
+      } else {
+        expanded.delete(t.toolCallId);
+      }
+    });
+    const head = el('summary', 'tool-head');
+    head.title = 'Show the arguments and the result';
     head.append(el('span', 'tool-icon', t.waiting ? '⚠' : statusIcon[t.status] || '•'));
-    head.append(el('span', 'tool-title', t.title));
-    if (t.toolKind) {
-      head.append(el('span', 'tool-kind', t.toolKind));
+    head.append(titleLine(t));
+    if (t.waiting || t.status === 'pending' || t.status === 'in_progress') {
+      head.append(el('span', 'tool-status', t.waiting ? 'waiting for approval' : String(t.status).replace('_', ' ')));
     }
-    head.append(el('span', 'tool-status', t.waiting ? 'waiting for approval' : String(t.status).replace('_', ' ')));
-    head.addEventListener('click', () => vscode.postMessage({ type: 'details', toolCallId: t.toolCallId }));
-    card.append(head);
+    details.append(head);
+    const body = el('div', 'tool-body');
+    if (t.input) {
+      body.append(el('div', 'tool-label', 'Arguments'), el('pre', 'tool-input', t.input.length > 4000 ? t.input.slice(0, 4000) + '…' : t.input));
+    }
     if (t.detail) {
-      card.append(el('pre', 'tool-detail', t.detail.length > 600 ? t.detail.slice(0, 600) + '…' : t.detail));
+      body.append(el('div', 'tool-label', t.status === 'failed' ? 'Error' : 'Result'), el('pre', 'tool-detail', t.detail.length > 4000 ? t.detail.slice(0, 4000) + '…' : t.detail));
     }
+    const activity = el('a', 'tool-activity', 'Show in Tool Activity');
+    activity.href = '#';
+    activity.addEventListener('click', (ev) => {
+      ev.preventDefault();
+      vscode.postMessage({ type: 'details', toolCallId: t.toolCallId });
+    });
+    body.append(activity);
+    details.append(body);
+    card.append(details);
     if (t.waiting && t.prompt) {
       card.append(el('pre', 'tool-prompt', t.prompt)); // who asks, the command, what "always" covers
     }
-    if (t.waiting && t.diff && t.diff.length > 0) {
+    if (t.diff && t.diff.length > 0 && t.status !== 'failed') {
+      // (A failed call changed nothing: its line says why.)
       // The change as nexusd computed it, inert: each line set as text.
       const diff = el('pre', 'tool-diff');
       for (const l of t.diff) {
         diff.append(el('span', `diff-${l.kind}`, l.text + '\n'));
       }
       card.append(diff);
-      const open = el('button', 'secondary open-diff', 'Open diff');
-      open.addEventListener('click', () => vscode.postMessage({ type: 'openDiff', toolCallId: t.toolCallId }));
-      card.append(open);
+      if (t.waiting) {
+        const open = el('button', 'secondary open-diff', 'Open diff');
+        open.addEventListener('click', () => vscode.postMessage({ type: 'openDiff', toolCallId: t.toolCallId }));
+        card.append(open);
+      }
     }
     if (t.waiting) {
       const row = el('div', 'tool-answers');
@@ -150,6 +200,17 @@
       log.scrollTop = log.scrollHeight;
     }
   }
+
+  // A link of the answer or of a card is no navigation: its target goes to
+  // chat.ts, which opens a web page outside or a workspace file at its line.
+  log.addEventListener('click', (ev) => {
+    const a = /** @type {HTMLElement} */ (ev.target).closest('a[data-href]');
+    if (a) {
+      ev.preventDefault();
+      ev.stopPropagation();
+      vscode.postMessage({ type: 'openLink', href: /** @type {HTMLElement} */ (a).dataset.href });
+    }
+  });
 
   // ---- / commands
 

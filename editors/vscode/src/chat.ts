@@ -9,7 +9,7 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import type { ApprovalsView } from './approvals';
 import { promptDetail } from './approvalsModel';
-import { type ChatState, emptyChat, endTurn, reduce, view } from './chatModel';
+import { type ChatState, emptyChat, endTurn, findTool, insideFolder, reduce, view } from './chatModel';
 import type { Daemon, Daemons } from './daemon';
 import { forget } from './folders';
 import {
@@ -24,6 +24,7 @@ import {
   type ProposedChange,
 } from './protocol';
 import { inertLine } from './inert';
+import { linkTarget } from './markdown';
 import { pageHTML, pageOptions } from './webview';
 
 /** Messages from the webview. */
@@ -37,7 +38,8 @@ type FromView =
   | { type: 'folder'; id: string }
   | { type: 'answer'; toolCallId: string; answer: string }
   | { type: 'details'; toolCallId: string }
-  | { type: 'openDiff'; toolCallId: string };
+  | { type: 'openDiff'; toolCallId: string }
+  | { type: 'openLink'; href: string };
 
 function errText(err: unknown): string {
   if (isMethodNotFound(err)) {
@@ -177,11 +179,47 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       case 'details':
         await vscode.commands.executeCommand('nexus.showCallDetails', m.toolCallId);
         break;
+      case 'openLink':
+        await this.openLink(m.href);
+        break;
       case 'openDiff':
         if (!(await this.approvals.openDiffOf(m.toolCallId))) {
           this.error('That request is no longer waiting.');
         }
         break;
+    }
+  }
+
+  /** openLink follows a link of the chat (the answer's, or a tool card's):
+   * a web page opens outside, through VS Code; a file opens in the editor
+   * at its line, only when its real path is inside the workspace folder of
+   * the session's daemon. Anything else is refused, and says so. */
+  private async openLink(href: string): Promise<void> {
+    const target = typeof href === 'string' ? linkTarget(href) : undefined;
+    if (!target) {
+      this.error(`Not a link the chat follows: ${inertLine(String(href)).slice(0, 200)} (only http, https and files of the workspace).`);
+      return;
+    }
+    if (target.kind === 'web') {
+      await vscode.env.openExternal(vscode.Uri.parse(target.url, true));
+      return;
+    }
+    const d = this.target();
+    if (!d) {
+      this.error('No workspace folder to open a file of.');
+      return;
+    }
+    const file = await insideFolder(d.folder.uri.fsPath, target.path);
+    if (typeof file !== 'string') {
+      this.error(file.error);
+      return;
+    }
+    const line = Math.max(target.line - 1, 0);
+    const at = new vscode.Range(line, 0, line, 0);
+    try {
+      await vscode.window.showTextDocument(vscode.Uri.file(file), { selection: at, preview: true });
+    } catch (err) {
+      this.error(`Could not open ${inertLine(target.path)}: ${errText(err)}`);
     }
   }
 
@@ -334,8 +372,15 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     const changes = new Map<string, ProposedChange[]>();
     for (const p of this.approvals.waiting()) {
       if (author && p.params.toolCall.author === author) {
-        prompts.set(p.params.toolCall.toolCallId, promptDetail(p.params));
-        changes.set(p.params.toolCall.toolCallId, p.params.icerc.changes ?? []);
+        const id = p.params.toolCall.toolCallId;
+        const change = p.params.icerc.changes ?? [];
+        prompts.set(id, promptDetail(p.params));
+        changes.set(id, change);
+        // Kept on the card after the answer: the diffs, not the contents.
+        const t = findTool(this.state, id);
+        if (t && change.length > 0) {
+          t.changes = change.map(({ path, action, diff, binary, truncated }) => ({ path, action, diff, binary, truncated }));
+        }
       }
     }
     return { prompts, changes };
@@ -397,3 +442,4 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
   }
 }
+

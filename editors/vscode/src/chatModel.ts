@@ -1,109 +1,17 @@
-// The model of the Agent Chat view, without VS Code: a tiny safe markdown
-// renderer, and the reducer of one session's nexus/agent/update stream into
-// the entries the webview shows. chat.ts wires it to the daemon and the
-// webview (media/chat.js).
+// The model of the Agent Chat view, without VS Code: the reducer of one
+// session's nexus/agent/update stream into the entries the webview shows,
+// and what the webview gets of them (the answer's markdown rendered by
+// markdown.ts). chat.ts wires it to the daemon and the webview
+// (media/chat.js).
 
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
 import { inertLine, inertText } from './inert';
+import { linkTarget, renderMarkdown } from './markdown';
 import type { AgentCommand, AgentUpdate, ProposedChange } from './protocol';
 import { compactDiff, type DiffLine } from './reviewModel';
 
-// ---- markdown -----------------------------------------------------------------
-
-/** escapeHtml escapes the characters HTML reads specially. */
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
-}
-
-/** inline renders code spans, bold and italic of one escaped-on-the-way line. */
-function inline(text: string): string {
-  const parts = text.split(/(`[^`\n]+`)/);
-  return parts
-    .map((p, i) => {
-      if (i % 2 === 1) {
-        return `<code>${escapeHtml(p.slice(1, -1))}</code>`;
-      }
-      return escapeHtml(p)
-        .replace(/\*\*([^*\n]+?)\*\*/g, '<strong>$1</strong>')
-        .replace(/__([^_\n]+?)__/g, '<strong>$1</strong>')
-        .replace(/(^|[^*\w])\*([^*\n]+?)\*(?!\w)/g, '$1<em>$2</em>')
-        .replace(/(^|[^_\w])_([^_\n]+?)_(?!\w)/g, '$1<em>$2</em>');
-    })
-    .join('');
-}
-
-/** renderMarkdown renders the markdown an agent writes — paragraphs, fenced
- * code blocks, inline code, bold, italic, bullet and numbered lists, headings
- * — as HTML. Every character of the text is escaped: it makes no link, image
- * or raw HTML, so its output is safe for innerHTML. */
-export function renderMarkdown(md: string): string {
-  const lines = md.replace(/\r\n?/g, '\n').split('\n');
-  const out: string[] = [];
-  let para: string[] = [];
-  let list: { tag: 'ul' | 'ol'; items: string[] } | undefined;
-  const flushPara = (): void => {
-    if (para.length > 0) {
-      out.push(`<p>${para.map(inline).join('<br>')}</p>`);
-      para = [];
-    }
-  };
-  const flushList = (): void => {
-    if (list) {
-      out.push(`<${list.tag}>${list.items.map((i) => `<li>${inline(i)}</li>`).join('')}</${list.tag}>`);
-      list = undefined;
-    }
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = /^\s*(```+|~~~+)\s*([\w+.-]*)/.exec(line);
-    if (fence) {
-      flushPara();
-      flushList();
-      const code: string[] = [];
-      i++;
-      while (i < lines.length && !lines[i].trimStart().startsWith(fence[1])) {
-        code.push(lines[i]);
-        i++;
-      }
-      const lang = fence[2] ? ` class="language-${escapeHtml(fence[2])}"` : '';
-      out.push(`<pre><code${lang}>${escapeHtml(code.join('\n'))}</code></pre>`);
-      continue;
-    }
-    const bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
-    const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
-    if (bullet || numbered) {
-      flushPara();
-      const tag = bullet ? 'ul' : 'ol';
-      if (list && list.tag !== tag) {
-        flushList();
-      }
-      list ??= { tag, items: [] };
-      list.items.push((bullet ?? numbered)![1]);
-      continue;
-    }
-    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
-    if (heading) {
-      flushPara();
-      flushList();
-      const n = Math.min(heading[1].length + 2, 6); // small headings in a side bar
-      out.push(`<h${n}>${inline(heading[2])}</h${n}>`);
-      continue;
-    }
-    if (line.trim() === '') {
-      flushPara();
-      flushList();
-      continue;
-    }
-    if (list && /^\s{2,}\S/.test(line)) {
-      list.items[list.items.length - 1] += ' ' + line.trim();
-      continue;
-    }
-    flushList();
-    para.push(line);
-  }
-  flushPara();
-  flushList();
-  return out.join('');
-}
+export { escapeHtml, renderMarkdown } from './markdown';
 
 // ---- the chat ---------------------------------------------------------------------
 
@@ -124,10 +32,19 @@ export type Entry =
   | {
       kind: 'tool';
       toolCallId: string;
+      /** The call in words ("Wrote notes.txt, 5 bytes"): nexusd's summary. */
       title: string;
       toolKind: string;
       status: ToolStatus;
+      /** The head of its result (or its error), as the daemon sent it. */
       detail: string;
+      /** Its arguments as JSON text ('' when not sent). */
+      input: string;
+      /** The workspace file it works on, if any (a relative path). */
+      path: string;
+      /** The change it would make, kept once seen while it waited, so
+       * that its card still shows it after the answer. */
+      changes?: readonly ProposedChange[];
       /** The task call of the subagent that made this call, shown under it. */
       parent?: string;
     }
@@ -166,6 +83,19 @@ function toolText(content: unknown): string {
     return '';
   }
   return content.map((c: unknown) => text((c as { content?: unknown })?.content)).filter(Boolean).join('\n');
+}
+
+/** prettyJSON is a value as indented JSON; a JSON text (a result's head)
+ * is indented when it parses, else kept as it is. */
+export function prettyJSON(v: unknown): string {
+  if (typeof v === 'string') {
+    try {
+      return JSON.stringify(JSON.parse(v), null, 2);
+    } catch {
+      return v;
+    }
+  }
+  return JSON.stringify(v, null, 2) ?? '';
 }
 
 /** appendText adds a chunk to the last entry of that kind, or a new one. */
@@ -239,11 +169,18 @@ export function reduce(s: ChatState, u: AgentUpdate): ChatState {
       const id = u.toolCallId ?? '';
       let t = findTool(s, id);
       if (!t) {
-        t = { kind: 'tool', toolCallId: id, title: u.title || 'tool call', toolKind: u.kind ?? '', status: u.status ?? 'pending', detail: '' };
+        t = { kind: 'tool', toolCallId: id, title: u.title || 'tool call', toolKind: u.kind ?? '', status: u.status ?? 'pending', detail: '', input: '', path: '' };
         s.entries.push(t);
       }
       if (u.parentToolCallId) {
         t.parent = u.parentToolCallId;
+      }
+      if (u.rawInput !== undefined && u.rawInput !== null) {
+        t.input = prettyJSON(u.rawInput);
+      }
+      const loc = Array.isArray(u.locations) ? (u.locations[0] as { path?: unknown } | undefined) : undefined;
+      if (loc && typeof loc.path === 'string') {
+        t.path = loc.path;
       }
       if (u.title) {
         t.title = u.title;
@@ -298,10 +235,24 @@ export function endTurn(s: ChatState, stopReason: string): void {
   s.entries.push({ kind: 'stop', text: `(${stopReason || 'end_turn'})` });
 }
 
+/** The HTML of each answer as last rendered: the state is posted on every
+ * chunk, and only the answer that grows is rendered again. */
+const renderedHTML = new WeakMap<Entry, { text: string; html: string }>();
+
+function rendered(e: Entry, text: string): string {
+  const r = renderedHTML.get(e);
+  if (r?.text === text) {
+    return r.html;
+  }
+  const html = renderMarkdown(text);
+  renderedHTML.set(e, { text, html });
+  return html;
+}
+
 /** The webview's copy of an entry: the agent's text rendered, and whether a
  * tool call waits for the person, with what its prompt says (who asks, the
  * command, what "always" covers), shown on the card above its answers. */
-export type ViewEntry = Entry & { html?: string; waiting?: boolean; prompt?: string; diff?: DiffLine[] };
+export type ViewEntry = Entry & { html?: string; waiting?: boolean; prompt?: string; diff?: DiffLine[]; link?: string };
 
 export interface ViewState {
   sessionId: string | undefined;
@@ -316,11 +267,14 @@ export interface ViewState {
  * and waiting marks the calls in waiting (their tool call ids, each with
  * its prompt's text: approvalsModel.promptDetail, inert), each with the
  * compact diff of the change it would make (changes, by tool call id:
- * reviewModel.compactDiff). Every text
- * is inert (src/inert.ts): what a model, a tool or a server wrote shows its
+ * reviewModel.compactDiff); an answered call keeps the diff of the change
+ * it was asked about (its entry's changes). Every text is inert
+ * (src/inert.ts): what a model, a tool or a server wrote shows its
  * control, bidi and format characters escaped. The agent's answer and
- * thoughts stay markdown, rendered by renderMarkdown, which makes no link,
- * image or HTML of them; everything else the webview sets as plain text. */
+ * thoughts stay markdown, rendered by markdown.ts's renderMarkdown, which
+ * escapes all HTML and links only to the web and to workspace files (the
+ * webview posts a link's target; chat.ts checks it); everything else the
+ * webview sets as plain text. */
 export function view(
   s: ChatState,
   waiting: ReadonlySet<string> | ReadonlyMap<string, string>,
@@ -335,19 +289,26 @@ export function view(
     entries: s.entries.map((e): ViewEntry => {
       if (e.kind === 'agent' || e.kind === 'thought') {
         const text = inertText(e.text);
-        return { ...e, text, html: renderMarkdown(text) };
+        return { ...e, text, html: rendered(e, text) };
       }
       if (e.kind === 'tool') {
         const prompt = waiting instanceof Map ? (waiting as ReadonlyMap<string, string>).get(e.toolCallId) : undefined;
+        // The change asked about while it waits; after, the one kept then.
+        const diff = compactDiff((waiting.has(e.toolCallId) ? changes?.get(e.toolCallId) : undefined) ?? e.changes);
         return {
           ...e,
+          changes: undefined,
           title: inertLine(e.title),
           toolKind: inertLine(e.toolKind),
           status: inertLine(e.status),
-          detail: inertText(e.detail),
+          detail: inertText(prettyJSON(e.detail)),
+          input: inertText(e.input),
+          path: inertLine(e.path),
+          // The file, for its card's link (a workspace path only).
+          link: linkTarget(e.path)?.kind === 'file' ? e.path : undefined,
           waiting: waiting.has(e.toolCallId),
           prompt,
-          diff: waiting.has(e.toolCallId) ? compactDiff(changes?.get(e.toolCallId)) : undefined,
+          diff: diff.length > 0 ? diff : undefined,
         };
       }
       if (e.kind === 'plan') {
@@ -356,4 +317,27 @@ export function view(
       return { ...e, text: inertText(e.text) };
     }),
   };
+}
+
+/** insideFolder is the real path of rel under root, or why it may not be
+ * opened: it is missing, not a file, or its real path (links followed) is
+ * outside root. */
+export async function insideFolder(root: string, rel: string): Promise<string | { error: string }> {
+  const shown = inertLine(rel);
+  let realRoot: string;
+  let real: string;
+  try {
+    realRoot = await fs.realpath(root);
+    real = await fs.realpath(path.resolve(realRoot, rel));
+  } catch {
+    return { error: `${shown} is not a file of the workspace folder.` };
+  }
+  const r = path.relative(realRoot, real);
+  if (r === '' || r === '..' || r.startsWith(`..${path.sep}`) || path.isAbsolute(r)) {
+    return { error: `${shown} is outside the workspace folder: the chat opens only its files.` };
+  }
+  if (!(await fs.stat(real)).isFile()) {
+    return { error: `${shown} is not a file.` };
+  }
+  return real;
 }

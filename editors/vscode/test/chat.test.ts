@@ -1,33 +1,11 @@
-// The Agent Chat's model: the markdown renderer escapes everything, and the
-// reducer folds a session's nexus/agent/update stream into entries.
+// The Agent Chat's model: the reducer folds a session's nexus/agent/update
+// stream into entries (the markdown is test/markdown.test.ts's).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PendingApprovals } from '../src/approvalsModel';
-import { emptyChat, endTurn, escapeHtml, reduce, renderMarkdown, view } from '../src/chatModel';
+import { emptyChat, endTurn, reduce, view } from '../src/chatModel';
 import type { PermissionParams } from '../src/protocol';
-
-test('chat markdown: HTML in text, code and lists is escaped', () => {
-  const evil = '<script>alert(1)</script> & <img src=x onerror=alert(1)> "q" \'s\'';
-  const html = renderMarkdown(`${evil}\n\n- item <b>x</b>\n\n\`<i>code</i>\`\n\n\`\`\`html\n<div onclick="x">\n\`\`\`\n[link](javascript:alert(1))`);
-  assert.ok(!/<script|<img|<b>|<i>|<div/.test(html), html);
-  assert.ok(html.includes('&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img src=x onerror=alert(1)&gt; &quot;q&quot; &#39;s&#39;'), html);
-  assert.ok(html.includes('<li>item &lt;b&gt;x&lt;/b&gt;</li>'), html);
-  assert.ok(html.includes('<code>&lt;i&gt;code&lt;/i&gt;</code>'), html);
-  assert.ok(html.includes('<pre><code class="language-html">&lt;div onclick=&quot;x&quot;&gt;</code></pre>'), html);
-  assert.ok(!html.includes('<a'), html);
-  assert.equal(escapeHtml('<&>"\''), '&lt;&amp;&gt;&quot;&#39;');
-  // A language name cannot break out of its attribute.
-  assert.ok(!renderMarkdown('```"><x\nA\n```').includes('"><x'));
-});
-
-test('chat markdown: paragraphs, code blocks, inline code, bold, italic, lists', () => {
-  assert.equal(renderMarkdown('one\ntwo\n\nthree'), '<p>one<br>two</p><p>three</p>');
-  assert.equal(renderMarkdown('**bold** and *it* and `x*y*`'), '<p><strong>bold</strong> and <em>it</em> and <code>x*y*</code></p>');
-  assert.equal(renderMarkdown('- a\n- b\n\n1. c\n2. d'), '<ul><li>a</li><li>b</li></ul><ol><li>c</li><li>d</li></ol>');
-  assert.equal(renderMarkdown('```\n**not bold**\n```'), '<pre><code>**not bold**</code></pre>');
-  assert.equal(renderMarkdown('snake_case_name'), '<p>snake_case_name</p>');
-});
 
 test('chat reducer: chunks join, tool calls update in place, commands and the stop reason', () => {
   const s = emptyChat();
@@ -51,7 +29,7 @@ test('chat reducer: chunks join, tool calls update in place, commands and the st
   assert.deepEqual(s.entries, [
     { kind: 'user', text: 'write it [image, image/png]' },
     { kind: 'agent', text: 'Sure, **done**' },
-    { kind: 'tool', toolCallId: 'c1', title: 'Write file', toolKind: 'edit', status: 'completed', detail: '{"ok":true}' },
+    { kind: 'tool', toolCallId: 'c1', title: 'Write file', toolKind: 'edit', status: 'completed', detail: '{"ok":true}', input: '', path: '' },
     { kind: 'agent', text: 'after' },
     { kind: 'stop', text: '(max_turn_requests)' },
   ]);
@@ -59,6 +37,7 @@ test('chat reducer: chunks join, tool calls update in place, commands and the st
   assert.equal(s.running, false);
   const v = view(s, new Set(['c1']));
   assert.equal(v.entries[1].html, '<p>Sure, <strong>done</strong></p>');
+  assert.equal((v.entries[2] as { detail: string }).detail, '{\n  "ok": true\n}', 'a JSON result is indented');
   assert.equal(v.entries[2].waiting, true);
 });
 
@@ -106,4 +85,35 @@ test('chat reducer: a subagent\'s tool call is marked with the task call it is u
   assert.equal((v.entries[0] as { parent?: string }).parent, undefined);
   assert.equal((v.entries[1] as { parent?: string }).parent, 't1');
   assert.equal((v.entries[1] as { status?: string }).status, 'completed');
+});
+
+test('chat reducer: a tool card has its line in words, its arguments and its file; its diff stays after the answer', () => {
+  const s = emptyChat();
+  s.sessionId = 's1';
+  reduce(s, {
+    sessionUpdate: 'tool_call', toolCallId: 'c1', title: 'Write notes.txt', kind: 'edit', status: 'pending',
+    rawInput: { path: 'notes.txt', content: 'hello\u202e' }, locations: [{ path: 'notes.txt' }],
+  });
+  const change = { path: 'notes.txt', action: 'added', diff: '@@ -0,0 +1 @@\n+hello\n', after: 'hello\n' };
+  // While it waits, the diff comes from the question (chat.ts keeps it on the entry).
+  const waiting = view(s, new Map([['c1', 'agent session s1 asks']]), new Map([['c1', [change]]]));
+  const w = waiting.entries[0] as { diff?: { text: string }[]; waiting?: boolean; link?: string; input: string };
+  assert.equal(w.waiting, true);
+  assert.equal(w.link, 'notes.txt');
+  assert.ok(w.input.includes('"path": "notes.txt"') && w.input.includes('hello\\u202e'), w.input);
+  assert.ok(w.diff?.some((l) => l.text === '+hello'), JSON.stringify(w.diff));
+  const t = s.entries[0] as { changes?: unknown };
+  t.changes = [{ path: change.path, action: change.action, diff: change.diff }];
+  reduce(s, {
+    sessionUpdate: 'tool_call_update', toolCallId: 'c1', title: 'Wrote notes.txt, 5 bytes', status: 'completed',
+    content: [{ type: 'content', content: { type: 'text', text: '{"path":"notes.txt","bytesWritten":5,"created":true}' } }],
+  });
+  const done = view(s, new Set()).entries[0] as { title: string; diff?: { text: string }[]; waiting?: boolean; changes?: unknown };
+  assert.equal(done.title, 'Wrote notes.txt, 5 bytes');
+  assert.equal(done.waiting, false);
+  assert.ok(done.diff?.some((l) => l.text === '+hello'), 'the diff stays after the answer');
+  assert.equal(done.changes, undefined, 'the webview gets the diff lines, not the changes');
+  // A location outside the workspace is no link.
+  reduce(s, { sessionUpdate: 'tool_call', toolCallId: 'c2', title: 'Read /etc/passwd', status: 'completed', locations: [{ path: '/etc/passwd' }] });
+  assert.equal((view(s, new Set()).entries[1] as { link?: string }).link, undefined);
 });
