@@ -172,13 +172,7 @@ func (h *History) Clear() {
 // passed here, so the history stays whole.
 func (h *History) Replace(summary Message, keep int) {
 	msgs := h.Messages()
-	cut := len(msgs)
-	for turns := 0; cut > 0 && turns < keep; {
-		cut = turnStart(msgs, cut-1)
-		if msgs[cut].Role != RoleSystem {
-			turns++
-		}
-	}
+	cut := h.cut(keep)
 	var out []Message
 	for _, m := range msgs[:cut] {
 		if h.opts.KeepSystem && m.Role == RoleSystem {
@@ -191,6 +185,64 @@ func (h *History) Replace(summary Message, keep int) {
 	for _, m := range out {
 		h.tokens += Tokens(m)
 	}
+}
+
+// cut is the index in Messages where the newest keep turns (system
+// messages not counted) begin: what Replace keeps from.
+func (h *History) cut(keep int) int {
+	msgs := h.Messages()
+	cut := len(msgs)
+	for turns := 0; cut > 0 && turns < keep; {
+		cut = turnStart(msgs, cut-1)
+		if msgs[cut].Role != RoleSystem {
+			turns++
+		}
+	}
+	return cut
+}
+
+// Older reports what Replace(_, keep) would put a summary in place of:
+// how many turns, and their size in tokens. System messages that
+// KeepSystem keeps are not counted.
+func (h *History) Older(keep int) (turns, tokens int) {
+	msgs := h.Messages()
+	cut := h.cut(keep)
+	for i := 0; i < cut; i = turnEnd(msgs, i) {
+		if h.opts.KeepSystem && msgs[i].Role == RoleSystem {
+			continue
+		}
+		turns++
+		for _, m := range msgs[i:turnEnd(msgs, i)] {
+			tokens += Tokens(m)
+		}
+	}
+	return turns, tokens
+}
+
+// PromptTurns is how many of the newest turns (system messages not
+// counted) began with the person's last message and followed it: the
+// turn a prompt is running; 0 when the history has no user message.
+func (h *History) PromptTurns() int {
+	msgs := h.Messages()
+	turns := 0
+	for end := len(msgs); end > 0; {
+		i := turnStart(msgs, end-1)
+		if msgs[i].Role != RoleSystem {
+			turns++
+		}
+		if msgs[i].Role == RoleUser {
+			return turns
+		}
+		end = i
+	}
+	return 0
+}
+
+// DropTo drops the oldest turns, as pruning does, until the history holds
+// at most budget tokens or only the newest turn (and kept system
+// messages) is left; it returns how many turns went.
+func (h *History) DropTo(budget int) int {
+	return h.dropWhile(func() bool { return h.tokens > budget })
 }
 
 // prune drops the oldest turns while the history is over its limits. A
@@ -217,8 +269,10 @@ func (h *History) Drop(n int) {
 	h.dropWhile(func() bool { return h.Len() > target })
 }
 
-// dropWhile drops the oldest turn that may go while over reports true.
-func (h *History) dropWhile(over func() bool) {
+// dropWhile drops the oldest turn that may go while over reports true;
+// it returns how many turns went.
+func (h *History) dropWhile(over func() bool) (dropped int) {
+	defer h.reclaim()
 	for over() {
 		msgs := h.Messages()
 		last := turnStart(msgs, len(msgs)-1)
@@ -228,7 +282,7 @@ func (h *History) dropWhile(over func() bool) {
 			i++
 		}
 		if i >= last {
-			return // only kept system messages and the newest turn are left
+			return dropped // only kept system messages and the newest turn are left
 		}
 		end := turnEnd(msgs, i)
 		for _, m := range msgs[i:end] {
@@ -240,8 +294,13 @@ func (h *History) dropWhile(over func() bool) {
 		copy(msgs[end-i:end], msgs[:i])
 		clear(msgs[:end-i])
 		h.start += end - i
+		dropped++
 	}
-	// Reclaim the dropped front once it is the larger part.
+	return dropped
+}
+
+// reclaim frees the dropped front once it is the larger part.
+func (h *History) reclaim() {
 	if h.start > 1024 && h.start > len(h.msgs)/2 {
 		h.msgs = append([]Message(nil), h.msgs[h.start:]...)
 		h.start = 0
