@@ -33,9 +33,10 @@ const (
 type Compaction struct {
 	// Trigger is CompactManual or CompactAuto.
 	Trigger string `json:"trigger"`
-	// Turns are the turns the summary replaced (0 when none did).
-	Turns int `json:"turns"`
-	// Dropped are the oldest turns pruned instead, or after the summary.
+	// Messages are the messages the summary replaced (0 when none did).
+	Messages int `json:"messages"`
+	// Dropped are the oldest messages pruned instead, or after the
+	// summary (whole turns: a call goes with its results).
 	Dropped int `json:"dropped,omitempty"`
 	// TokensBefore and TokensAfter are the request's size (the system
 	// prompt, the tools and the history), as Nexus counts tokens.
@@ -52,14 +53,14 @@ type Compaction struct {
 func (c Compaction) String() string {
 	var b strings.Builder
 	switch {
-	case c.Turns > 0 && c.Dropped > 0:
-		fmt.Fprintf(&b, "Compacted %s and dropped the %s oldest", plural(c.Turns, "turn"), plural(c.Dropped, "more turn"))
-	case c.Turns > 0:
-		fmt.Fprintf(&b, "Compacted %s", plural(c.Turns, "turn"))
+	case c.Messages > 0 && c.Dropped > 0:
+		fmt.Fprintf(&b, "Compacted %s, then dropped %s", plural(c.Messages, "message"), oldest(c.Dropped))
+	case c.Messages > 0:
+		fmt.Fprintf(&b, "Compacted %s", plural(c.Messages, "message"))
 	case c.Error != "":
-		fmt.Fprintf(&b, "The summary failed (%s); dropped the %s oldest instead", c.Error, plural(c.Dropped, "turn"))
+		fmt.Fprintf(&b, "The summary failed (%s); dropped %s instead", c.Error, oldest(c.Dropped))
 	default:
-		fmt.Fprintf(&b, "Dropped the %s oldest", plural(c.Dropped, "turn"))
+		fmt.Fprintf(&b, "Dropped %s", oldest(c.Dropped))
 	}
 	fmt.Fprintf(&b, ": %s → %s tokens", kTokens(c.TokensBefore), kTokens(c.TokensAfter))
 	if c.Trigger == CompactAuto {
@@ -74,6 +75,13 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func oldest(n int) string {
+	if n == 1 {
+		return "the oldest message"
+	}
+	return fmt.Sprintf("the %d oldest messages", n)
 }
 
 // kTokens writes a number of tokens as people read it: 950, 6.2k, 38k.
@@ -143,9 +151,9 @@ func (ss *Session) summarise(ctx context.Context, keep int, trigger string, tool
 	fixed := Tokens(Message{Role: RoleSystem, Text: system}) + toolTokens(tools)
 	ss.mu.Lock()
 	msgs := append([]Message(nil), ss.hist.Messages()...)
-	turns, older := ss.hist.Older(keep)
+	n, older := ss.hist.Older(keep)
 	ss.mu.Unlock()
-	if turns == 0 {
+	if n == 0 {
 		return c, errNothingToCompact
 	}
 	msgs = append(msgs, Message{Role: RoleUser, Text: summaryPrompt})
@@ -160,13 +168,13 @@ func (ss *Session) summarise(ctx context.Context, keep int, trigger string, tool
 		return c, &LIALError{Profile: ss.profile.Name, Err: errors.New("the model wrote an empty summary; the history is unchanged")}
 	}
 	summary := Message{Role: RoleUser, Text: "[Summary of the earlier conversation]\n" + resp.Text + planNote(ss.currentPlan())}
-	if n := Tokens(summary); trigger == CompactAuto && n >= older {
+	if size := Tokens(summary); trigger == CompactAuto && size >= older {
 		return c, &LIALError{Profile: ss.profile.Name, Err: fmt.Errorf("the summary (~%d tokens) is not smaller than the %s it would replace (~%d tokens); the history is unchanged",
-			n, plural(turns, "turn"), older)}
+			size, plural(n, "message"), older)}
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	c.Turns, c.TokensBefore = turns, fixed+ss.hist.Tokens()
+	c.Messages, c.TokensBefore = n, fixed+ss.hist.Tokens()
 	ss.hist.Replace(summary, keep)
 	c.TokensAfter = fixed + ss.hist.Tokens()
 	ss.logLocked(record{Type: "compact", Message: &summary, Keep: keep, Trigger: trigger})
@@ -237,12 +245,11 @@ func (ss *Session) fit(ctx context.Context, offered *offer, req *llm.Request, f 
 	ss.mu.Lock()
 	if fixed+ss.hist.Tokens() > limit {
 		f.pruneOnly = true
-		before := ss.hist.Len()
 		if c.Dropped = ss.hist.DropTo(limit - fixed); c.Dropped > 0 {
-			ss.logLocked(record{Type: "drop", Dropped: before - ss.hist.Len()})
+			ss.logLocked(record{Type: "drop", Dropped: c.Dropped})
 		}
 	}
-	if c.Turns == 0 && c.Dropped == 0 {
+	if c.Messages == 0 && c.Dropped == 0 {
 		ss.mu.Unlock()
 		return req, nil // nothing may go: the request goes as it is
 	}
@@ -266,8 +273,8 @@ func (ss *Session) autoKeep(budget int) int {
 	if keep == 0 {
 		return compactKeep
 	}
-	turns, older := ss.hist.Older(keep)
-	if turns == 0 || ss.hist.Tokens()-older > budget {
+	n, older := ss.hist.Older(keep)
+	if n == 0 || ss.hist.Tokens()-older > budget {
 		return compactKeep
 	}
 	return keep

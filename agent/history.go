@@ -202,21 +202,18 @@ func (h *History) cut(keep int) int {
 }
 
 // Older reports what Replace(_, keep) would put a summary in place of:
-// how many turns, and their size in tokens. System messages that
+// how many messages, and their size in tokens. System messages that
 // KeepSystem keeps are not counted.
-func (h *History) Older(keep int) (turns, tokens int) {
-	msgs := h.Messages()
-	cut := h.cut(keep)
-	for i := 0; i < cut; i = turnEnd(msgs, i) {
-		if h.opts.KeepSystem && msgs[i].Role == RoleSystem {
+func (h *History) Older(keep int) (msgs, tokens int) {
+	all := h.Messages()
+	for _, m := range all[:h.cut(keep)] {
+		if h.opts.KeepSystem && m.Role == RoleSystem {
 			continue
 		}
-		turns++
-		for _, m := range msgs[i:turnEnd(msgs, i)] {
-			tokens += Tokens(m)
-		}
+		msgs++
+		tokens += Tokens(m)
 	}
-	return turns, tokens
+	return msgs, tokens
 }
 
 // PromptTurns is how many of the newest turns (system messages not
@@ -240,9 +237,11 @@ func (h *History) PromptTurns() int {
 
 // DropTo drops the oldest turns, as pruning does, until the history holds
 // at most budget tokens or only the newest turn (and kept system
-// messages) is left; it returns how many turns went.
+// messages) is left; it returns how many messages went.
 func (h *History) DropTo(budget int) int {
-	return h.dropWhile(func() bool { return h.tokens > budget })
+	before := h.Len()
+	h.dropWhile(func() bool { return h.tokens > budget })
+	return before - h.Len()
 }
 
 // prune drops the oldest turns while the history is over its limits. A
@@ -269,9 +268,8 @@ func (h *History) Drop(n int) {
 	h.dropWhile(func() bool { return h.Len() > target })
 }
 
-// dropWhile drops the oldest turn that may go while over reports true;
-// it returns how many turns went.
-func (h *History) dropWhile(over func() bool) (dropped int) {
+// dropWhile drops the oldest turn that may go while over reports true.
+func (h *History) dropWhile(over func() bool) {
 	defer h.reclaim()
 	for over() {
 		msgs := h.Messages()
@@ -282,7 +280,7 @@ func (h *History) dropWhile(over func() bool) (dropped int) {
 			i++
 		}
 		if i >= last {
-			return dropped // only kept system messages and the newest turn are left
+			return // only kept system messages and the newest turn are left
 		}
 		end := turnEnd(msgs, i)
 		for _, m := range msgs[i:end] {
@@ -294,9 +292,7 @@ func (h *History) dropWhile(over func() bool) (dropped int) {
 		copy(msgs[end-i:end], msgs[:i])
 		clear(msgs[:end-i])
 		h.start += end - i
-		dropped++
 	}
-	return dropped
 }
 
 // reclaim frees the dropped front once it is the larger part.
