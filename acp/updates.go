@@ -119,6 +119,9 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 			return []acpsdk.SessionUpdate{acpsdk.UpdateUserMessage(b)}
 		}
 	case "agent_message_chunk", "command_output":
+		if c := u.Compaction; c != nil {
+			return []acpsdk.SessionUpdate{compaction(c)}
+		}
 		if b, ok := text(u.Content); ok {
 			return []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessage(b)}
 		}
@@ -172,4 +175,14 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 		return []acpsdk.SessionUpdate{{UsageUpdate: uu}}
 	}
 	return nil
+}
+
+// compaction shows a compaction as every ACP client renders it: ACP has
+// no session/update of its own for one, so it is a paragraph of the
+// agent's message, with what it did under _meta's "nexus/compaction" for
+// a client that knows it.
+func compaction(c *agent.Compaction) acpsdk.SessionUpdate {
+	u := acpsdk.UpdateAgentMessageText("\n\n" + c.String() + "\n\n")
+	u.AgentMessageChunk.Meta = map[string]any{"nexus/compaction": c}
+	return u
 }
