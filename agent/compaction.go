@@ -100,14 +100,16 @@ func kTokens(n int) string {
 // elsewhere): the system prompt, the tools' names, descriptions and
 // schemas, and the messages.
 func RequestTokens(req *llm.Request) int {
-	n := Tokens(Message{Role: RoleSystem, Text: req.System}) + toolTokens(req.Tools)
+	n := Tokens(Message{Role: RoleSystem, Text: req.System}) + ToolTokens(req.Tools)
 	for _, m := range req.Messages {
 		n += Tokens(m)
 	}
 	return n
 }
 
-func toolTokens(list []llm.Tool) int {
+// ToolTokens is the size in tokens of the tools a request offers: their
+// names, descriptions and schemas, four bytes a token.
+func ToolTokens(list []llm.Tool) int {
 	n := 0
 	for _, t := range list {
 		n += (len(t.Name) + len(t.Description) + len(t.Schema) + 3) / 4
@@ -148,7 +150,7 @@ func (ss *Session) summarise(ctx context.Context, keep int, trigger string, tool
 	if err != nil {
 		return c, err
 	}
-	fixed := Tokens(Message{Role: RoleSystem, Text: system}) + toolTokens(tools)
+	fixed := Tokens(Message{Role: RoleSystem, Text: system}) + ToolTokens(tools)
 	ss.mu.Lock()
 	msgs := append([]Message(nil), ss.hist.Messages()...)
 	n, older := ss.hist.Older(keep)
@@ -223,8 +225,11 @@ type fitting struct {
 func (ss *Session) fit(ctx context.Context, offered *offer, req *llm.Request, f *fitting, emit func(Update)) (*llm.Request, error) {
 	p := ss.currentProfile()
 	limit := compactLimit(ss.svc.opts.Config.Context.AutoCompact, p.ContextWindow)
+	if limit == 0 {
+		return req, nil
+	}
 	size := RequestTokens(req)
-	if limit == 0 || size <= limit {
+	if size <= limit {
 		return req, nil
 	}
 	fixed := size
