@@ -610,6 +610,18 @@ export interface AgentCommand {
   description: string;
   input?: { hint: string };
 }
+/** agent.Compaction: what a compaction did (/compact's, or context.autoCompact's before a request),
+ * on the command_output update whose content says it in words. Tokens are the request's, as
+ * Nexus counts them. */
+export interface AgentCompaction {
+  trigger: 'manual' | 'auto';
+  messages: number;
+  dropped?: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  limit?: number;
+  error?: string;
+}
 /** agent.Update, an ACP session update (the fields the extension reads). */
 export interface AgentUpdate {
   sessionUpdate: string;
@@ -618,6 +630,7 @@ export interface AgentUpdate {
   title?: string;
   kind?: string;
   status?: string;
+  compaction?: AgentCompaction;
   [field: string]: unknown;
 }
 export interface AgentNewParams {
