@@ -295,3 +295,18 @@ func errText(err error) string {
 	t := strings.TrimPrefix(err.Error(), "the summary failed, the history is unchanged: ")
 	return strings.TrimSuffix(t, "; the history is unchanged")
 }
+
+// autoCompactLine says, for /context, when the session's requests are
+// compacted.
+func (ss *Session) autoCompactLine() string {
+	p := ss.currentProfile()
+	share := ss.svc.opts.Config.Context.AutoCompact
+	switch {
+	case share <= 0:
+		return "Automatic compaction: off (context.autoCompact is 0)."
+	case p.ContextWindow <= 0:
+		return fmt.Sprintf("Automatic compaction: off (%s.contextWindow is not set).", p.Key())
+	}
+	return fmt.Sprintf("Automatic compaction: before a request over ~%s tokens (context.autoCompact %g of the window of %s).",
+		kTokens(compactLimit(share, p.ContextWindow)), share, kTokens(p.ContextWindow))
+}

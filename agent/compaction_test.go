@@ -178,3 +178,26 @@ func TestAutoCompactionOff(t *testing.T) {
 		}
 	}
 }
+
+// TestContextSaysAutoCompaction: /context says when requests are compacted.
+func TestContextSaysAutoCompaction(t *testing.T) {
+	f, id, _ := compactFixture(t, 100, text("SUMMARY"))
+	contextOut := func() string {
+		rec := &recorder{}
+		if _, err := f.svc.Prompt(context.Background(), person, id, "/context", agent.PromptOptions{OnUpdate: rec.add}); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, u := range rec.kinds("command_output") {
+			b.WriteString(u.Content.(*agent.ContentBlock).Text)
+		}
+		return b.String()
+	}
+	if out := contextOut(); !strings.Contains(out, "Automatic compaction: before a request over ~") || !strings.Contains(out, "(context.autoCompact 0.5 of the window of ") {
+		t.Errorf("/context:\n%s", out)
+	}
+	f.cfg.Context.AutoCompact = 0
+	if out := contextOut(); !strings.Contains(out, "Automatic compaction: off (context.autoCompact is 0).") {
+		t.Errorf("/context with autoCompact 0:\n%s", out)
+	}
+}
