@@ -136,7 +136,7 @@ const summaryPrompt = "Summarise our conversation so far for your own later use:
 
 // summarise asks the model for a summary of the conversation and puts it
 // in the place of all but the newest keep turns; tools are those the
-// request beside the history offers, for the sizes it reports. The
+// step's request offers, sent with it and counted in the sizes. The
 // history is left whole when it fails: a model error, an empty summary,
 // for an automatic compaction one no smaller than the turns it would
 // replace, or no older turns.
@@ -159,7 +159,11 @@ func (ss *Session) summarise(ctx context.Context, keep int, trigger string, tool
 		return c, errNothingToCompact
 	}
 	msgs = append(msgs, Message{Role: RoleUser, Text: summaryPrompt})
-	resp, err := prov.Stream(ctx, &llm.Request{System: system, Messages: msgs, Limits: ss.answerLimits()}, func(llm.Event) {})
+	// The tools go too, though the model is asked not to call them:
+	// Anthropic (and Bedrock) refuse a request whose history holds tool
+	// calls without tools, and the request shares the prefix of the
+	// step's, which a provider's prompt cache may serve.
+	resp, err := prov.Stream(ctx, &llm.Request{System: system, Messages: msgs, Tools: tools, Limits: ss.answerLimits()}, func(llm.Event) {})
 	if resp != nil {
 		ss.account(resp.Usage)
 	}

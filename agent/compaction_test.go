@@ -92,8 +92,9 @@ func TestAutoCompaction(t *testing.T) {
 	reqs := f.model.reqs
 	n := len(reqs)
 	summaryReq, next := reqs[n-2], reqs[n-1]
-	if !isSummary(summaryReq) || len(summaryReq.Tools) != 0 {
-		t.Fatalf("the request before the last is not a summary request without tools: %+v", summaryReq.Messages[len(summaryReq.Messages)-1])
+	if !isSummary(summaryReq) || len(summaryReq.Tools) != len(next.Tools) || len(next.Tools) == 0 {
+		t.Fatalf("the request before the last is not a summary request with the step's tools (%d, %d): %+v",
+			len(summaryReq.Tools), len(next.Tools), summaryReq.Messages[len(summaryReq.Messages)-1])
 	}
 	if size := agent.RequestTokens(next); size > limit || size != c.TokensAfter {
 		t.Errorf("the request after the compaction: ~%d tokens, want %d, at most %d", size, c.TokensAfter, limit)

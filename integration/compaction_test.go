@@ -71,6 +71,10 @@ func TestAutoCompaction(t *testing.T) {
 	if s, _ := systemOf(t, summary); s != first {
 		t.Errorf("the summary request's system prompt:\n%s", s)
 	}
+	// With the tools: Anthropic refuses a history of tool calls without.
+	if !strings.Contains(string(summary), `"name":"read_file"`) {
+		t.Errorf("the summary request offers no tools: %.300s", summary)
+	}
 	var c struct {
 		Trigger      string `json:"trigger"`
 		Messages     int    `json:"messages"`
