@@ -223,9 +223,10 @@ type fitting struct {
 // the profile's window: when req passes it, the older turns are
 // summarised (the person's last prompt and what followed it are kept
 // when that is enough, else the newest compactKeep turns), then, while
-// the request is still over, the oldest turns are dropped. It returns the
-// request to send, req itself when it fits. Only a cancelled ctx is an
-// error: a failed summary is shown, and pruning takes its place.
+// the request is still over, the oldest turns before the person's last
+// prompt are dropped. It returns the request to send, req itself when
+// it fits. Only a cancelled ctx is an error: a failed summary is shown,
+// and pruning takes its place.
 func (ss *Session) fit(ctx context.Context, offered *offer, req *llm.Request, f *fitting, emit func(Update)) (*llm.Request, error) {
 	p := ss.currentProfile()
 	limit := compactLimit(ss.svc.opts.Config.Context.AutoCompact, p.ContextWindow)
@@ -254,7 +255,9 @@ func (ss *Session) fit(ctx context.Context, offered *offer, req *llm.Request, f 
 	ss.mu.Lock()
 	if fixed+ss.hist.Tokens() > limit {
 		f.pruneOnly = true
-		if c.Dropped = ss.hist.DropTo(limit - fixed); c.Dropped > 0 {
+		// The person's last prompt and what followed it stay: without
+		// them the model would not know what it is doing.
+		if c.Dropped = ss.hist.DropTo(limit-fixed, ss.hist.PromptTurns()); c.Dropped > 0 {
 			ss.logLocked(record{Type: "drop", Dropped: c.Dropped})
 		}
 	}

@@ -66,8 +66,11 @@ func TestHistoryOlderAndPromptTurns(t *testing.T) {
 	if msgs, _ := h.Older(5); msgs != 0 {
 		t.Errorf("Older(5) = %d messages, want 0", msgs)
 	}
-	if n := h.DropTo(0); n != 5 || h.Len() != 2 {
-		t.Errorf("DropTo(0) dropped %d messages, left %d; want 5, and the system message and the newest turn left", n, h.Len())
+	if n := h.DropTo(0, h.PromptTurns()); n != 2 || h.Len() != 5 {
+		t.Errorf("DropTo(0, 3) dropped %d messages, left %d; want 2, and the system message and the prompt's turns left", n, h.Len())
+	}
+	if n := h.DropTo(0, 1); n != 3 || h.Len() != 2 {
+		t.Errorf("DropTo(0, 1) dropped %d messages, left %d; want 3, and the system message and the newest turn left", n, h.Len())
 	}
 }
 

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -200,5 +201,43 @@ func TestContextSaysAutoCompaction(t *testing.T) {
 	f.cfg.Context.AutoCompact = 0
 	if out := contextOut(); !strings.Contains(out, "Automatic compaction: off (context.autoCompact is 0).") {
 		t.Errorf("/context with autoCompact 0:\n%s", out)
+	}
+}
+
+// TestAutoCompactionOncePerTurn: a compaction that cannot bring the
+// request under the limit (the person's prompt alone is over it) is tried
+// once; the turn's later steps only prune, and the turn completes.
+func TestAutoCompactionOncePerTurn(t *testing.T) {
+	f, id, limit := compactFixture(t, 30, text("SUMMARY"))
+	f.model.turns = nil
+	summaries, steps := 0, 0
+	for range 10 {
+		f.model.turns = append(f.model.turns, func(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Response, error) {
+			if isSummary(req) {
+				summaries++
+				return text("SUMMARY")(ctx, req, emit)
+			}
+			if steps++; steps == 1 {
+				return calls(llm.ToolCall{ID: "r1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)})(ctx, req, emit)
+			}
+			return text("ok")(ctx, req, emit)
+		})
+	}
+	rec := &recorder{}
+	res, err := f.svc.Prompt(context.Background(), person, id, strings.Repeat("word ", 80), agent.PromptOptions{OnUpdate: rec.add})
+	if err != nil || res.StopReason != agent.StopEndTurn {
+		t.Fatalf("prompt: %+v, %v", res, err)
+	}
+	if summaries != 1 || steps != 2 {
+		t.Errorf("%d summary requests and %d steps, want 1 and 2", summaries, steps)
+	}
+	var shown []agent.Compaction
+	for _, u := range rec.kinds("command_output") {
+		if u.Compaction != nil {
+			shown = append(shown, *u.Compaction)
+		}
+	}
+	if len(shown) != 1 || shown[0].TokensAfter <= limit {
+		t.Errorf("compactions shown: %+v (limit %d), want one that could not get under it", shown, limit)
 	}
 }

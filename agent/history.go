@@ -236,11 +236,13 @@ func (h *History) PromptTurns() int {
 }
 
 // DropTo drops the oldest turns, as pruning does, until the history holds
-// at most budget tokens or only the newest turn (and kept system
-// messages) is left; it returns how many messages went.
-func (h *History) DropTo(budget int) int {
+// at most budget tokens or only the newest keep turns (at least one, and
+// the kept system messages) are left; it returns how many messages went.
+func (h *History) DropTo(budget, keep int) int {
 	before := h.Len()
-	h.dropWhile(func() bool { return h.tokens > budget })
+	older, _ := h.Older(max(keep, 1))
+	least := before - older
+	h.dropWhile(func() bool { return h.tokens > budget && h.Len() > least })
 	return before - h.Len()
 }
 
