@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,7 +207,8 @@ func TestContextSaysAutoCompaction(t *testing.T) {
 
 // TestAutoCompactionOncePerTurn: a compaction that cannot bring the
 // request under the limit (the person's prompt alone is over it) is tried
-// once; the turn's later steps only prune, and the turn completes.
+// once; the turn's later steps only prune (the third would have had the
+// prompt and the first call to summarise), and the turn completes.
 func TestAutoCompactionOncePerTurn(t *testing.T) {
 	f, id, limit := compactFixture(t, 30, text("SUMMARY"))
 	f.model.turns = nil
@@ -217,8 +219,8 @@ func TestAutoCompactionOncePerTurn(t *testing.T) {
 				summaries++
 				return text("SUMMARY")(ctx, req, emit)
 			}
-			if steps++; steps == 1 {
-				return calls(llm.ToolCall{ID: "r1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)})(ctx, req, emit)
+			if steps++; steps <= 2 {
+				return calls(llm.ToolCall{ID: fmt.Sprint("r", steps), Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)})(ctx, req, emit)
 			}
 			return text("ok")(ctx, req, emit)
 		})
@@ -228,8 +230,8 @@ func TestAutoCompactionOncePerTurn(t *testing.T) {
 	if err != nil || res.StopReason != agent.StopEndTurn {
 		t.Fatalf("prompt: %+v, %v", res, err)
 	}
-	if summaries != 1 || steps != 2 {
-		t.Errorf("%d summary requests and %d steps, want 1 and 2", summaries, steps)
+	if summaries != 1 || steps != 3 {
+		t.Errorf("%d summary requests and %d steps, want 1 and 3", summaries, steps)
 	}
 	var shown []agent.Compaction
 	for _, u := range rec.kinds("command_output") {
