@@ -106,6 +106,10 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	c.peer = acpsdk.NewAgentSideConnection(c, gout, readAfter{ready, gin})
 	c.peer.SetLogger(opts.Logger)
 	close(ready)
+	// A command file added, changed or removed reaches the client's
+	// sessions as an available_commands_update, sent from a goroutine of
+	// its own: a slow client holds no other door up.
+	defer opts.Agent.WatchCommands(func() { go c.resendCommands() })()
 	select {
 	case <-ctx.Done():
 	case <-c.peer.Done():
@@ -142,6 +146,11 @@ type conn struct {
 	// they were shown: a refusal is not asked again at every prompt.
 	asked  map[string]string
 	closed bool
+
+	// commandsMu serialises the sending of the special commands;
+	// sentCommands is the list sent last (commandsKey).
+	commandsMu   sync.Mutex
+	sentCommands string
 }
 
 // session is a session open on this connection.

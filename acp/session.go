@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -123,6 +124,38 @@ func (c *conn) NewSession(ctx context.Context, req acpsdk.NewSessionRequest) (ac
 
 // sendCommands tells the client the special commands a prompt may be.
 func (c *conn) sendCommands(id string) {
+	c.commandsMu.Lock()
+	defer c.commandsMu.Unlock()
+	cmds := c.commands()
+	c.sentCommands = commandsKey(cmds)
+	c.sendCommandList(id, cmds)
+}
+
+// resendCommands sends the special commands again to every session open
+// here, when they are not those sent last: a command file was added,
+// changed or removed (agent.Service.WatchCommands).
+func (c *conn) resendCommands() {
+	c.commandsMu.Lock()
+	defer c.commandsMu.Unlock()
+	cmds := c.commands()
+	key := commandsKey(cmds)
+	if key == c.sentCommands {
+		return
+	}
+	c.sentCommands = key
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.sessions))
+	for id := range c.sessions {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.sendCommandList(id, cmds)
+	}
+}
+
+// commands are the special commands of the client's party, in ACP's shape.
+func (c *conn) commands() []acpsdk.AvailableCommand {
 	var cmds []acpsdk.AvailableCommand
 	for _, cmd := range c.opts.Agent.Commands(c.opts.Party) {
 		ac := acpsdk.AvailableCommand{Name: cmd.Name, Description: cmd.Description}
@@ -131,6 +164,15 @@ func (c *conn) sendCommands(id string) {
 		}
 		cmds = append(cmds, ac)
 	}
+	return cmds
+}
+
+func commandsKey(cmds []acpsdk.AvailableCommand) string {
+	data, _ := json.Marshal(cmds)
+	return string(data)
+}
+
+func (c *conn) sendCommandList(id string, cmds []acpsdk.AvailableCommand) {
 	c.update(context.Background(), id, acpsdk.SessionUpdate{AvailableCommandsUpdate: &acpsdk.SessionAvailableCommandsUpdate{
 		SessionUpdate: "available_commands_update", AvailableCommands: cmds}})
 }

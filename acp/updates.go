@@ -129,6 +129,9 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 			return []acpsdk.SessionUpdate{acpsdk.UpdateUserMessage(b)}
 		}
 	case "agent_message_chunk", "command_output":
+		if c := u.Compaction; c != nil {
+			return []acpsdk.SessionUpdate{compaction(c)}
+		}
 		if b, ok := text(u.Content); ok {
 			return []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessage(b)}
 		}
@@ -186,4 +189,14 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 		return []acpsdk.SessionUpdate{{UsageUpdate: uu}}
 	}
 	return nil
+}
+
+// compaction shows a compaction as every ACP client renders it: ACP has
+// no session/update of its own for one, so it is a paragraph of the
+// agent's message, with what it did under _meta.nexus.compaction for a
+// client that knows it (Nexus's fields in _meta are all under "nexus").
+func compaction(c *agent.Compaction) acpsdk.SessionUpdate {
+	u := acpsdk.UpdateAgentMessageText("\n\n" + c.String() + "\n\n")
+	u.AgentMessageChunk.Meta = map[string]any{"nexus": map[string]any{"compaction": c}}
+	return u
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/nexuscocreate/nexus/internal/inert"
-	"github.com/nexuscocreate/nexus/llm"
 )
 
 // Commands are the special commands a prompt may be, as ACP's
@@ -91,7 +90,7 @@ func (ss *Session) command(ctx context.Context, line string, emit func(Update)) 
 	case "context":
 		return res, ss.contextCommand(say)
 	case "compact":
-		return res, ss.compact(ctx, say)
+		return res, ss.compact(ctx, emit)
 	case "cost":
 		i := ss.info()
 		cost := "unknown (no prices for this profile: " + ss.currentProfile().Key() + ".prices)"
@@ -246,46 +245,3 @@ func (ss *Session) model(name string, say func(string, ...any)) error {
 
 // compactKeep is how many of the newest turns /compact keeps as they are.
 const compactKeep = 2
-
-// compact asks the model for a summary of the conversation and puts it in
-// the place of the older turns. A summary that fails leaves the history
-// whole.
-func (ss *Session) compact(ctx context.Context, say func(string, ...any)) error {
-	prov, err := ss.adapter()
-	if err != nil {
-		return err
-	}
-	system, err := ss.system()
-	if err != nil {
-		return err
-	}
-	ss.mu.Lock()
-	msgs := append([]Message(nil), ss.hist.Messages()...)
-	ss.mu.Unlock()
-	if len(msgs) < 3 {
-		say("Nothing to compact yet.")
-		return nil
-	}
-	msgs = append(msgs, Message{Role: RoleUser, Text: "Summarise our conversation so far for your own later use: the goal, what was done " +
-		"(files read and changed, commands run, results), decisions, and what is left to do. Be complete but brief. Do not call tools."})
-	resp, err := prov.Stream(ctx, &llm.Request{System: system, Messages: msgs, Limits: ss.answerLimits()}, func(llm.Event) {})
-	if resp != nil {
-		ss.account(resp.Usage)
-	}
-	if err != nil {
-		return &LIALError{Profile: ss.profile.Name, Err: fmt.Errorf("the summary failed, the history is unchanged: %w", err)}
-	}
-	if strings.TrimSpace(resp.Text) == "" {
-		return &LIALError{Profile: ss.profile.Name, Err: fmt.Errorf("the model wrote an empty summary; the history is unchanged")}
-	}
-	summary := Message{Role: RoleUser, Text: "[Summary of the earlier conversation]\n" + resp.Text + planNote(ss.currentPlan())}
-	ss.mu.Lock()
-	before := ss.hist.Tokens()
-	ss.hist.Replace(summary, compactKeep)
-	after := ss.hist.Tokens()
-	ss.logLocked(record{Type: "compact", Message: &summary, Keep: compactKeep})
-	err = ss.syncLocked()
-	ss.mu.Unlock()
-	say("Compacted: ~%d tokens → ~%d.", before, after)
-	return err
-}

@@ -345,3 +345,41 @@ func (s *Service) Commands(owner access.Party) []Command {
 	}
 	return cmds
 }
+
+// CommandsChanged tells the doors that watch the commands (WatchCommands)
+// that a command file may have been added, changed or removed: the daemon
+// calls it when a file under commands/ of the definitions root, or under
+// one of agent.commandDirs, changes. The doors then send their sessions'
+// available_commands_update again.
+func (s *Service) CommandsChanged() {
+	s.watchersMu.Lock()
+	fns := make([]func(), 0, len(s.watchers))
+	for fn := range s.watchers {
+		fns = append(fns, *fn)
+	}
+	s.watchersMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// WatchCommands calls fn after each CommandsChanged, until stop is called;
+// fn runs on the caller of CommandsChanged and must not block for long.
+func (s *Service) WatchCommands(fn func()) (stop func()) {
+	p := &fn
+	s.watchersMu.Lock()
+	s.watchers[p] = struct{}{}
+	s.watchersMu.Unlock()
+	return func() {
+		s.watchersMu.Lock()
+		delete(s.watchers, p)
+		s.watchersMu.Unlock()
+	}
+}
+
+// IsCommandPath reports whether a path of the definitions root (as
+// state.DefinitionChange names it) is under commands/, where command
+// files are.
+func IsCommandPath(p string) bool {
+	return strings.HasPrefix(p, CommandsDir+"/")
+}

@@ -172,13 +172,7 @@ func (h *History) Clear() {
 // passed here, so the history stays whole.
 func (h *History) Replace(summary Message, keep int) {
 	msgs := h.Messages()
-	cut := len(msgs)
-	for turns := 0; cut > 0 && turns < keep; {
-		cut = turnStart(msgs, cut-1)
-		if msgs[cut].Role != RoleSystem {
-			turns++
-		}
-	}
+	cut := h.cut(keep)
 	var out []Message
 	for _, m := range msgs[:cut] {
 		if h.opts.KeepSystem && m.Role == RoleSystem {
@@ -191,6 +185,65 @@ func (h *History) Replace(summary Message, keep int) {
 	for _, m := range out {
 		h.tokens += Tokens(m)
 	}
+}
+
+// cut is the index in Messages where the newest keep turns (system
+// messages not counted) begin: what Replace keeps from.
+func (h *History) cut(keep int) int {
+	msgs := h.Messages()
+	cut := len(msgs)
+	for turns := 0; cut > 0 && turns < keep; {
+		cut = turnStart(msgs, cut-1)
+		if msgs[cut].Role != RoleSystem {
+			turns++
+		}
+	}
+	return cut
+}
+
+// Older reports what Replace(_, keep) would put a summary in place of:
+// how many messages, and their size in tokens. System messages that
+// KeepSystem keeps are not counted.
+func (h *History) Older(keep int) (msgs, tokens int) {
+	all := h.Messages()
+	for _, m := range all[:h.cut(keep)] {
+		if h.opts.KeepSystem && m.Role == RoleSystem {
+			continue
+		}
+		msgs++
+		tokens += Tokens(m)
+	}
+	return msgs, tokens
+}
+
+// PromptTurns is how many of the newest turns (system messages not
+// counted) began with the person's last message and followed it: the
+// turn a prompt is running; 0 when the history has no user message.
+func (h *History) PromptTurns() int {
+	msgs := h.Messages()
+	turns := 0
+	for end := len(msgs); end > 0; {
+		i := turnStart(msgs, end-1)
+		if msgs[i].Role != RoleSystem {
+			turns++
+		}
+		if msgs[i].Role == RoleUser {
+			return turns
+		}
+		end = i
+	}
+	return 0
+}
+
+// DropTo drops the oldest turns, as pruning does, until the history holds
+// at most budget tokens or only the newest keep turns (at least one, and
+// the kept system messages) are left; it returns how many messages went.
+func (h *History) DropTo(budget, keep int) int {
+	before := h.Len()
+	older, _ := h.Older(max(keep, 1))
+	least := before - older
+	h.dropWhile(func() bool { return h.tokens > budget && h.Len() > least })
+	return before - h.Len()
 }
 
 // prune drops the oldest turns while the history is over its limits. A
@@ -219,6 +272,7 @@ func (h *History) Drop(n int) {
 
 // dropWhile drops the oldest turn that may go while over reports true.
 func (h *History) dropWhile(over func() bool) {
+	defer h.reclaim()
 	for over() {
 		msgs := h.Messages()
 		last := turnStart(msgs, len(msgs)-1)
@@ -241,7 +295,10 @@ func (h *History) dropWhile(over func() bool) {
 		clear(msgs[:end-i])
 		h.start += end - i
 	}
-	// Reclaim the dropped front once it is the larger part.
+}
+
+// reclaim frees the dropped front once it is the larger part.
+func (h *History) reclaim() {
 	if h.start > 1024 && h.start > len(h.msgs)/2 {
 		h.msgs = append([]Message(nil), h.msgs[h.start:]...)
 		h.start = 0

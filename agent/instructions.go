@@ -337,7 +337,8 @@ func (ss *Session) contextCommand(say func(string, ...any)) error {
 	for _, w := range in.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", inert.Line(w))
 	}
-	fmt.Fprintf(&b, "System prompt: ~%d tokens; it is never compacted or pruned.", Tokens(Message{Role: RoleSystem, Text: system}))
+	fmt.Fprintf(&b, "System prompt: ~%d tokens; it is never compacted or pruned.\n", Tokens(Message{Role: RoleSystem, Text: system}))
+	b.WriteString(ss.autoCompactLine())
 	say("%s", b.String())
 	return nil
 }

@@ -63,6 +63,10 @@ type Service struct {
 	sessions map[string]*Session
 	closed   bool
 	running  sync.WaitGroup
+
+	// watchersMu guards the doors' callbacks of WatchCommands.
+	watchersMu sync.Mutex
+	watchers   map[*func()]struct{}
 }
 
 // NewService opens the sessions saved under .nexus/sessions.
@@ -88,7 +92,7 @@ func NewService(opts Options) (*Service, error) {
 			return llm.New(p, llm.Options{Getenv: getenv, Logger: logger})
 		}
 	}
-	s := &Service{opts: opts, logger: opts.Logger, sessions: map[string]*Session{}}
+	s := &Service{opts: opts, logger: opts.Logger, sessions: map[string]*Session{}, watchers: map[*func()]struct{}{}}
 	if err := workspace.MakePrivateDir(opts.Layout.Sessions); err != nil {
 		return nil, &ComponentInitError{Component: "sessions", Err: err}
 	}

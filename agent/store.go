@@ -29,7 +29,8 @@ import (
 //	{"type":"usage","usage":{"inputTokens":…,"outputTokens":…},"profile":"…"}
 //	{"type":"profile","profile":"…"}                                 /model
 //	{"type":"clear"}                                                  /clear
-//	{"type":"compact","message":{…summary…},"keep":N}                 /compact
+//	{"type":"compact","message":{…summary…},"keep":N}                 /compact ("trigger":"auto": context.autoCompact)
+//	{"type":"drop","dropped":N}                                       the N oldest messages pruned by context.autoCompact
 //	{"type":"plan","plan":[{"content":"…","priority":"medium","status":"…"}]}  update_plan
 //	{"type":"task","task":{"callId":"…","agent":"…","messages":[…],…}}        a subagent's transcript
 type record struct {
@@ -45,6 +46,12 @@ type record struct {
 	Message *Message   `json:"message,omitempty"`
 	Usage   *llm.Usage `json:"usage,omitempty"`
 	Keep    int        `json:"keep,omitempty"`
+	// Trigger is a compact record's: "auto" for context.autoCompact's
+	// (none: /compact).
+	Trigger string `json:"trigger,omitempty"`
+	// Dropped is a drop record's: how many of the oldest messages an
+	// automatic compaction pruned (History.Drop replays it).
+	Dropped int `json:"dropped,omitempty"`
 	// Plan is the whole plan of a "plan" record (none: cleared).
 	Plan []PlanEntry `json:"plan,omitempty"`
 	// Task is a subagent's transcript, written when it ends.
@@ -340,6 +347,8 @@ func (ss *Session) apply(r record) error {
 			return errors.New("compact record without a summary")
 		}
 		ss.hist.Replace(*r.Message, r.Keep)
+	case "drop":
+		ss.hist.Drop(r.Dropped)
 	default:
 		return fmt.Errorf("unknown record type %q", r.Type)
 	}

@@ -82,13 +82,20 @@ func (ss *Session) run(ctx context.Context, emit func(Update)) (string, error) {
 	maxSteps := ss.svc.opts.Config.Agent.MaxSteps
 	malformed := 0
 	overflowRetried := false
+	var fit fitting
 	for step := 0; step < maxSteps; step++ {
 		offered, err := ss.offer()
 		if err != nil {
 			return StopEndTurn, err
 		}
 		req, err := ss.request(offered)
-		if err != nil {
+		if err == nil {
+			req, err = ss.fit(ctx, offered, req, &fit, emit)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return StopCancelled, nil
+		case err != nil:
 			return StopEndTurn, err
 		}
 		if ss.debugOn() {

@@ -48,6 +48,10 @@ type Update struct {
 	Cost  *Cost `json:"cost,omitempty"`
 	Usage *Use  `json:"usage,omitempty"`
 
+	// Compaction, on a command_output, is what a compaction (/compact's
+	// or context.autoCompact's) did; Content says it in words.
+	Compaction *Compaction `json:"compaction,omitempty"`
+
 	// retry: the model request failed and is sent again.
 	Retry *RetryInfo `json:"retry,omitempty"`
 	// permission_request: a tool call waits for the person; answer it

@@ -71,6 +71,21 @@ func benchAgentLoop() error {
 	if err != nil {
 		return err
 	}
+	// The anchor: the first request of a session of the workspace without
+	// an AGENTS.md (the model answers at once).
+	model.calls, model.stopAt = 0, 1
+	bare, err := svc.New(context.Background(), agent.NewSession{Owner: person})
+	if err != nil {
+		return err
+	}
+	if _, err := svc.Prompt(context.Background(), person, bare.ID, "fill", agent.PromptOptions{}); err != nil {
+		return err
+	}
+	withoutAgentsMD := model.first
+	model.first = nil
+	if err := svc.Delete(person, bare.ID); err != nil {
+		return err
+	}
 	// An AGENTS.md of 2 KB, as a project has one, in the first request.
 	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), agentsMD(2<<10), 0o644); err != nil {
 		return err
@@ -80,7 +95,7 @@ func benchAgentLoop() error {
 	if _, err := svc.Prompt(context.Background(), person, info.ID, "fill", agent.PromptOptions{}); err != nil {
 		return err
 	}
-	reportFirstRequest(model.first)
+	reportFirstRequest(model.first, withoutAgentsMD)
 	const steps = 2000
 	model.calls, model.stopAt = 0, steps+1
 	start := time.Now()
@@ -145,21 +160,17 @@ func agentsMD(n int) []byte {
 }
 
 // reportFirstRequest prints the size of the agent's first request, in
-// tokens as Nexus estimates them (four bytes a token): the system prompt
-// (with the AGENTS.md), the tools' descriptions and schemas, the prompt.
-func reportFirstRequest(req *llm.Request) {
-	if req == nil {
+// tokens as Nexus counts them (agent.RequestTokens: four bytes a token):
+// the system prompt (with the AGENTS.md), the tools' descriptions and
+// schemas, the prompt; beside the same request without the AGENTS.md.
+func reportFirstRequest(req, anchor *llm.Request) {
+	if req == nil || anchor == nil {
 		return
 	}
+	ours, bare := agent.RequestTokens(req), agent.RequestTokens(anchor)
 	system := agent.Tokens(agent.Message{Role: agent.RoleSystem, Text: req.System})
-	tools := 0
-	for _, t := range req.Tools {
-		tools += (len(t.Name) + len(t.Description) + len(t.Schema) + 3) / 4
-	}
-	prompt := 0
-	for _, m := range req.Messages {
-		prompt += agent.Tokens(m)
-	}
-	fmt.Printf("%-44s %10s   system prompt ~%d (with a 2 KB AGENTS.md), %d tools ~%d, the prompt ~%d\n",
-		"first request's size, with a 2 KB AGENTS.md", fmt.Sprintf("~%d tok", system+tools+prompt), system, len(req.Tools), tools, prompt)
+	tools := agent.ToolTokens(req.Tools)
+	fmt.Printf("%-44s %10s   %-34s %10s   +%d tok: system prompt ~%d, %d tools ~%d, the prompt ~%d\n",
+		"first request's size, with a 2 KB AGENTS.md", fmt.Sprintf("~%d tok", ours), "vs without AGENTS.md", fmt.Sprintf("~%d tok", bare),
+		ours-bare, system, len(req.Tools), tools, ours-system-tools)
 }

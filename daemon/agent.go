@@ -1,15 +1,20 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/checkpoints"
+	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
@@ -92,4 +97,70 @@ func readDefinitions(v *state.View, dir string) ([]agent.DefinitionFile, error) 
 		files = append(files, file)
 	}
 	return files, nil
+}
+
+// watchCommands tells the agent's doors when command files change
+// (agent.Service.CommandsChanged), so that they send their sessions'
+// available_commands_update again: a commit under commands/ of the
+// definitions root (an app's, the CLI's, an edit made on disk), or a
+// change under one of agent.commandDirs of the workspace. Changes that
+// come while the doors are told are told once after. It runs until ctx
+// ends.
+func watchCommands(ctx context.Context, svc *agent.Service, bus *events.Bus, ws string, dirs []string, logger *slog.Logger) {
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default: // told already, and not yet passed on
+		}
+	}
+	detach := bus.Attach(func(ev any) {
+		if c, ok := ev.(state.DefinitionChange); ok && agent.IsCommandPath(c.Path) {
+			poke()
+		}
+	})
+	defer detach()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if len(dirs) > 0 {
+		wg.Go(func() {
+			err := workspace.Watch(ctx, workspace.WatchOptions{
+				Root:     ws,
+				Ignore:   outsideDirs(dirs),
+				OnChange: func([]string) { poke() },
+				OnRescan: poke,
+				OnError:  func(err error) { logger.Warn("agent.commandDirs watcher", "error", err.Error()) },
+				Logger:   logger,
+			})
+			if err != nil {
+				logger.Warn("agent.commandDirs are not watched: the editors' lists of commands change at their next session", "error", err.Error())
+			}
+		})
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			svc.CommandsChanged()
+		}
+	}
+}
+
+// outsideDirs is a watch's Ignore that keeps only the directories dirs
+// (relative to the workspace), what is under them, and the directories on
+// the way to them: a directory created later on the way is watched.
+func outsideDirs(dirs []string) func(rel string) bool {
+	var clean []string
+	for _, d := range dirs {
+		clean = append(clean, path.Clean(filepath.ToSlash(d)))
+	}
+	return func(rel string) bool {
+		for _, d := range clean {
+			if rel == d || strings.HasPrefix(rel, d+"/") || strings.HasPrefix(d, rel+"/") {
+				return false
+			}
+		}
+		return true
+	}
 }

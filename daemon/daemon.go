@@ -411,6 +411,10 @@ func (p *Parts) Serve(ctx context.Context) error {
 		watchConfig(gctx, l.Config, p.cfgSnapshot, logger)
 		return nil
 	})
+	g.Go(func() error {
+		watchCommands(gctx, p.Agent, p.Bus, ws, cfg.Agent.CommandDirs, logger)
+		return nil
+	})
 	var editorExit *ExitError
 	if opts.Stdio != nil {
 		editor := server.New(server.Options{

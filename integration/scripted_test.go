@@ -29,6 +29,28 @@ type scriptedModel struct {
 	queue []scriptedCall
 	// bodies are the requests' bodies, in order.
 	bodies [][]byte
+	// refuseSummaries answers a request for a compaction's summary with
+	// HTTP 400 (no retry): a summary that fails.
+	refuseSummaries bool
+}
+
+// summaryAsk begins the request for a compaction's summary (the last
+// message of /compact's and of an automatic compaction's request).
+const summaryAsk = "Summarise our conversation so far"
+
+// isSummaryRequest reports whether a request body asks for a summary.
+func isSummaryRequest(body []byte) bool {
+	var req struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+		return false
+	}
+	var text string
+	json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &text)
+	return strings.HasPrefix(text, summaryAsk)
 }
 
 // scriptedCall is a tool call of the queue.
@@ -88,6 +110,11 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.requests++
 	m.bodies = append(m.bodies, body)
 	n, name, args, text := m.requests, m.name, m.args, m.text
+	if m.refuseSummaries && isSummaryRequest(body) {
+		m.mu.Unlock()
+		http.Error(w, `{"error":{"message":"no summary today","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
 	queued := len(m.queue) > 0
 	if queued {
 		name, args, m.queue = m.queue[0].name, m.queue[0].args, m.queue[1:]

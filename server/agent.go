@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -59,8 +60,7 @@ func (s *Server) agentSessionsNew(ctx context.Context, p *agentNewParams) (*agen
 	if err != nil {
 		return nil, agentError(err)
 	}
-	cmds := svc.Commands(editor)
-	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: cmds}})
+	cmds := s.sendCommands(info.ID)
 	return &agentSessionResult{Session: info, Profiles: svc.Profiles(), Commands: cmds}, nil
 }
 
@@ -85,8 +85,7 @@ func (s *Server) agentSessionsLoad(ctx context.Context, p *agentSessionParams) (
 	for _, u := range updates {
 		s.out.agent(agentUpdateParams{SessionID: info.ID, Update: u})
 	}
-	cmds := svc.Commands(editor)
-	s.out.agent(agentUpdateParams{SessionID: info.ID, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: cmds}})
+	cmds := s.sendCommands(info.ID)
 	if err := s.out.flush(ctx); err != nil {
 		return nil, err
 	}
@@ -101,6 +100,9 @@ func (s *Server) agentSessionsDelete(_ context.Context, p *agentSessionParams) (
 	if err := svc.Delete(editor, p.SessionID); err != nil {
 		return nil, agentError(err)
 	}
+	s.commandsMu.Lock()
+	delete(s.agentSessions, p.SessionID)
+	s.commandsMu.Unlock()
 	return &emptyResult{}, nil
 }
 
@@ -157,4 +159,46 @@ func agentError(err error) error {
 		return err // cancelled and internal: as any method's error
 	}
 	return coded(code, string(kind), err.Error())
+}
+
+// sendCommands sends the special commands to a session the editor opens,
+// and returns them; the session gets them again when they change
+// (resendCommands).
+func (s *Server) sendCommands(id string) []agent.Command {
+	s.commandsMu.Lock()
+	defer s.commandsMu.Unlock()
+	cmds := s.opts.Agent.Commands(editor)
+	if s.agentSessions == nil {
+		s.agentSessions = map[string]bool{}
+	}
+	s.agentSessions[id] = true
+	s.sentCommands = commandsKey(cmds)
+	s.out.agent(agentUpdateParams{SessionID: id, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: cmds}})
+	return cmds
+}
+
+// resendCommands sends the special commands again to every session the
+// editor opened, when they are not those sent last: a command file was
+// added, changed or removed (agent.Service.WatchCommands). The chat's "/"
+// list reads them.
+func (s *Server) resendCommands() {
+	s.commandsMu.Lock()
+	defer s.commandsMu.Unlock()
+	if len(s.agentSessions) == 0 {
+		return
+	}
+	cmds := s.opts.Agent.Commands(editor)
+	key := commandsKey(cmds)
+	if key == s.sentCommands {
+		return
+	}
+	s.sentCommands = key
+	for id := range s.agentSessions {
+		s.out.agent(agentUpdateParams{SessionID: id, Update: agent.Update{SessionUpdate: "available_commands_update", AvailableCommands: cmds}})
+	}
+}
+
+func commandsKey(cmds []agent.Command) string {
+	data, _ := json.Marshal(cmds)
+	return string(data)
 }

@@ -122,6 +122,13 @@ type Server struct {
 	mcpSubsMu   sync.Mutex
 	mcpSubs     map[mcpSub]func()
 	mcpSubsDone bool
+
+	// commandsMu guards the agent sessions the editor opened (new or
+	// load) and the special commands sent to them last (agent.go), for
+	// sending them again when a command file changes.
+	commandsMu    sync.Mutex
+	agentSessions map[string]bool
+	sentCommands  string
 }
 
 // New returns a server over the daemon's parts.
@@ -171,6 +178,11 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	detach := s.opts.Bus.Attach(s.busEvent)
 	defer detach()
 	defer s.releaseMcpSubs()
+	if s.opts.Agent != nil {
+		// Sent from a goroutine of its own: a slow editor holds no other
+		// door up.
+		defer s.opts.Agent.WatchCommands(func() { go s.resendCommands() })()
+	}
 	s.conn.Go(ctx, s.handle)
 
 	outDone := make(chan struct{})

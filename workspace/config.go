@@ -449,6 +449,14 @@ type ContextConfig struct {
 	// files nearer the root come first, the one that passes the bound is
 	// cut there and those after it are left out (/context says which).
 	MaxInstructionsSize Size `yaml:"maxInstructionsSize"`
+	// AutoCompact is the share of the profile's contextWindow a model
+	// request may fill before the agent compacts it: the older turns are
+	// summarised by the model, as /compact does, and the request is sent
+	// smaller. 0 turns it off; a profile without contextWindow is never
+	// compacted. A summary that fails, or is not smaller, falls back to
+	// pruning the oldest turns. The system prompt and the project
+	// instructions are never summarised.
+	AutoCompact float64 `yaml:"autoCompact"`
 }
 
 // LogConfig is the log section: where the daemon writes its log, and how much.
@@ -539,7 +547,7 @@ func DefaultConfig() *Config {
 			CommandDirs: []string{".claude/commands"}, MaxSubagents: 4},
 		Messages: MessagesConfig{MaxLength: 100, Pruning: "oldest-first", KeepSystem: true},
 		Context: ContextConfig{File: "FRAMEWORK_CONTEXT.md", Instructions: []string{"AGENTS.md", "CLAUDE.md", "GEMINI.md"},
-			MaxInstructionsSize: 32 * kib},
+			MaxInstructionsSize: 32 * kib, AutoCompact: 0.8},
 		Log: LogConfig{Level: "info"},
 		ACP: ACPConfig{Mode: "default", Terminal: "nexus"},
 		Checkpoints: CheckpointsConfig{
@@ -1126,6 +1134,10 @@ func (d *decoder) check(c *Config) {
 		if !d.bad["context.instructions"] && (name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`+"\x00")) {
 			d.fail("context.instructions", d.nodes["context.instructions"], "%q is not a file name (a name such as AGENTS.md, without a directory)", name)
 		}
+	}
+
+	if !d.bad["context.autoCompact"] && (c.Context.AutoCompact < 0 || c.Context.AutoCompact > 1) {
+		d.fail("context.autoCompact", d.nodes["context.autoCompact"], "%v is not a share of the context window between 0 (off) and 1, such as 0.8", c.Context.AutoCompact)
 	}
 
 	d.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")

@@ -153,6 +153,7 @@ var rules = map[string]rule{
 	"MessagesConfig.Pruning":   {enum: []string{"oldest-first", "remove_oldest", "token_budget", "none"}},
 
 	"ContextConfig.MaxInstructionsSize": {positive: true, max: num(gib)},
+	"ContextConfig.AutoCompact":         {min: num(0), max: num(1)},
 
 	"LogConfig.Level": {enum: []string{"debug", "info", "warn", "error"}},
 

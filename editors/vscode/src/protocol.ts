@@ -615,6 +615,18 @@ export interface AgentCommand {
   description: string;
   input?: { hint: string };
 }
+/** agent.Compaction: what a compaction did (/compact's, or context.autoCompact's before a request),
+ * on the command_output update whose content says it in words. Tokens are the request's, as
+ * Nexus counts them. */
+export interface AgentCompaction {
+  trigger: 'manual' | 'auto';
+  messages: number;
+  dropped?: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  limit?: number;
+  error?: string;
+}
 /** agent.Update, an ACP session update (the fields the extension reads). */
 export interface AgentUpdate {
   sessionUpdate: string;
@@ -625,6 +637,7 @@ export interface AgentUpdate {
   status?: string;
   /** On a subagent's tool call: the toolCallId of the task call that started it. */
   parentToolCallId?: string;
+  compaction?: AgentCompaction;
   [field: string]: unknown;
 }
 export interface AgentNewParams {
