@@ -110,8 +110,8 @@ func TestSubagentTask(t *testing.T) {
 	if i < 0 || i+1 >= len(updates) {
 		t.Fatalf("the reload does not show the task's call: %+v", updates)
 	}
-	if u := updates[i+1]; u.ToolCallID != calls[0].ID || u.ParentToolCallID != starts[0].ToolCallID || u.Title != starts[1].Title {
-		t.Errorf("the reload shows after the task's call %+v, want the subagent's read_file under it as it was shown live (%+v)", u, starts[1])
+	if u := updates[i+1]; u.ToolCallID != calls[0].ID || u.ParentToolCallID != starts[0].ToolCallID || !strings.HasPrefix(u.Title, starts[1].Title) {
+		t.Errorf("the reload shows after the task's call %+v, want the subagent's read_file under it as it was shown live, in the words of its end (%+v)", u, starts[1])
 	}
 	f.model.turns = append(f.model.turns, text("again"))
 	if _, err := f.svc.Prompt(context.Background(), person, id, "and now?", agent.PromptOptions{}); err != nil {

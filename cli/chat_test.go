@@ -59,7 +59,7 @@ func TestRenderSubagentCalls(t *testing.T) {
 	r.call(chatUpdate{SessionUpdate: "tool_call", ToolCallID: "c1", ParentToolCallID: "t1", Title: "reviewer: Read file", Status: "completed",
 		RawInput: json.RawMessage(`{"path":"a.md"}`)})
 	r.call(chatUpdate{SessionUpdate: "tool_call_update", ToolCallID: "t1", Status: "completed"})
-	want := "  [in_progress] Subagent reviewer: read a.md \n      [completed] reviewer: Read file {\"path\":\"a.md\"}\n  [completed] Subagent reviewer: read a.md \n"
+	want := "  [in_progress] Subagent reviewer: read a.md\n      [completed] reviewer: Read file\n  [completed] Subagent reviewer: read a.md\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
