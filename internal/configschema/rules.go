@@ -170,6 +170,14 @@ var rules = map[string]rule{
 	"CheckpointsConfig.MaxFileSize":  {positive: true, max: num(gib)},
 	"CheckpointsConfig.MaxStoreSize": {positive: true, max: num(1 << 40)},
 	"CheckpointsConfig.MaxFiles":     {min: num(1)},
+
+	"HooksConfig.PreToolUse[]":       {required: []string{"command"}, note: "command is required."},
+	"HooksConfig.PostToolUse[]":      {required: []string{"command"}, note: "command is required."},
+	"HooksConfig.UserPromptSubmit[]": {required: []string{"command"}, note: "command is required."},
+	"HookConfig.Command":             {nonEmpty: true},
+	"HookConfig.Timeout":             {positive: true, maxDur: 10 * time.Minute},
+	"PromptHookConfig.Command":       {nonEmpty: true},
+	"PromptHookConfig.Timeout":       {positive: true, maxDur: 10 * time.Minute},
 }
 
 // compatibleNeedsBaseURL says that provider openai-compatible needs a baseURL.
