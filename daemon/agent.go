@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/hooks"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -46,6 +48,7 @@ func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Defin
 		ReadDefinitions: func(party access.Party, dir string) ([]agent.DefinitionFile, error) {
 			return readDefinitions(defs.For(party), dir)
 		},
+		PromptHook:  promptHook(tp.hooks),
 		Getenv:      opts.Getenv,
 		NewProvider: opts.NewProvider,
 		Logger:      logger,
@@ -92,4 +95,13 @@ func readDefinitions(v *state.View, dir string) ([]agent.DefinitionFile, error) 
 		files = append(files, file)
 	}
 	return files, nil
+}
+
+// promptHook runs the userPromptSubmit hooks on an agent session's
+// prompts; nil without any.
+func promptHook(h *hooks.Hooks) func(ctx context.Context, session, turn, party, prompt string) (string, error) {
+	if !h.Prompts() {
+		return nil
+	}
+	return h.Prompt
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/command"
 	"github.com/nexuscocreate/nexus/tools/core"
+	"github.com/nexuscocreate/nexus/tools/hooks"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
@@ -34,6 +35,9 @@ type toolParts struct {
 	// core holds the workspace directory open (Windows cannot remove a
 	// directory held open): closed after the manager.
 	core *core.Tools
+	// hooks are the hooks of the configuration, the manager's and the
+	// agent's prompt hooks.
+	hooks *hooks.Hooks
 }
 
 // openTools builds the ToolManager with the core tools and the permission
@@ -55,21 +59,6 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 	// saying so.
 	approvers := &policy.Approvers{}
 	outputLimit := int(cfg.Tools.OutputLimit)
-	m, err := tools.NewManager(tools.Options{
-		Bus:    bus,
-		Logger: logger,
-		Gate:   ss.gate(pol.Gate(approvers, approvalTimeout, logger)),
-		// A result carries at most tools.outputLimit bytes of content;
-		// JSON escaping can double it.
-		OutputLimit:  2*outputLimit + 64<<10,
-		MaxArguments: int(cfg.Tools.MaxArgumentsSize),
-		Timeout:      time.Duration(cfg.Tools.Timeout),
-		AuditFile:    l.Audit,
-		Recorder:     rec,
-	})
-	if err != nil {
-		return nil, err
-	}
 	ct, err := core.New(core.Config{
 		Workspace:      ws,
 		Definitions:    defs,
@@ -77,7 +66,6 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 		ReadLimit:      int64(outputLimit),
 	})
 	if err != nil {
-		m.Close()
 		return nil, fmt.Errorf("core tools: %w", err)
 	}
 	// Commands see the daemon's socket directory empty when it is not in
@@ -91,7 +79,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 	if err := registry.Add(ws); err != nil {
 		logger.Warn("this workspace is not in the registry of workspaces: commands of other workspaces may see its .nexus", "error", err.Error())
 	}
-	exec := ct.ExecuteCommand(core.ExecConfig{
+	execCfg := core.ExecConfig{
 		Hide:            hide,
 		OtherWorkspaces: registry.List,
 		Runner:          command.NewRunner(command.RunnerOptions{HelperPath: helperPath, Logger: logger}),
@@ -100,7 +88,34 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 		EnvAllowlist:    cfg.Tools.EnvAllowlist,
 		Timeout:         time.Duration(cfg.Tools.Timeout),
 		OutputLimit:     outputLimit,
-	})
+	}
+	// Hooks run confined as the commands are.
+	hk, err := hooks.New(hooks.Options{Workspace: ws, Config: cfg.Hooks, TrustFile: l.HooksTrust, Run: ct.HookRunner(execCfg), Logger: logger})
+	if err != nil {
+		ct.Close()
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	opts := tools.Options{
+		Bus:    bus,
+		Logger: logger,
+		Gate:   ss.gate(pol.Gate(approvers, approvalTimeout, logger)),
+		// A result carries at most tools.outputLimit bytes of content;
+		// JSON escaping can double it.
+		OutputLimit:  2*outputLimit + 64<<10,
+		MaxArguments: int(cfg.Tools.MaxArgumentsSize),
+		Timeout:      time.Duration(cfg.Tools.Timeout),
+		AuditFile:    l.Audit,
+		Recorder:     rec,
+	}
+	if hk.Any() {
+		opts.Hooks = hk
+	}
+	m, err := tools.NewManager(opts)
+	if err != nil {
+		ct.Close()
+		return nil, err
+	}
+	exec := ct.ExecuteCommand(execCfg)
 	for _, t := range append(ct.List(), exec) {
 		if err := m.Register(t); err != nil {
 			m.Close()
@@ -108,7 +123,7 @@ func openTools(ws, helperPath, sock string, l layout, cfg *workspace.Config, def
 			return nil, err
 		}
 	}
-	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m), core: ct}, nil
+	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m), core: ct, hooks: hk}, nil
 }
 
 // openMCP starts the McpHub with the servers of the workspace's MCP files.

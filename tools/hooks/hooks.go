@@ -118,9 +118,10 @@ type hook struct {
 	timeout time.Duration
 }
 
-// TrustFile is where the approvals of a workspace's hooks are kept.
+// TrustFile is where the approvals of a workspace's hooks are kept:
+// .nexus/hooks-trust.json.
 func TrustFile(ws string) string {
-	return filepath.Join(ws, workspace.NexusDir, "hooks-trust.json")
+	return workspace.NewLayout(ws).HooksTrust
 }
 
 var trustKind = trust.Kind{Label: "hook", Key: "hooks"}
@@ -162,6 +163,9 @@ func (h *Hooks) Any() bool { return h != nil && len(h.hooks) > 0 }
 
 // Prompts reports whether a userPromptSubmit hook is configured.
 func (h *Hooks) Prompts() bool {
+	if h == nil {
+		return false
+	}
 	for _, hk := range h.hooks {
 		if hk.event == UserPromptSubmit {
 			return true
