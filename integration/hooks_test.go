@@ -1,33 +1,11 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// lastToolResult is the content of the last tool message of a chat
-// completions request body: what the model got of its last call.
-func lastToolResult(t *testing.T, body []byte) string {
-	t.Helper()
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatalf("request %s: %v", body, err)
-	}
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "tool" {
-			return req.Messages[i].Content
-		}
-	}
-	return ""
-}
 
 // hookWorkspace is a workspace whose agent talks to model, with the hooks
 // section hooks and the executable files of scripts (path → text).
@@ -88,7 +66,7 @@ exit 1
 		if exists(notes) {
 			t.Fatal("notes.txt was written: the hook did not deny the call")
 		}
-		return lastToolResult(t, bodies[len(bodies)-1])
+		return lastText(t, bodies[len(bodies)-1], "tool")
 	}
 
 	got := write()
@@ -176,7 +154,7 @@ esac
 	if got := lastUserText(t, bodies[0]); got != "Write the notes.\n\nThe person's timezone is UTC." {
 		t.Errorf("the prompt sent was %q, want the hook's context after it", got)
 	}
-	if got := lastToolResult(t, bodies[1]); !strings.Contains(got, `"bytesWritten":5`) || !strings.Contains(got, "[a postToolUse hook says] after.sh saw 5 bytes written") {
+	if got := lastText(t, bodies[1], "tool"); !strings.Contains(got, `"bytesWritten":5`) || !strings.Contains(got, "[a postToolUse hook says] after.sh saw 5 bytes written") {
 		t.Errorf("the model got %q, want the result and the hook's note", got)
 	}
 
