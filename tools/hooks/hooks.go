@@ -49,6 +49,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nexuscocreate/nexus/access"
@@ -105,6 +106,15 @@ type Hooks struct {
 	opts   Options
 	logger *slog.Logger
 	hooks  []*hook
+
+	// askMu guards the asker of the person (SetAsker), who it answers
+	// for, and the pin it was asked about, by hook name.
+	askMu      sync.Mutex
+	asker      Asker
+	askerWho   access.Party
+	asked      map[string]string
+	askCtx     context.Context
+	stopAsking context.CancelFunc
 }
 
 var _ tools.Hooks = (*Hooks)(nil)

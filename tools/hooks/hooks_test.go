@@ -226,3 +226,36 @@ esac
 		t.Fatalf("a blocked prompt: %v", err)
 	}
 }
+
+// TestAskerApproves: the editor's asker is asked about a waiting hook at
+// once, its "yes" approves it, and it is not asked twice about one pin;
+// an app's asker is never attached.
+func TestAskerApproves(t *testing.T) {
+	h, _ := setup(t, "exit 0\n", pre(""))
+	h.SetAsker(access.ForApp(&access.App{ID: "planner"}), func(context.Context, Status) (bool, error) {
+		t.Error("an app was asked to approve a hook")
+		return true, nil
+	})
+	asked := make(chan Status, 4)
+	h.SetAsker(access.Person("editor"), func(_ context.Context, st Status) (bool, error) {
+		asked <- st
+		return true, nil
+	})
+	if st := <-asked; st.Name != "preToolUse[0]" || st.Trusted {
+		t.Fatalf("asked about %+v", st)
+	}
+	deadline := time.Now().Add(30 * time.Second) // guards a hang only
+	for !h.List()[0].Trusted {
+		if time.Now().After(deadline) {
+			t.Fatal("the editor's yes did not approve the hook")
+		}
+		runtime.Gosched()
+	}
+	h.ask(h.List()[0])
+	select {
+	case st := <-asked:
+		t.Fatalf("asked again about %+v", st)
+	default:
+	}
+	h.SetAsker(access.Person("editor"), nil)
+}

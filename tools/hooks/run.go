@@ -96,8 +96,9 @@ func (h *Hooks) run(ctx context.Context, hk *hook, in *Input) (answer, error) {
 		return answer{}, fmt.Errorf("it is not approved: %w", err)
 	}
 	if !store.Trusted(hk.name, st.Pin) {
+		h.ask(st)
 		return answer{}, fmt.Errorf("it waits for the person's approval (it is new, or it or a file its command names changed since it was approved): "+
-			"`nexus hooks trust %s` shows it and approves it", hk.name)
+			"`nexus hooks trust %s` shows it and approves it (or approve it when the editor asks)", hk.name)
 	}
 	in.Event, in.Hook, in.Workspace = hk.event, hk.name, h.opts.Workspace
 	stdin, err := json.Marshal(in)
