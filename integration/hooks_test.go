@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hookWorkspace is a workspace whose agent talks to model, with the hooks
@@ -164,5 +166,64 @@ esac
 	}
 	if n := len(model.requestBodies()); n != 2 {
 		t.Errorf("a blocked prompt reached the model (%d requests)", n)
+	}
+}
+
+// TestHookEditorApproval: the editor is asked about a hook that waits for
+// approval (nexus/requestHookTrust, with what it runs and its pin), lists
+// it (nexus/hooks/list) and approves it (nexus/hooks/trust); approved, the
+// hook guards the editor's own calls too: it denies a write_file with its
+// message.
+func TestHookEditorApproval(t *testing.T) {
+	ws := newWorkspace(t, `hooks:
+  preToolUse:
+    - match: write_file
+      command: [./hooks/guard.sh]
+`)
+	if err := os.MkdirAll(filepath.Join(ws, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "hooks", "guard.sh"), []byte("#!/bin/sh\necho 'the editor writes nothing today' >&2\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := startEditor(t, ws)
+	e.initialize(os.Getpid())
+	type hookStatus struct {
+		Name, Pin string
+		Command   []string
+		Files     []struct{ Path, SHA256 string }
+		Trusted   bool
+	}
+	e.await("nexus/requestHookTrust of preToolUse[0]", 30*time.Second, func() bool {
+		for _, r := range e.requests {
+			var p struct{ Hook hookStatus }
+			if r.method == "nexus/requestHookTrust" && json.Unmarshal(r.params, &p) == nil && p.Hook.Name == "preToolUse[0]" &&
+				p.Hook.Pin != "" && len(p.Hook.Files) == 1 && p.Hook.Files[0].Path == "hooks/guard.sh" && !p.Hook.Trusted {
+				return true
+			}
+		}
+		return false
+	})
+	var list struct{ Hooks []hookStatus }
+	e.mustCall("nexus/hooks/list", map[string]any{}, &list)
+	if len(list.Hooks) != 1 || list.Hooks[0].Trusted || list.Hooks[0].Command[0] != "./hooks/guard.sh" {
+		t.Fatalf("nexus/hooks/list = %+v", list)
+	}
+	var trusted struct{ Hook hookStatus }
+	e.mustCall("nexus/hooks/trust", map[string]any{"name": "preToolUse[0]", "pin": list.Hooks[0].Pin}, &trusted)
+	if !trusted.Hook.Trusted {
+		t.Fatalf("nexus/hooks/trust = %+v", trusted)
+	}
+	var res struct {
+		Success   bool
+		Message   string
+		ErrorCode string
+	}
+	e.mustCall("nexus/tools/execute", map[string]any{"toolName": "write_file", "arguments": map[string]any{"path": "notes.txt", "content": "hello"}}, &res)
+	if res.Success || res.ErrorCode != "permission_denied" || !strings.Contains(res.Message, "the editor writes nothing today") {
+		t.Fatalf("the editor's write_file: %+v", res)
+	}
+	if exists(filepath.Join(ws, "notes.txt")) {
+		t.Fatal("notes.txt was written past the hook")
 	}
 }

@@ -119,6 +119,12 @@ func (s *Server) askEditorTrust(ctx context.Context, st mcp.Status) (bool, error
 	if err != nil {
 		return false, err
 	}
+	return trustAnswer(raw)
+}
+
+// trustAnswer reads the editor's answer to a question of trust: "allow"
+// or "reject", as a string or {"answer": string}.
+func trustAnswer(raw json.RawMessage) (bool, error) {
 	var ans string
 	if json.Unmarshal(raw, &ans) != nil {
 		var obj struct {
