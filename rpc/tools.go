@@ -252,7 +252,7 @@ func toolCall(c tools.Call) *nexusv1.ToolCall {
 		Status: c.Status, ResultJson: string(c.ResultJSON), AppId: c.AppID, Author: c.Author, TaskId: c.TaskID, RequestId: c.RequestID,
 		Title: c.Title, Kind: string(c.Kind), StartedAt: timestamppb.New(c.StartedAt),
 		ArgumentsTruncated: c.ArgumentsTruncated, ArgumentsSize: int64(c.ArgumentsSize),
-		ResultTruncated: c.ResultTruncated, ResultSize: int64(c.ResultSize),
+		ResultTruncated: c.ResultTruncated, ResultSize: int64(c.ResultSize), Notes: c.Notes,
 	}
 	if !c.EndedAt.IsZero() {
 		p.EndedAt = timestamppb.New(c.EndedAt)

@@ -652,7 +652,10 @@ type ToolCall struct {
 	// elicitation is set only in ExecuteToolStream with ask_elicitation: a
 	// question of the call's MCP server to the person, or its withdrawal; the
 	// other fields are the call as it is then.
-	Elicitation   *Elicitation `protobuf:"bytes,22,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
+	Elicitation *Elicitation `protobuf:"bytes,22,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
+	// What the call's postToolUse hooks (hooks in .nexus/config.yaml) said
+	// for the model once it ran, each cut to 64 KiB.
+	Notes         []string `protobuf:"bytes,23,rep,name=notes,proto3" json:"notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -837,6 +840,13 @@ func (x *ToolCall) GetAuthor() string {
 func (x *ToolCall) GetElicitation() *Elicitation {
 	if x != nil {
 		return x.Elicitation
+	}
+	return nil
+}
+
+func (x *ToolCall) GetNotes() []string {
+	if x != nil {
+		return x.Notes
 	}
 	return nil
 }
@@ -4976,7 +4986,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x1d\n" +
 	"\n" +
-	"error_code\x18\x05 \x01(\tR\terrorCode\"\xb8\x06\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\"\xce\x06\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -5006,7 +5016,8 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\vresult_size\x18\x14 \x01(\x03R\n" +
 	"resultSize\x12\x16\n" +
 	"\x06author\x18\x15 \x01(\tR\x06author\x127\n" +
-	"\velicitation\x18\x16 \x01(\v2\x15.nexus.v1.ElicitationR\velicitation\"\xfd\x01\n" +
+	"\velicitation\x18\x16 \x01(\v2\x15.nexus.v1.ElicitationR\velicitation\x12\x14\n" +
+	"\x05notes\x18\x17 \x03(\tR\x05notes\"\xfd\x01\n" +
 	"\vElicitation\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
