@@ -472,6 +472,20 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	return m.finish(lc, out, cerr)
 }
 
+// before runs the preToolUse hooks of a call the gate is about to decide
+// on, outside run's frame: their denial, or their reason to ask on gr.
+func (m *Manager) before(ctx context.Context, gr *GateRequest, req *ExecuteRequest) *Error {
+	ask, deny := m.opts.Hooks.Before(ctx, &HookCall{Call: gr.Call, Party: req.Party, Args: gr.Args})
+	if ctx.Err() != nil {
+		return m.ctxError(ctx, "while its preToolUse hooks ran")
+	}
+	if deny != nil {
+		return deny
+	}
+	gr.HookAsk = ask
+	return nil
+}
+
 // after runs the postToolUse hooks of a call whose handler ran, and keeps
 // what they said on the call. A cancelled call's hooks do not run.
 func (m *Manager) after(ctx context.Context, lc *liveCall, req *ExecuteRequest, args, out json.RawMessage, cerr *Error) {
@@ -535,14 +549,9 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	gr := &GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args, Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome,
 		Agent: req.Party.IsAgent()}
 	if m.opts.Hooks != nil {
-		ask, deny := m.opts.Hooks.Before(ctx, &HookCall{Call: gr.Call, Party: req.Party, Args: args})
-		if ctx.Err() != nil {
-			return nil, m.ctxError(ctx, "while its preToolUse hooks ran")
+		if err := m.before(ctx, gr, req); err != nil {
+			return nil, err
 		}
-		if deny != nil {
-			return nil, deny
-		}
-		gr.HookAsk = ask
 	}
 	if t.Preview != nil {
 		gr.Preview = func(ctx context.Context) ([]ProposedChange, error) {
