@@ -117,7 +117,8 @@ exit 1
 
 // TestHookAfterAndPrompt: a postToolUse hook sees the call's result and
 // its note reaches the model with it; a userPromptSubmit hook adds context
-// to a prompt, and blocks another, which never reaches the model.
+// to a prompt, and blocks another, which never reaches the model. The
+// hooks run in the command sandbox: .nexus/run is out of their reach.
 func TestHookAfterAndPrompt(t *testing.T) {
 	model := startScriptedModel(t)
 	ws := hookWorkspace(t, model, `hooks:
@@ -134,6 +135,8 @@ case "$(cat)" in
 esac
 `,
 		"hooks/prompt.sh": `#!/bin/sh
+# In the command sandbox, the daemon's state is out of reach.
+if cat .nexus/run/admin.token >/dev/null 2>&1 || ls .nexus/run >/dev/null 2>&1; then echo "the hook reads .nexus/run"; exit 0; fi
 case "$(cat)" in
 *forbidden*) echo "that word is not sent" >&2; exit 2;;
 *) echo "The person's timezone is UTC.";;

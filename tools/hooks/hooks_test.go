@@ -259,3 +259,20 @@ func TestAskerApproves(t *testing.T) {
 	}
 	h.SetAsker(access.Person("editor"), nil)
 }
+
+// TestTimeoutDenies: a preToolUse hook that does not finish in its timeout
+// denies the call; a postToolUse one is ignored.
+func TestTimeoutDenies(t *testing.T) {
+	cfg := workspace.HooksConfig{
+		PreToolUse:  []workspace.HookConfig{{Command: []string{"./hook.sh"}, Timeout: workspace.Duration(50 * time.Millisecond)}},
+		PostToolUse: []workspace.HookConfig{{Command: []string{"./hook.sh"}, Timeout: workspace.Duration(50 * time.Millisecond)}},
+	}
+	h, _ := setup(t, "exec sleep 600\n", cfg)
+	trustAll(t, h)
+	if _, deny := h.Before(context.Background(), call("read_file")); deny == nil || !strings.Contains(deny.Message, "did not finish in 50ms") {
+		t.Fatalf("a hook that timed out: %v", deny)
+	}
+	if notes := h.After(context.Background(), call("read_file")); len(notes) != 0 {
+		t.Fatalf("a postToolUse hook that timed out gave notes %q", notes)
+	}
+}
