@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/nexuscocreate/nexus/tools/hooks"
@@ -73,16 +72,5 @@ func (s *Server) attachHookAsker() {
 // askEditorHookTrust sends nexus/requestHookTrust and waits for the
 // answer, "allow" or "reject" (see askEditorTrust).
 func (s *Server) askEditorHookTrust(ctx context.Context, st hooks.Status) (bool, error) {
-	var raw json.RawMessage
-	id, err := s.conn.Call(ctx, requestHookTrust, hookTrustRequest{Hook: st, Options: []string{trustAllow, trustReject}}, &raw)
-	if ctx.Err() != nil {
-		if id.IsValid() {
-			s.conn.Notify(context.WithoutCancel(ctx), "$/cancelRequest", map[string]any{"id": idValue(id)})
-		}
-		return false, ctx.Err()
-	}
-	if err != nil {
-		return false, err
-	}
-	return trustAnswer(raw)
+	return s.askEditorTrustOf(ctx, requestHookTrust, hookTrustRequest{Hook: st, Options: []string{trustAllow, trustReject}})
 }
