@@ -112,7 +112,7 @@ func (h *Hooks) run(ctx context.Context, hk *hook, in *Input) (answer, error) {
 	case res.Cancelled:
 		return answer{}, fmt.Errorf("it was stopped: %w", context.Cause(ctx))
 	case res.TimedOut:
-		return answer{}, fmt.Errorf("it did not finish in %v (hooks.%s timeout)", hk.timeout, hk.name)
+		return answer{}, fmt.Errorf("it did not finish in %v (hooks.%s.timeout)", hk.timeout, hk.name)
 	case res.Truncated:
 		return answer{}, fmt.Errorf("it printed more than %d bytes", OutputLimit)
 	case res.Signal != "":
