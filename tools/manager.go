@@ -496,8 +496,12 @@ func (m *Manager) after(ctx context.Context, lc *liveCall, req *ExecuteRequest, 
 	if cerr != nil {
 		hc.Result, hc.Error = cerr.Output, &CallError{Code: cerr.Code, Message: cerr.Message}
 	}
-	// The call's own time may be spent: the hooks have theirs.
-	notes := m.opts.Hooks.After(context.WithoutCancel(ctx), hc)
+	if ctx.Err() != nil {
+		// The call ran out of time: its hooks have their own. Else
+		// Cancel and Close stop them as they stop the call.
+		ctx = context.WithoutCancel(ctx)
+	}
+	notes := m.opts.Hooks.After(ctx, hc)
 	for i, n := range notes {
 		notes[i] = keepText(n, KeptSize)
 	}
