@@ -43,6 +43,12 @@ type Options struct {
 	// Checkpoints serve the special commands /undo and /rewind; nil: they
 	// say checkpoints are off.
 	Checkpoints Checkpoints
+	// PromptHook, when set, sees each prompt the person submits before it
+	// goes to the model (the userPromptSubmit hooks, package tools/hooks):
+	// an error stops the prompt, shown to the person; the text it returns
+	// is added to the prompt. session and turn name the prompt's turn,
+	// party who submits it.
+	PromptHook func(ctx context.Context, session, turn, party, prompt string) (added string, err error)
 	// Getenv reads API keys; default os.LookupEnv.
 	Getenv func(string) (string, bool)
 	Logger *slog.Logger

@@ -384,6 +384,16 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 	}
 	call := ss.svc.opts.Tools.Execute(ctx, req)
 	res.ToolCallID, res.Title, res.Kind = call.ID, core.Summary(call), acpKind(call.Kind)
+	res, bad := ss.resultOf(o, c, d, req, call, res)
+	for _, n := range call.Notes {
+		res.Content += "\n\n[a postToolUse hook says] " + n
+	}
+	return res, bad
+}
+
+// resultOf is what goes back to the model of a call that went to the
+// ToolManager, and whether it was malformed or named no tool.
+func (ss *Session) resultOf(o *offer, c llm.ToolCall, d tools.Definition, req tools.ExecuteRequest, call tools.Call, res ToolResult) (ToolResult, bool) {
 	switch {
 	case call.Error == nil:
 		if d.ServerName == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,8 +49,21 @@ func (ss *Session) prompt(ctx context.Context, text string, opts PromptOptions) 
 	return ss.send(ctx, Message{Role: RoleUser, Text: text, Images: opts.Images}, emit)
 }
 
-// send adds the person's message m and runs the turn it starts.
+// send adds the person's message m and runs the turn it starts, once the
+// prompt hooks let it (Options.PromptHook).
 func (ss *Session) send(ctx context.Context, m Message, emit func(Update)) (PromptResult, error) {
+	if hook := ss.svc.opts.PromptHook; hook != nil {
+		ss.mu.Lock()
+		turn := strconv.Itoa(ss.turn + 1)
+		ss.mu.Unlock()
+		added, err := hook(ctx, ss.id, turn, ss.party.String(), m.Text)
+		if err != nil {
+			return PromptResult{}, &PromptError{Msg: err.Error()}
+		}
+		if added != "" {
+			m.Text += "\n\n" + added
+		}
+	}
 	if _, err := ss.add(m); err != nil {
 		return PromptResult{}, err
 	}

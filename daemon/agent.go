@@ -17,6 +17,7 @@ import (
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/hooks"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
 )
@@ -51,6 +52,7 @@ func openAgent(l layout, cfg *workspace.Config, tp *toolParts, defs *state.Defin
 		ReadDefinitions: func(party access.Party, dir string) ([]agent.DefinitionFile, error) {
 			return readDefinitions(defs.For(party), dir)
 		},
+		PromptHook:  promptHook(tp.hooks),
 		Getenv:      opts.Getenv,
 		NewProvider: opts.NewProvider,
 		Logger:      logger,
@@ -163,4 +165,13 @@ func outsideDirs(dirs []string) func(rel string) bool {
 		}
 		return true
 	}
+}
+
+// promptHook runs the userPromptSubmit hooks on an agent session's
+// prompts; nil without any.
+func promptHook(h *hooks.Hooks) func(ctx context.Context, session, turn, party, prompt string) (string, error) {
+	if !h.Prompts() {
+		return nil
+	}
+	return h.Prompt
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/nexuscocreate/nexus/server"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/hooks"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
@@ -144,6 +145,8 @@ type Parts struct {
 	mcpAddr     string
 	socket      string // the unix socket's path
 	permissions rpc.Permissions
+	// hooks are the hooks of the configuration, which the editor approves.
+	hooks *hooks.Hooks
 	// sessionServers keeps the MCP servers of ACP clients to their
 	// sessions.
 	sessionServers *sessionServers
@@ -250,7 +253,7 @@ func Open(ctx context.Context, opts Options) (_ *Parts, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Tools, p.Approvals, p.Approvers, p.permissions = tp.manager, tp.approvals, tp.approvers, tp.permissions
+	p.Tools, p.Approvals, p.Approvers, p.permissions, p.hooks = tp.manager, tp.approvals, tp.approvers, tp.permissions, tp.hooks
 	p.closers = append(p.closers, func() { p.Tools.Close(); tp.core.Close() })
 	p.MCP = openMCP(ws, cfg, p.Tools, p.Bus, logger, logLevel, opts)
 	p.sessionServers.setHub(p.MCP)
@@ -422,6 +425,7 @@ func (p *Parts) Serve(ctx context.Context) error {
 			Runtime:     p.Runtime,
 			Tools:       p.Tools,
 			MCP:         p.MCP,
+			Hooks:       p.hooks,
 			Bus:         p.Bus,
 			Approvers:   p.Approvers,
 			Agent:       p.Agent,

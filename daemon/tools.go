@@ -16,6 +16,7 @@ import (
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/command"
 	"github.com/nexuscocreate/nexus/tools/core"
+	"github.com/nexuscocreate/nexus/tools/hooks"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 	"github.com/nexuscocreate/nexus/workspace"
@@ -35,6 +36,9 @@ type toolParts struct {
 	// core holds the workspace directory open (Windows cannot remove a
 	// directory held open): closed after the manager.
 	core *core.Tools
+	// hooks are the hooks of the configuration, the manager's and the
+	// agent's prompt hooks.
+	hooks *hooks.Hooks
 }
 
 // openTools builds the ToolManager with the core tools and the permission
@@ -56,21 +60,6 @@ func openTools(ws string, opts Options, sock string, l layout, cfg *workspace.Co
 	// saying so.
 	approvers := &policy.Approvers{}
 	outputLimit := int(cfg.Tools.OutputLimit)
-	m, err := tools.NewManager(tools.Options{
-		Bus:    bus,
-		Logger: logger,
-		Gate:   ss.gate(pol.Gate(approvers, approvalTimeout, logger)),
-		// A result carries at most tools.outputLimit bytes of content;
-		// JSON escaping can double it.
-		OutputLimit:  2*outputLimit + 64<<10,
-		MaxArguments: int(cfg.Tools.MaxArgumentsSize),
-		Timeout:      time.Duration(cfg.Tools.Timeout),
-		AuditFile:    l.Audit,
-		Recorder:     rec,
-	})
-	if err != nil {
-		return nil, err
-	}
 	ct, err := core.New(core.Config{
 		Workspace:      ws,
 		Definitions:    defs,
@@ -78,7 +67,6 @@ func openTools(ws string, opts Options, sock string, l layout, cfg *workspace.Co
 		ReadLimit:      int64(outputLimit),
 	})
 	if err != nil {
-		m.Close()
 		return nil, fmt.Errorf("core tools: %w", err)
 	}
 	// Commands see the daemon's socket directory empty when it is not in
@@ -92,7 +80,7 @@ func openTools(ws string, opts Options, sock string, l layout, cfg *workspace.Co
 	if err := registry.Add(ws); err != nil {
 		logger.Warn("this workspace is not in the registry of workspaces: commands of other workspaces may see its .nexus", "error", err.Error())
 	}
-	exec := ct.ExecuteCommand(core.ExecConfig{
+	execCfg := core.ExecConfig{
 		Hide:            hide,
 		OtherWorkspaces: registry.List,
 		Runner:          command.NewRunner(command.RunnerOptions{HelperPath: opts.HelperPath, Logger: logger}),
@@ -101,7 +89,34 @@ func openTools(ws string, opts Options, sock string, l layout, cfg *workspace.Co
 		EnvAllowlist:    cfg.Tools.EnvAllowlist,
 		Timeout:         time.Duration(cfg.Tools.Timeout),
 		OutputLimit:     outputLimit,
-	})
+	}
+	// Hooks run confined as the commands are.
+	hk, err := hooks.New(hooks.Options{Workspace: ws, Config: cfg.Hooks, TrustFile: l.HooksTrust, Run: ct.HookRunner(execCfg), Logger: logger})
+	if err != nil {
+		ct.Close()
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	topts := tools.Options{
+		Bus:    bus,
+		Logger: logger,
+		Gate:   ss.gate(pol.Gate(approvers, approvalTimeout, logger)),
+		// A result carries at most tools.outputLimit bytes of content;
+		// JSON escaping can double it.
+		OutputLimit:  2*outputLimit + 64<<10,
+		MaxArguments: int(cfg.Tools.MaxArgumentsSize),
+		Timeout:      time.Duration(cfg.Tools.Timeout),
+		AuditFile:    l.Audit,
+		Recorder:     rec,
+	}
+	if hk.Any() {
+		topts.Hooks = hk
+	}
+	m, err := tools.NewManager(topts)
+	if err != nil {
+		ct.Close()
+		return nil, err
+	}
+	exec := ct.ExecuteCommand(execCfg)
 	for _, t := range append(append(ct.List(), exec), core.WebTools(webConfig(cfg, opts.Version))...) {
 		if err := m.Register(t); err != nil {
 			m.Close()
@@ -109,7 +124,7 @@ func openTools(ws string, opts Options, sock string, l layout, cfg *workspace.Co
 			return nil, err
 		}
 	}
-	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m), core: ct}, nil
+	return &toolParts{manager: m, policy: pol, approvals: approvals, approvers: approvers, permissions: pol.CheckWith(m), core: ct, hooks: hk}, nil
 }
 
 // webConfig is the configuration of web_fetch and web_search.

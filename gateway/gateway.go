@@ -428,8 +428,17 @@ func progressSender(ctx context.Context, session *sdk.ServerSession, token any) 
 // server's own (its images and binary resources, which the hub keeps as
 // files, read back); a core tool's is its JSON as text and, when it is an
 // object, as structured content. A call that ended in error is an isError
-// result saying its code and message.
+// result saying its code and message. What postToolUse hooks said for the
+// model (Call.Notes) follows, a text content each.
 func (g *Gateway) result(ref toolRef, call tools.Call) *sdk.CallToolResult {
+	res := g.outcome(ref, call)
+	for _, n := range call.Notes {
+		res.Content = append(res.Content, &sdk.TextContent{Text: "[a postToolUse hook says] " + n})
+	}
+	return res
+}
+
+func (g *Gateway) outcome(ref toolRef, call tools.Call) *sdk.CallToolResult {
 	if call.Status == tools.StatusCompleted {
 		if ref.server != "" {
 			res, err := g.hubResult(call.ResultJSON)

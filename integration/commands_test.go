@@ -14,6 +14,13 @@ import (
 // request body.
 func lastUserText(t *testing.T, body []byte) string {
 	t.Helper()
+	return lastText(t, body, "user")
+}
+
+// lastText is the text of the last message of role of a chat completions
+// request body ("tool": what the model got of its last call).
+func lastText(t *testing.T, body []byte, role string) string {
+	t.Helper()
 	var req struct {
 		Messages []struct {
 			Role    string          `json:"role"`
@@ -25,7 +32,7 @@ func lastUserText(t *testing.T, body []byte) string {
 	}
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := req.Messages[i]
-		if m.Role != "user" {
+		if m.Role != role {
 			continue
 		}
 		var s string

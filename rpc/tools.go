@@ -253,6 +253,7 @@ func toolCall(c tools.Call) *nexusv1.ToolCall {
 		Title: c.Title, Kind: string(c.Kind), StartedAt: timestamppb.New(c.StartedAt),
 		ArgumentsTruncated: c.ArgumentsTruncated, ArgumentsSize: int64(c.ArgumentsSize),
 		ResultTruncated: c.ResultTruncated, ResultSize: int64(c.ResultSize), Session: c.Session, Turn: c.Turn,
+		Notes: c.Notes,
 	}
 	if !c.EndedAt.IsZero() {
 		p.EndedAt = timestamppb.New(c.EndedAt)

@@ -108,8 +108,14 @@ func (s *Server) askEditorTrust(ctx context.Context, st mcp.Status) (bool, error
 	if err := s.out.flush(ctx); err != nil {
 		return false, err
 	}
+	return s.askEditorTrustOf(ctx, requestMcpTrust, mcpTrustRequest{Server: mcpServerJSON(st), Options: []string{trustAllow, trustReject}})
+}
+
+// askEditorTrustOf sends a question of trust (method, params) and waits for the
+// answer; when ctx ends first, the editor gets $/cancelRequest.
+func (s *Server) askEditorTrustOf(ctx context.Context, method string, params any) (bool, error) {
 	var raw json.RawMessage
-	id, err := s.conn.Call(ctx, requestMcpTrust, mcpTrustRequest{Server: mcpServerJSON(st), Options: []string{trustAllow, trustReject}}, &raw)
+	id, err := s.conn.Call(ctx, method, params, &raw)
 	if ctx.Err() != nil {
 		if id.IsValid() {
 			s.conn.Notify(context.WithoutCancel(ctx), "$/cancelRequest", map[string]any{"id": idValue(id)})
@@ -119,6 +125,12 @@ func (s *Server) askEditorTrust(ctx context.Context, st mcp.Status) (bool, error
 	if err != nil {
 		return false, err
 	}
+	return trustAnswer(raw)
+}
+
+// trustAnswer reads the editor's answer to a question of trust: "allow"
+// or "reject", as a string or {"answer": string}.
+func trustAnswer(raw json.RawMessage) (bool, error) {
 	var ans string
 	if json.Unmarshal(raw, &ans) != nil {
 		var obj struct {

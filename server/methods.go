@@ -40,6 +40,8 @@ func (s *Server) methodTable() map[string]method {
 		"nexus/mcp/servers":               {fn: typed((*Server).mcpServers)},
 		"nexus/mcp/restart":               {fn: typed((*Server).mcpRestart), async: true},
 		"nexus/mcp/trust":                 {fn: typed((*Server).mcpTrust), async: true},
+		"nexus/hooks/list":                {fn: typed((*Server).hooksList)},
+		"nexus/hooks/trust":               {fn: typed((*Server).hooksTrust), async: true},
 		"nexus/mcp/resources/list":        {fn: typed((*Server).mcpResourcesList), async: true},
 		"nexus/mcp/resources/read":        {fn: typed((*Server).mcpResourcesRead), async: true},
 		"nexus/mcp/resources/templates":   {fn: typed((*Server).mcpResourcesTemplates), async: true},

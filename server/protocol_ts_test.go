@@ -10,6 +10,7 @@ import (
 	"github.com/nexuscocreate/nexus/agent"
 	"github.com/nexuscocreate/nexus/checkpoints"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/hooks"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 )
 
@@ -30,7 +31,7 @@ func TestProtocolTS(t *testing.T) {
 
 	s := &Server{}
 	s.opts.Agent = new(agent.Service) // the table with the agent's methods too
-	names := []string{requestPermission, requestMcpTrust, showDocument, requestElicitation}
+	names := []string{requestPermission, requestMcpTrust, requestHookTrust, showDocument, requestElicitation}
 	for name := range s.methodTable() {
 		names = append(names, name)
 	}
@@ -53,6 +54,12 @@ func TestProtocolTS(t *testing.T) {
 		{"Progress", tools.Progress{}},
 		{"McpServer", mcpServerWire{}},
 		{"McpTrustRequest", mcpTrustRequest{}},
+		{"HookStatus", hooks.Status{}},
+		{"PinnedFile", hooks.PinnedFile{}},
+		{"HooksTrustParams", hooksTrustParams{}},
+		{"HooksTrustResult", hooksTrustResult{}},
+		{"HooksListResult", hooksListResult{}},
+		{"HookTrustRequest", hookTrustRequest{}},
 		{"ElicitationParams", elicitationParams{}},
 		{"ElicitationResult", elicitationResult{}},
 		{"DefinitionChanged", definitionChangeWire{}},

@@ -26,6 +26,7 @@ import (
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/state"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/hooks"
 	"github.com/nexuscocreate/nexus/tools/mcp"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	Tools       *tools.Manager
 	MCP         *mcp.Hub // nil: the daemon runs no MCP servers
 	Bus         *events.Bus
+	// Hooks are the hooks of .nexus/config.yaml, which the editor lists
+	// and approves; nil: none.
+	Hooks *hooks.Hooks
 	// Approvers is where the editor attaches as the approver of the
 	// policy's "ask" decisions; nil: no prompts.
 	Approvers *policy.Approvers
@@ -194,6 +198,9 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer, closer 
 	if s.opts.MCP != nil {
 		defer s.opts.MCP.SetTrustAsker(editor, nil)
 	}
+	if s.opts.Hooks != nil {
+		defer s.opts.Hooks.SetAsker(editor, nil)
+	}
 	if s.opts.Tools != nil {
 		defer s.opts.Tools.SetElicitor(nil)
 	}
@@ -303,6 +310,7 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	case "initialized":
 		s.attachApprover()
 		s.attachTrustAsker()
+		s.attachHookAsker()
 		s.attachElicitor()
 		return nil, nil
 	case "shutdown":
@@ -424,6 +432,7 @@ func (s *Server) initialize(ctx context.Context, raw jsonrpc2.RawMessage) (any, 
 				"notifications":      notificationNames,
 				"requestPermission":  s.opts.Approvers != nil,
 				"requestMcpTrust":    s.opts.MCP != nil,
+				"requestHookTrust":   s.opts.Hooks.Any(),
 				"requestElicitation": s.opts.Tools != nil,
 				"workDoneProgress":   true,
 			},

@@ -35,7 +35,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("nexus = %v", res["nexus"])
 	}
 	methods := res["capabilities"].(map[string]any)["nexus"].(map[string]any)["methods"].([]any)
-	if len(methods) != 34 {
+	if len(methods) != 36 {
 		t.Errorf("capabilities list %d methods: %v", len(methods), methods)
 	}
 	if err := c.call(t, "initialize", map[string]any{}, nil); code(err) != jsonrpc2.InvalidRequest {

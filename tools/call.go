@@ -46,6 +46,9 @@ type Call struct {
 	EndedAt   time.Time `json:"endedAt,omitzero"`
 	Progress  *Progress `json:"progress,omitempty"`
 	ICERC     *ICERC    `json:"icerc,omitempty"`
+	// Notes are what the call's postToolUse hooks said for the model,
+	// each cut to KeptSize (see Hooks).
+	Notes []string `json:"notes,omitempty"`
 
 	ArgumentsTruncated bool `json:"argumentsTruncated,omitempty"`
 	ResultTruncated    bool `json:"resultTruncated,omitempty"`

@@ -190,6 +190,9 @@ func (c Call) Stripped() Call {
 // keptBytes is roughly what a kept call holds beyond its fixed fields.
 func keptBytes(c *Call) int {
 	n := len(c.ArgumentsJSON) + len(c.ResultJSON)
+	for _, note := range c.Notes {
+		n += len(note)
+	}
 	if c.Error != nil {
 		n += len(c.Error.Message)
 	}

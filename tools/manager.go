@@ -39,6 +39,11 @@ type GateRequest struct {
 	// a call would be refused outright (see [Manager.Permitted]), and asks
 	// no one; a call it would ask about is not refused.
 	Probe bool
+	// HookAsk, when set, is why a preToolUse hook asked that the person be
+	// asked (see [Hooks]): the gate asks even where its policy would allow
+	// the call, and an "always" answer counts once. It never allows what
+	// the policy denies.
+	HookAsk string
 	// Preview, set for a tool that has one (Tool.Preview), computes the
 	// change the call would make, for the question to the person. What it
 	// returned last, once the gate allows the call, is the change the
@@ -55,6 +60,30 @@ type GateRequest struct {
 // is not made.
 type Recorder interface {
 	Begin(ctx context.Context, c Call, touch Touch, party access.Party) (end func(err error), err error)
+}
+
+// Hooks are the person's programs run around every call (package
+// tools/hooks). Before runs once a call's arguments are valid, before the
+// gate: a non-nil Deny fails the call with it, and Ask (a reason) makes
+// the gate ask the person (GateRequest.HookAsk); neither lets a call past
+// the gate. After runs once the call's handler has returned, and returns
+// what the hooks said for the model (Call.Notes). Both block the call
+// while they run.
+type Hooks interface {
+	Before(ctx context.Context, c *HookCall) (ask string, deny *Error)
+	After(ctx context.Context, c *HookCall) (notes []string)
+}
+
+// HookCall is a call as hooks see it.
+type HookCall struct {
+	// Call has the tool, server, session, turn, app and author; Party is
+	// who acts.
+	Call  Call
+	Party access.Party
+	Args  json.RawMessage
+	// Result and Error are the call's end, for Hooks.After.
+	Result json.RawMessage
+	Error  *CallError
 }
 
 // Options configure NewManager. Zero values get defaults.
@@ -83,6 +112,8 @@ type Options struct {
 	// Recorder, when set, records the changes of every call whose tool
 	// says it touches the workspace (see Tool.Touches).
 	Recorder Recorder
+	// Hooks, when set, run around every call (see [Hooks]).
+	Hooks Hooks
 }
 
 // ExecuteRequest is one request to run a tool.
@@ -199,6 +230,9 @@ func (r *ring) all() []Call {
 type liveCall struct {
 	cancel context.CancelCauseFunc
 	elicit Elicitor
+	// ran is set, on the executing goroutine, once the gate has let the
+	// call through to its handler.
+	ran bool
 
 	mu       sync.Mutex
 	call     Call
@@ -432,7 +466,48 @@ func (m *Manager) Execute(ctx context.Context, req ExecuteRequest) Call {
 	defer m.inflight.Done()
 
 	out, cerr := m.run(ctx, cancel, lc, &req, args)
+	if lc.ran && m.opts.Hooks != nil {
+		m.after(ctx, lc, &req, args, out, cerr)
+	}
 	return m.finish(lc, out, cerr)
+}
+
+// before runs the preToolUse hooks of a call the gate is about to decide
+// on, outside run's frame: their denial, or their reason to ask on gr.
+func (m *Manager) before(ctx context.Context, gr *GateRequest, req *ExecuteRequest) *Error {
+	ask, deny := m.opts.Hooks.Before(ctx, &HookCall{Call: gr.Call, Party: req.Party, Args: gr.Args})
+	if ctx.Err() != nil {
+		return m.ctxError(ctx, "while its preToolUse hooks ran")
+	}
+	if deny != nil {
+		return deny
+	}
+	gr.HookAsk = ask
+	return nil
+}
+
+// after runs the postToolUse hooks of a call whose handler ran, and keeps
+// what they said on the call. A cancelled call's hooks do not run.
+func (m *Manager) after(ctx context.Context, lc *liveCall, req *ExecuteRequest, args, out json.RawMessage, cerr *Error) {
+	if ctx.Err() != nil && (cerr == nil || cerr.Code == CodeCancelled) {
+		return
+	}
+	hc := &HookCall{Call: lc.snapshot(), Party: req.Party, Args: args, Result: out}
+	if cerr != nil {
+		hc.Result, hc.Error = cerr.Output, &CallError{Code: cerr.Code, Message: cerr.Message}
+	}
+	if ctx.Err() != nil {
+		// The call ran out of time: its hooks have their own. Else
+		// Cancel and Close stop them as they stop the call.
+		ctx = context.WithoutCancel(ctx)
+	}
+	notes := m.opts.Hooks.After(ctx, hc)
+	for i, n := range notes {
+		notes[i] = keepText(n, KeptSize)
+	}
+	if len(notes) > 0 {
+		lc.update(func(c *Call) { c.Notes = notes })
+	}
 }
 
 // run takes a started call through lookup, validation, the gate and the
@@ -477,6 +552,11 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 	}}
 	gr := &GateRequest{Call: lc.snapshot(), Tool: t.Definition, Args: args, Intent: req.Intent, ExpectedOutcome: req.ExpectedOutcome,
 		Agent: req.Party.IsAgent()}
+	if m.opts.Hooks != nil {
+		if err := m.before(ctx, gr, req); err != nil {
+			return nil, err
+		}
+	}
 	if t.Preview != nil {
 		gr.Preview = func(ctx context.Context) ([]ProposedChange, error) {
 			changes, err := t.Preview(ctx, inv, args)
@@ -513,6 +593,7 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelCauseFunc, lc *l
 		lc.timer, lc.deadline = timer, time.Now().Add(timeout)
 		lc.mu.Unlock()
 	}
+	lc.ran = true // from here on its postToolUse hooks run
 	var end func(error)
 	if m.opts.Recorder != nil && t.Touches != nil {
 		if touch := t.Touches(args); !touch.Empty() {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,10 @@ type Config struct {
 	// Web is web_fetch and web_search: the pages and searches the daemon
 	// fetches for a tool call.
 	Web WebConfig `yaml:"web"`
+	// Hooks are programs run before and after tool calls and when a
+	// prompt is submitted, each only once the person has approved it
+	// (nexus hooks trust).
+	Hooks HooksConfig `yaml:"hooks"`
 }
 
 // WebConfig is the web section: the core tools web_fetch and web_search,
@@ -88,6 +93,84 @@ type WebSearchConfig struct {
 	// MaxResults bounds the results of one search. Default 10, at most 50.
 	MaxResults int `yaml:"maxResults"`
 }
+
+// HooksConfig is the hooks section: programs that get a tool call, its
+// result or a prompt as JSON on stdin, run in the command sandbox
+// (tools.sandbox, tools.network) with the workspace root as working
+// directory. A hook is workspace content: it runs only once the person
+// has approved its command line and the files it names (nexus hooks
+// trust), and a change of either makes it wait for approval again.
+type HooksConfig struct {
+	// PreToolUse run before a tool call, after its arguments are checked
+	// and before the permission question, for every door (agent, apps,
+	// MCP clients). Exit code 2, or {"decision":"deny","reason":...} on
+	// stdout, denies the call with that message; {"decision":"ask"} asks
+	// the person even where the policy would allow. A hook that fails,
+	// times out or is not approved denies the call.
+	PreToolUse []HookConfig `yaml:"preToolUse"`
+	// PostToolUse run after a tool call ran, with its result; what they
+	// say ({"additionalContext":...}, or stderr with exit code 2) is
+	// added for the model. A hook that fails is logged and ignored.
+	PostToolUse []HookConfig `yaml:"postToolUse"`
+	// UserPromptSubmit run when a prompt is submitted to an agent session,
+	// before it goes to the model: exit code 2 or {"decision":"block"}
+	// blocks it, with the reason shown to the person; plain stdout or
+	// {"additionalContext":...} is added to the prompt. A hook that fails,
+	// times out or is not approved blocks the prompt.
+	UserPromptSubmit []PromptHookConfig `yaml:"userPromptSubmit"`
+}
+
+// HookConfig is one hook.
+type HookConfig struct {
+	// Match is a regular expression the whole tool name must match
+	// ("write_file|edit_file"; an MCP server's tool is SERVER/TOOL);
+	// empty or "*" matches every tool.
+	Match string `yaml:"match"`
+	// Command is the program and its arguments; a program with a slash
+	// (./scripts/check.sh) is a path from the workspace root. The
+	// approval pins them and the content of every file of the workspace
+	// they name.
+	Command []string `yaml:"command"`
+	// Timeout bounds one run; default 30s, at most 10m.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// PromptHookConfig is one userPromptSubmit hook: a hook that matches no
+// tool.
+type PromptHookConfig struct {
+	// Command is the program and its arguments, as a tool hook's.
+	Command []string `yaml:"command"`
+	// Timeout bounds one run; default 30s, at most 10m.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// HookEvents are the names of the hook events, in the order they happen
+// to a prompt and its calls.
+var HookEvents = []string{"userPromptSubmit", "preToolUse", "postToolUse"}
+
+// Of returns the hooks of an event (one of [HookEvents]); a prompt hook's
+// Match is empty.
+func (c HooksConfig) Of(event string) []HookConfig {
+	switch event {
+	case "preToolUse":
+		return c.PreToolUse
+	case "postToolUse":
+		return c.PostToolUse
+	case "userPromptSubmit":
+		out := make([]HookConfig, len(c.UserPromptSubmit))
+		for i, h := range c.UserPromptSubmit {
+			out[i] = HookConfig{Command: h.Command, Timeout: h.Timeout}
+		}
+		return out
+	}
+	return nil
+}
+
+// defaultHookTimeout and maxHookTimeout bound a hook's run.
+const (
+	defaultHookTimeout = 30 * time.Second
+	maxHookTimeout     = 10 * time.Minute
+)
 
 // CheckpointsConfig is the checkpoints section: every tool call that
 // changes files (write_file, edit_file, execute_command, a local MCP
@@ -1153,6 +1236,44 @@ func (d *decoder) check(c *Config) {
 	d.atLeast("checkpoints.maxFiles", c.Checkpoints.MaxFiles, 1)
 
 	d.web(&c.Web)
+	d.hooks("hooks.preToolUse", c.Hooks.PreToolUse)
+	d.hooks("hooks.postToolUse", c.Hooks.PostToolUse)
+	prompt := c.Hooks.Of("userPromptSubmit")
+	d.hooks("hooks.userPromptSubmit", prompt)
+	for i := range prompt {
+		c.Hooks.UserPromptSubmit[i].Timeout = prompt[i].Timeout
+	}
+}
+
+// hooks checks the hooks of one event and fills in their timeouts.
+func (d *decoder) hooks(path string, hooks []HookConfig) {
+	for i := range hooks {
+		h := &hooks[i]
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if d.bad[p] {
+			continue
+		}
+		switch cp := p + ".command"; {
+		case d.bad[cp]:
+		case len(h.Command) == 0:
+			d.fail(cp, cmp.Or(d.nodes[cp], d.nodes[p]), `must name a program and its arguments, such as ["./scripts/check.sh"]`)
+		case h.Command[0] == "":
+			d.fail(cp, d.nodes[cp], "the program name is empty")
+		case slices.ContainsFunc(h.Command, func(a string) bool { return strings.ContainsRune(a, 0) }):
+			d.fail(cp, d.nodes[cp], "an argument holds a NUL byte")
+		}
+		if mp := p + ".match"; !d.bad[mp] && h.Match != "" && h.Match != "*" {
+			if _, err := regexp.Compile(h.Match); err != nil {
+				d.fail(mp, d.nodes[mp], "%q is not a regular expression: %v", h.Match, err)
+			}
+		}
+		tp := p + ".timeout"
+		if n := d.nodes[tp]; n == nil || n.ShortTag() == "!!null" {
+			h.Timeout = Duration(defaultHookTimeout)
+		} else {
+			d.positiveAtMost(tp, h.Timeout, maxHookTimeout)
+		}
+	}
 }
 
 // llm checks the llm section and folds a profile written directly under

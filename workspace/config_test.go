@@ -382,7 +382,7 @@ func TestParseConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown top-level key", yamlText("logs:", "  level: debug"),
-			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web)`},
+			`c.yaml:1:1: unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web, hooks)`},
 		{"web domain with a scheme", yamlText("web:", "  allowedDomains: [go.dev, \"https://python.org\"]"),
 			`c.yaml:2:28: web.allowedDomains[1]: "https://python.org" is not a lower-case host name without scheme, port or path (such as go.dev, or *.python.org)`},
 		{"web wildcard IP", yamlText("web:", "  allowedDomains: [\"*.10.0.0.1\"]"),
@@ -431,6 +431,16 @@ func TestParseConfigErrors(t *testing.T) {
 			`c.yaml:2:35: agent.commandDirs[1]: "../elsewhere" is not a directory inside the workspace (a relative path, such as .claude/commands)`},
 		{"a command directory in .nexus", yamlText("agent:", "  commandDirs: [.nexus/run]"),
 			`c.yaml:2:17: agent.commandDirs[0]: ".nexus/run" is inside .nexus, the daemon's own state (commands of the definitions root go in its commands/)`},
+		{"a hook without a command", yamlText("hooks:", "  preToolUse:", "    - match: write_file"),
+			`c.yaml:3:7: hooks.preToolUse[0].command: must name a program and its arguments, such as ["./scripts/check.sh"]`},
+		{"a hook's match not a regular expression", yamlText("hooks:", "  postToolUse:", "    - {match: \"(\", command: [x]}"),
+			`c.yaml:3:15: hooks.postToolUse[0].match: "(" is not a regular expression: error parsing regexp: missing closing ): ` + "`(`"},
+		{"a prompt hook with a match", yamlText("hooks:", "  userPromptSubmit:", "    - {match: x, command: [x]}"),
+			`c.yaml:3:8: unknown key "match" in hooks.userPromptSubmit[0] (known: command, timeout)`},
+		{"a hook's timeout over the limit", yamlText("hooks:", "  preToolUse:", "    - {command: [x], timeout: 11m}"),
+			`c.yaml:3:31: hooks.preToolUse[0].timeout: 11m0s is more than the limit of 10m0s`},
+		{"an unknown hook event", yamlText("hooks:", "  PreToolUse: []"),
+			`c.yaml:2:3: unknown key "PreToolUse" in hooks (known: preToolUse, postToolUse, userPromptSubmit)`},
 		{"a fraction for an integer", yamlText("agent:", "  maxSteps: 2.5"),
 			`c.yaml:2:13: agent.maxSteps: "2.5" is not an integer`},
 		{"a profile's key under llm without provider", yamlText("llm:", "  profiles: {p: {provider: openai, model: m}}", "  temperature: 0.2"),
@@ -561,7 +571,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duplicate key", yamlText("log:", "  level: info", "  file: a", "  level: debug"),
 			`c.yaml:4:3: log: duplicate key "level" (first at line 2)`},
 		{"merge key", yamlText("base: &b {level: info}", "log:", "  <<: *b"),
-			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web)\n" +
+			"c.yaml:1:1: unknown key \"base\" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web, hooks)\n" +
 				"c.yaml:3:3: log: merge keys (<<) are not supported"},
 		{"llm default not a profile", yamlText("llm:", "  default: big", "  profiles:", "    small: {provider: openai, model: gpt-5-mini}"),
 			`c.yaml:2:12: llm.default: "big" is not a profile (profiles: small)`},
@@ -634,7 +644,7 @@ func TestParseConfigManyErrors(t *testing.T) {
 		`.nexus/config.yaml:12:12: environment variable TOKEN is not set (write ${TOKEN:-default} to give a default)`,
 		`.nexus/config.yaml:14:12: tools.sandbox: "jail" is not one of: read-only, workspace-write, off`,
 		`.nexus/config.yaml:15:12: tools.network: "sure" is not a boolean (true or false)`,
-		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web)`,
+		`.nexus/config.yaml:16:1: unknown key "colour" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web, hooks)`,
 	}, "\n")
 	_, err := ParseConfig(".nexus/config.yaml", in, env(nil))
 	if err == nil {
@@ -661,6 +671,23 @@ func TestParseConfigManyErrors(t *testing.T) {
 		Msg: `unknown key "wat" in apps[0].grants.tools (known: allow, ask, deny)`}
 	if *ce != wantErr {
 		t.Errorf("errs[3] = %+v, want %+v", *ce, wantErr)
+	}
+}
+
+func TestHookTimeoutDefault(t *testing.T) {
+	cfg, err := ParseConfig("c.yaml", []byte(yamlText("hooks:", "  preToolUse:", "    - {command: [./check.sh]}", "    - {command: [x], timeout: 5s}")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Hooks.PreToolUse; len(got) != 2 || got[0].Timeout != Duration(30*time.Second) || got[1].Timeout != Duration(5*time.Second) {
+		t.Fatalf("hooks %+v, want timeouts 30s (the default) and 5s", got)
+	}
+	cfg, err = ParseConfig("c.yaml", []byte(yamlText("hooks:", "  userPromptSubmit:", "    - {command: [./check.sh]}")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Hooks.UserPromptSubmit; len(got) != 1 || got[0].Timeout != Duration(30*time.Second) {
+		t.Fatalf("prompt hooks %+v, want the timeout 30s (the default)", got)
 	}
 }
 

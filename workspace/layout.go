@@ -37,6 +37,7 @@ type Layout struct {
 	Approvals        string // .nexus/approvals.json
 	Audit            string // .nexus/audit/toolcalls.jsonl
 	MCPTrust         string // .nexus/mcp-trust.json
+	HooksTrust       string // .nexus/hooks-trust.json
 	// MCPAuth is .nexus/mcp-auth (0700): the OAuth tokens of the MCP
 	// servers the person signed in to, a 0600 file each. Like the rest of
 	// .nexus it is out of every tool call's reach.
@@ -58,7 +59,7 @@ func NewLayout(ws string) Layout {
 		AdminToken: filepath.Join(run, "admin.token"),
 		Config:     filepath.Join(n, "config.yaml"), History: filepath.Join(n, "history.git"),
 		Approvals: filepath.Join(n, "approvals.json"), Audit: filepath.Join(n, "audit", "toolcalls.jsonl"),
-		MCPTrust: filepath.Join(n, "mcp-trust.json"), MCPAuth: filepath.Join(n, "mcp-auth"), Sessions: filepath.Join(n, "sessions"),
+		MCPTrust: filepath.Join(n, "mcp-trust.json"), HooksTrust: filepath.Join(n, "hooks-trust.json"), MCPAuth: filepath.Join(n, "mcp-auth"), Sessions: filepath.Join(n, "sessions"),
 		TLS: filepath.Join(n, "tls"), TLSCert: filepath.Join(n, "tls", "cert.pem"), TLSKey: filepath.Join(n, "tls", "key.pem"),
 	}
 }

@@ -20,6 +20,8 @@ const Methods = {
   mcpServers: "nexus/mcp/servers",
   mcpRestart: "nexus/mcp/restart",
   mcpTrust: "nexus/mcp/trust",
+  hooksList: "nexus/hooks/list",
+  hooksTrust: "nexus/hooks/trust",
   mcpResourcesList: "nexus/mcp/resources/list",
   mcpResourcesRead: "nexus/mcp/resources/read",
   mcpResourcesTemplates: "nexus/mcp/resources/templates",
@@ -65,6 +67,7 @@ const Notifications = {
 const Requests = {
   requestPermission: "nexus/requestPermission",
   requestMcpTrust: "nexus/requestMcpTrust",
+  requestHookTrust: "nexus/requestHookTrust",
   // LSP's, during nexus/mcp/login: {uri, external: true} opens the sign-in
   // page in the browser (vscode-languageclient does it by itself).
   showDocument: "window/showDocument",

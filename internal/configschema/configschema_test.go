@@ -295,12 +295,17 @@ func TestRulesAgree(t *testing.T) {
 	t.Logf("%d probes", n)
 }
 
-// base is a valid file with an app and an llm profile, for the keys below
-// apps[] and llm.profiles.NAME.
+// base is a valid file with an app, an llm profile and a hook of each
+// event, for the keys below apps[], llm.profiles.NAME and hooks.EVENT[].
 func base() map[string]any {
 	return map[string]any{
 		"apps": []any{map[string]any{"id": "probe"}},
 		"llm":  map[string]any{"profiles": map[string]any{"p": map[string]any{"provider": "openai", "model": "m"}}},
+		"hooks": map[string]any{
+			"preToolUse":       []any{map[string]any{"command": []any{"x"}}},
+			"postToolUse":      []any{map[string]any{"command": []any{"x"}}},
+			"userPromptSubmit": []any{map[string]any{"command": []any{"x"}}},
+		},
 	}
 }
 

@@ -188,6 +188,13 @@ var rules = map[string]rule{
 			s.AllOf = append(s.AllOf, &jsonschema.Schema{If: need("provider"), Then: need("url")})
 		},
 	},
+	"HooksConfig.PreToolUse[]":       {required: []string{"command"}, note: "command is required."},
+	"HooksConfig.PostToolUse[]":      {required: []string{"command"}, note: "command is required."},
+	"HooksConfig.UserPromptSubmit[]": {required: []string{"command"}, note: "command is required."},
+	"HookConfig.Command":             {nonEmpty: true},
+	"HookConfig.Timeout":             {positive: true, maxDur: 10 * time.Minute},
+	"PromptHookConfig.Command":       {nonEmpty: true},
+	"PromptHookConfig.Timeout":       {positive: true, maxDur: 10 * time.Minute},
 }
 
 // compatibleNeedsBaseURL says that provider openai-compatible needs a baseURL.

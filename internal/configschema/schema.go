@@ -116,7 +116,11 @@ func schemaOf(k *key, null nullability) *jsonschema.Schema {
 	case kindStruct:
 		return object(k.fields, r, null)
 	case kindList:
-		return &jsonschema.Schema{Types: []string{"array", "null"}, Items: schemaOf(k.elem, notNullable)}
+		s := &jsonschema.Schema{Types: []string{"array", "null"}, Items: schemaOf(k.elem, notNullable)}
+		if r.nonEmpty {
+			s.MinItems = &one
+		}
+		return s
 	case kindMap:
 		return &jsonschema.Schema{Types: []string{"object", "null"}, AdditionalProperties: schemaOf(k.elem, notNullable)}
 	}

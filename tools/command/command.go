@@ -140,6 +140,10 @@ type Spec struct {
 	// have; 0 means DefaultMaxProcs. See the package documentation for
 	// how, and where it cannot be enforced.
 	MaxProcs int
+	// Stdin, when not nil, is what the command reads on its standard
+	// input (written in the background until the timeout; a command that
+	// does not read it all is not held up); nil gives it /dev/null.
+	Stdin []byte
 	// View, in ReadOnly and WorkspaceWrite mode, is the file system the
 	// command sees (hidden state, read-only files, private temporary
 	// directories and /proc); nil leaves it as it is. Ignored in Off mode.

@@ -86,6 +86,7 @@ func TestRun(t *testing.T) {
 				argv       []string
 				shell      string
 				env        []string
+				stdin      string
 				wantStdout string
 				wantStderr string // a substring
 				wantCode   int
@@ -104,12 +105,17 @@ func TestRun(t *testing.T) {
 				{name: "killed", shell: "kill -9 $$", wantCode: -1, wantSignal: "killed"},
 				{name: "terminated", shell: "kill -TERM $$", wantCode: -1, wantSignal: "terminated"},
 				{name: "stdin is empty", shell: "cat; echo done", wantStdout: "done\n"},
+				{name: "stdin", shell: "cat; echo done", stdin: "a call\n", wantStdout: "a call\ndone\n"},
+				{name: "stdin not read", shell: "echo done", stdin: strings.Repeat("x", 1<<20), wantStdout: "done\n"},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					spec := baseSpec(t)
 					spec.Argv, spec.Shell = tc.argv, tc.shell
 					if tc.env != nil {
 						spec.Env = tc.env
+					}
+					if tc.stdin != "" {
+						spec.Stdin = []byte(tc.stdin)
 					}
 					res := run(t, r, spec)
 					if res.ExitCode != tc.wantCode || res.Signal != tc.wantSignal {

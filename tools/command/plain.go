@@ -41,6 +41,18 @@ func (r *Runner) runPlain(ctx context.Context, spec Spec) (Result, error) {
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
 	start := time.Now()
+	if spec.Stdin != nil {
+		stdin, err := feed(spec.Stdin, start.Add(spec.Timeout+outputGrace))
+		if err != nil {
+			stdout.Close()
+			stdoutW.Close()
+			stderr.Close()
+			stderrW.Close()
+			return Result{}, err
+		}
+		cmd.Stdin = stdin
+		defer stdin.Close()
+	}
 	tree, err := proctree.Start(cmd, proctree.Options{MaxProcesses: spec.maxProcs()})
 	stdoutW.Close()
 	stderrW.Close()

@@ -130,6 +130,19 @@ func TestPlainRun(t *testing.T) {
 	}
 }
 
+func TestPlainStdin(t *testing.T) {
+	spec := plainSpec(t, "")
+	spec.Argv, spec.Env = nil, nil
+	spec.Shell, spec.Stdin = "sort", []byte("b\na\n")
+	if runtime.GOOS == "windows" {
+		t.Skip("no sort reading standard input the same way")
+	}
+	res := runPlainSpec(t, context.Background(), spec)
+	if res.ExitCode != 0 || res.Stdout != "a\nb\n" {
+		t.Fatalf("result %+v, want a and b sorted from stdin", res)
+	}
+}
+
 func TestPlainShell(t *testing.T) {
 	spec := plainSpec(t, "")
 	spec.Argv, spec.Env = nil, nil

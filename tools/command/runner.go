@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -52,6 +53,22 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	return r.run(ctx, spec)
+}
+
+// feed returns the read end of a pipe, for a command's standard input,
+// and writes data to its write end in the background until deadline, then
+// closes it. The caller closes the read end once the command has started.
+func feed(data []byte, deadline time.Time) (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("command: standard input: %w", err)
+	}
+	pw.SetWriteDeadline(deadline) // where pipes have none, the command's end ends the write
+	go func() {
+		pw.Write(data)
+		pw.Close()
+	}()
+	return pr, nil
 }
 
 // drain reads f until EOF, an error or its closing, giving what it reads

@@ -290,6 +290,17 @@ func (r *Runner) startHelper(spec *Spec, cloneflags uintptr) (*proc, error) {
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 	}
+	if spec.Stdin != nil {
+		// The helper's standard input is the command's.
+		stdin, err := feed(spec.Stdin, time.Now().Add(spec.Timeout+outputGrace))
+		if err != nil {
+			closeAll(parent)
+			closeAll(child)
+			return nil, err
+		}
+		cmd.Stdin = stdin
+		child = append(child, stdin)
+	}
 	err := cmd.Start()
 	closeAll(child)
 	if err != nil {

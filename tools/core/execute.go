@@ -161,12 +161,7 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 			return nil, tools.Errorf(tools.CodeInvalidArguments, "timeoutSeconds %g is over the limit of %v", a.TimeoutSeconds, cfg.MaxTimeout)
 		}
 	}
-	env := map[string]string{}
-	for _, name := range slices.Concat(systemEnv, cfg.EnvAllowlist) {
-		if v, ok := cfg.Getenv(name); ok {
-			env[name] = v
-		}
-	}
+	env := allowedEnv(cfg)
 	for k, v := range a.Env {
 		if !envName.MatchString(k) {
 			return nil, tools.Errorf(tools.CodeInvalidArguments, "env: %q is not a variable name", k)
@@ -219,6 +214,18 @@ func (t *Tools) execute(ctx context.Context, cfg ExecConfig, party access.Party,
 		return nil, &tools.Error{Code: tools.CodeOutputLimit, Message: fmt.Sprintf("the output was over %d bytes; the head and the tail are kept", cfg.OutputLimit), Output: out}
 	}
 	return out, nil
+}
+
+// allowedEnv is the daemon's environment a command inherits: the
+// system's variables and those of the allowlist.
+func allowedEnv(cfg ExecConfig) map[string]string {
+	env := map[string]string{}
+	for _, name := range slices.Concat(systemEnv, cfg.EnvAllowlist) {
+		if v, ok := cfg.Getenv(name); ok {
+			env[name] = v
+		}
+	}
+	return env
 }
 
 // view is the file system a command of the party sees: the daemon's state,

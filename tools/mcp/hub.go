@@ -37,6 +37,7 @@ import (
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
+	"github.com/nexuscocreate/nexus/tools/trust"
 )
 
 // States of a server.
@@ -229,7 +230,7 @@ func New(opts Options) *Hub {
 	h.trust, h.trustErr = OpenTrustStore(opts.TrustFile)
 	if h.trustErr != nil {
 		h.logger.Error("MCP servers are not trusted: their trust file cannot be read", "error", h.trustErr.Error())
-		h.trust = &TrustStore{path: opts.TrustFile, pins: map[string]trustEntry{}}
+		h.trust = trust.Empty(opts.TrustFile, trustKind)
 	}
 	if opts.Tools != nil {
 		opts.Tools.SetResolver(h.resolve)

@@ -1,22 +1,18 @@
 package mcp
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
+	"github.com/nexuscocreate/nexus/tools/trust"
 	"github.com/nexuscocreate/nexus/workspace"
 )
 
@@ -86,103 +82,21 @@ var (
 	ErrPinMismatch = errors.New("the entry changed since it was shown")
 	// ErrCorruptTrust is the error of [OpenTrustStore] for a file it cannot
 	// read as approvals.
-	ErrCorruptTrust = errors.New("corrupt MCP trust file")
+	ErrCorruptTrust = trust.ErrCorrupt
 )
 
-// trustVersion is the version of the trust file's format.
-const trustVersion = 1
-
-// trustEntry is one approval: the pin of the entry the person approved
-// under a server name.
-type trustEntry struct {
-	Name string    `json:"name"`
-	Pin  string    `json:"pin"`
-	Time time.Time `json:"time"`
-}
-
-type trustFile struct {
-	Version int          `json:"version"`
-	Servers []trustEntry `json:"servers"`
-}
-
 // TrustStore keeps the person's approvals of MCP servers: one pin per
-// server name, the last one approved. Only pins are stored, never the
-// launch values (which may hold secrets from the environment). Every
-// change is written to a temporary file, synced, and renamed over the old
-// one (mode 0600); a change that returned nil survives a crash. It is safe
-// for concurrent use.
-type TrustStore struct {
-	path string
+// server name (see package trust).
+type TrustStore = trust.Store
 
-	pinsMu sync.Mutex
-	pins   map[string]trustEntry
-}
+// trustKind is what the MCP trust file approves: servers.
+var trustKind = trust.Kind{Label: "MCP", Key: "servers"}
 
 // OpenTrustStore reads the trust file at path; a missing file trusts
 // nothing. A file that is not a valid trust file is an error wrapping
 // [ErrCorruptTrust].
 func OpenTrustStore(path string) (*TrustStore, error) {
-	t := &TrustStore{path: path, pins: map[string]trustEntry{}}
-	corrupt := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %w: %s (fix or delete the file; then approve the servers again)", path, ErrCorruptTrust, fmt.Sprintf(format, args...))
-	}
-	var f trustFile
-	found, err := workspace.ReadJSONFile(path, &f)
-	var pe *fs.PathError
-	switch {
-	case errors.As(err, &pe):
-		return nil, fmt.Errorf("MCP trust file: %w", err)
-	case err != nil:
-		return nil, corrupt("%v", err)
-	case !found:
-		return t, nil
-	}
-	if f.Version != trustVersion {
-		return nil, corrupt("version %d, want %d", f.Version, trustVersion)
-	}
-	for i, e := range f.Servers {
-		if e.Name == "" || e.Pin == "" {
-			return nil, corrupt("entry %d has no name or no pin", i)
-		}
-		t.pins[e.Name] = e
-	}
-	return t, nil
-}
-
-// Path is the file the approvals are kept in.
-func (t *TrustStore) Path() string { return t.path }
-
-// Trusted reports whether the person approved pin for the server name.
-func (t *TrustStore) Trusted(name, pin string) bool {
-	t.pinsMu.Lock()
-	defer t.pinsMu.Unlock()
-	e, ok := t.pins[name]
-	return ok && e.Pin == pin
-}
-
-// Approve records that the person approved pin for the server name,
-// replacing an earlier approval of that name. It returns once the file is
-// durable; on error nothing changed.
-func (t *TrustStore) Approve(name, pin string, when time.Time) error {
-	if name == "" || pin == "" {
-		return errors.New("MCP trust: approve: no name or no pin")
-	}
-	t.pinsMu.Lock()
-	defer t.pinsMu.Unlock()
-	m := maps.Clone(t.pins)
-	m[name] = trustEntry{Name: name, Pin: pin, Time: when.UTC().Round(0)}
-	f := trustFile{Version: trustVersion, Servers: slices.SortedFunc(maps.Values(m), func(a, b trustEntry) int {
-		return cmp.Compare(a.Name, b.Name)
-	})}
-	data, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := workspace.WriteFileAtomic(t.path, append(data, '\n')); err != nil {
-		return fmt.Errorf("MCP trust file: %w", err)
-	}
-	t.pins = m
-	return nil
+	return trust.Open(path, trustKind)
 }
 
 // TrustAsker asks the person whether to approve a server that waits for

@@ -157,8 +157,9 @@ func (a *Approvers) Attach(t Approver) (detach func()) {
 }
 
 // Gate returns the permission check of the ToolManager: the policy's
-// verdict, bent by the mode of the call's session (see [Mode], [WithMode]);
-// then allow and deny decide at once; ask puts the ICERC record on the
+// verdict, bent by the mode of the call's session (see [Mode], [WithMode])
+// and made ask by a preToolUse hook that asks (tools.GateRequest.HookAsk:
+// its "always" answer counts once); then allow and deny decide at once; ask puts the ICERC record on the
 // call and waits for the approver (the call's own, see WithApprover, else
 // the Approvers'; only the person answers, see MayAnswer), at most
 // timeout. No approver, no answer in time, or an error from the approver:
@@ -173,6 +174,10 @@ func (p *Policy) Gate(approvers *Approvers, timeout time.Duration, logger *slog.
 		v := p.decideRef(req)
 		if m := ModeFrom(ctx); m != ModeDefault {
 			v = m.apply(req, v)
+		}
+		if gr.HookAsk != "" && v.Decision == Allow {
+			// A hook makes the person decide; it never allows a deny.
+			v = Verdict{Decision: Ask, Reason: "a preToolUse hook asks"}
 		}
 		if v.Decision == Allow || gr.Probe && v.Decision != Deny {
 			return nil // a probe asks no one: only a deny refuses it
@@ -195,7 +200,10 @@ func (p *Policy) askOrDeny(ctx context.Context, gr *tools.GateRequest, req *Requ
 		record.Risk.Details = append(record.Risk.Details, fmt.Sprintf(
 			"writes %s, which can make code run outside every sandbox (git hooks, VS Code tasks and settings, MCP servers): always asked, an \"always\" answer counts once", v.Protected))
 	}
-	if v.Protected != "" || p.store == nil {
+	if gr.HookAsk != "" {
+		record.Risk.Details = append(record.Risk.Details, "a preToolUse hook asks that you decide: "+gr.HookAsk)
+	}
+	if v.Protected != "" || gr.HookAsk != "" || p.store == nil {
 		record.Always = ""
 	}
 	approver := approvers.forCall(ctx, gr.Call)

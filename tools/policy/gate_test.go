@@ -227,3 +227,30 @@ func TestGateAsksTheLastTerminal(t *testing.T) {
 		t.Errorf("no one attached: %+v", c.Error)
 	}
 }
+
+// TestGateAsksWhenAHookAsks: a preToolUse hook that asks makes an allowed
+// call ask the person, with its reason in the record and no "always" to
+// remember; it never lets a denied call through.
+func TestGateAsksWhenAHookAsks(t *testing.T) {
+	var approvers Approvers
+	var seen []ICERC
+	approvers.Set(editor(func(_ context.Context, _ tools.Call, rec ICERC) (Answer, error) {
+		seen = append(seen, rec)
+		return AllowAlways, nil
+	}))
+	p := New(Rules{Tools: map[string]Decision{"write_file": Allow, "delete_file": Deny}}, nil)
+	gate := p.Gate(&approvers, time.Minute, nil)
+	gr := func(name string) *tools.GateRequest {
+		return &tools.GateRequest{Call: tools.Call{ToolName: name}, Tool: tools.Definition{Name: name, Kind: tools.KindEdit, Risk: tools.RiskLow},
+			Args: json.RawMessage(`{"path":"a.md"}`), HookAsk: "notes.md is checked by hand"}
+	}
+	if err := gate(context.Background(), gr("write_file"), func(tools.ICERC) {}); err != nil {
+		t.Fatalf("allowed after the person's answer: %v", err)
+	}
+	if len(seen) != 1 || seen[0].Always != "" || !slices.ContainsFunc(seen[0].Risk.Details, func(d string) bool { return strings.Contains(d, "notes.md is checked by hand") }) {
+		t.Fatalf("the person saw %+v, want the hook's reason and nothing to remember", seen)
+	}
+	if err := gate(context.Background(), gr("delete_file"), func(tools.ICERC) {}); err == nil || len(seen) != 1 {
+		t.Fatalf("a denied call with a hook that asks: %v (asked %d times)", err, len(seen))
+	}
+}

@@ -30,6 +30,8 @@ export const Methods = {
   mcpServers: 'nexus/mcp/servers',
   mcpRestart: 'nexus/mcp/restart',
   mcpTrust: 'nexus/mcp/trust',
+  hooksList: 'nexus/hooks/list',
+  hooksTrust: 'nexus/hooks/trust',
   mcpResourcesList: 'nexus/mcp/resources/list',
   mcpResourcesRead: 'nexus/mcp/resources/read',
   mcpResourcesTemplates: 'nexus/mcp/resources/templates',
@@ -79,6 +81,7 @@ export const Notifications = {
 export const Requests = {
   requestPermission: 'nexus/requestPermission',
   requestMcpTrust: 'nexus/requestMcpTrust',
+  requestHookTrust: 'nexus/requestHookTrust',
   // LSP's, during nexus/mcp/login: {uri, external: true} opens the sign-in
   // page in the browser (vscode-languageclient does it by itself).
   showDocument: 'window/showDocument',
@@ -205,6 +208,7 @@ export interface NexusCapabilities {
   notifications: string[];
   requestPermission: boolean;
   requestMcpTrust: boolean;
+  requestHookTrust?: boolean;
   requestElicitation?: boolean;
   workDoneProgress: boolean;
 }
@@ -466,6 +470,36 @@ export interface McpTrustParams {
 }
 export interface McpTrustResult {
   server: McpServer;
+}
+/** A hook of .nexus/config.yaml as the person approves it (tools/hooks Status). */
+export interface HookStatus {
+  /** "preToolUse[0]": the event and the index in its list. */
+  name: string;
+  /** preToolUse, postToolUse or userPromptSubmit. */
+  event: string;
+  match?: string;
+  command: string[];
+  timeout: string;
+  /** The workspace files the command names, pinned with their hashes. */
+  files?: PinnedFile[];
+  pin: string;
+  trusted: boolean;
+  /** Why it cannot be pinned now; it does not run. */
+  error?: string;
+}
+export interface PinnedFile {
+  path: string;
+  sha256: string;
+}
+export interface HooksListResult {
+  hooks: HookStatus[];
+}
+export interface HooksTrustParams {
+  name: string;
+  pin?: string;
+}
+export interface HooksTrustResult {
+  hook: HookStatus;
 }
 /** Params of the methods that list: serverName empty, every ready server. */
 export interface McpServerParams {
@@ -877,6 +911,12 @@ export interface McpTrustRequest {
   options: string[];
 }
 
+/** hookTrustRequest: the params of nexus/requestHookTrust; answer "allow" or "reject". */
+export interface HookTrustRequest {
+  hook: HookStatus;
+  options: string[];
+}
+
 /** LSP's ShowDocumentParams as nexusd sends them (window/showDocument);
  * the answer is {success: boolean}. */
 export interface ShowDocumentParams {
@@ -964,6 +1004,8 @@ export interface MethodTypes {
   'nexus/mcp/servers': [Record<string, never>, McpServersResult];
   'nexus/mcp/restart': [McpRestartParams, EmptyResult];
   'nexus/mcp/trust': [McpTrustParams, McpTrustResult];
+  'nexus/hooks/list': [Record<string, never>, HooksListResult];
+  'nexus/hooks/trust': [HooksTrustParams, HooksTrustResult];
   'nexus/mcp/resources/list': [McpServerParams, McpResourcesResult];
   'nexus/mcp/resources/read': [McpResourceParams, McpReadResult];
   'nexus/mcp/resources/templates': [McpServerParams, McpTemplatesResult];

@@ -8,7 +8,8 @@ import type { CancellationToken, LanguageClient } from 'vscode-languageclient/no
 import { Coalescer } from './activityModel';
 import type { Daemon, Daemons } from './daemon';
 import { folderItem, type FolderNode, forget, inFolder, roots } from './folders';
-import { launchText } from './mcpModel';
+import { inertLine } from './inert';
+import { hookText, launchText } from './mcpModel';
 import {
   call,
   type DefEntry,
@@ -16,6 +17,7 @@ import {
   type McpLoginResult,
   type McpServer,
   type McpTrustRequest,
+  type HookTrustRequest,
   Methods,
   Notifications,
   Requests,
@@ -312,6 +314,25 @@ export class McpView implements vscode.TreeDataProvider<McpNode>, vscode.Disposa
       this.offerSignIn(d, s);
     });
     client.onRequest(Requests.requestMcpTrust, (p: McpTrustRequest, token: CancellationToken) => this.askTrust(d, p, token));
+    client.onRequest(Requests.requestHookTrust, (p: HookTrustRequest, token: CancellationToken) => this.askHookTrust(d, p, token));
+  }
+
+  /** askHookTrust answers nexus/requestHookTrust: a notification naming the
+   * hook, its command line and the files it pins, "Approve" (allow) or
+   * "Not now" (reject: the hook keeps waiting, and the calls it guards are
+   * denied, until "nexus hooks trust" approves it). */
+  private async askHookTrust(d: Daemon, p: HookTrustRequest, token: CancellationToken): Promise<'allow' | 'reject'> {
+    const h = p.hook;
+    const pick = await Promise.race([
+      vscode.window.showWarningMessage(
+        inFolder(this.daemons, d, `Nexus: approve the hook ${inertLine(h.name)} of .nexus/config.yaml? It runs: ${inertLine(hookText(h))}`),
+        { modal: false },
+        'Approve',
+        'Not now',
+      ),
+      new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined))),
+    ]);
+    return pick === 'Approve' ? 'allow' : 'reject';
   }
 
   /** askTrust answers nexus/requestMcpTrust: a notification naming the

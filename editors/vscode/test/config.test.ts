@@ -71,7 +71,7 @@ test('config completion: the values of a key', () => {
 test('config checks: unknown keys and wrong values, as nexusd words them', () => {
   const msgs = (text: string): string[] => problems(schema, text).map((p) => `${p.line + 1}:${p.start + 1}-${p.end + 1} ${p.message}`);
   assert.deepEqual(msgs('logs:\n  level: debug\n'), [
-    '1:1-5 unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints)',
+    '1:1-5 unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, hooks)',
   ]);
   assert.deepEqual(msgs('tools:\n  sandbx: off\n'), ['2:3-9 unknown key "sandbx" in tools (known: timeout, outputLimit, maxArgumentsSize, sandbox, network, envAllowlist, policy)']);
   assert.deepEqual(msgs('apps:\n  - id: one\n    token: t\n\n    # a typo next\n    foo: bar\n'), [

@@ -10,7 +10,7 @@ import { ActivityModel, Coalescer, describe, groupOf, icon, shownStatus } from '
 import { answerOf, PendingApprovals, promptMessage, rememberedDescription, rememberedLabel, rememberedTooltip } from '../src/approvalsModel';
 import { classifyStderr, overallState, RestartBudget, servedFolders, statusText } from '../src/lifecycle';
 import { mcpLogLine } from '../src/logs';
-import { launchText } from '../src/mcpModel';
+import { hookText, launchText } from '../src/mcpModel';
 import {
   call,
   isMethodNotFound,
@@ -296,6 +296,21 @@ test('mcp: what a trust prompt says an entry runs, the enterprise grant\'s ID to
     oauth: { grant: 'enterprise', clientId: 'nexus', idp: { issuer: 'https://idp.example', clientId: 'i', idTokenCommand: ['acme-sso', 'print id token'] } },
   };
   assert.equal(launchText(enterprise), "https://mcp.wiki.example/mcp (its ID token from: acme-sso 'print id token')");
+});
+
+test('hooks: what an approval question says a hook runs and pins', () => {
+  const hook = {
+    name: 'preToolUse[0]',
+    event: 'preToolUse',
+    match: 'write_file|edit_file',
+    command: ['./hooks/guard.sh', 'a b'],
+    timeout: '30s',
+    files: [{ path: 'hooks/guard.sh', sha256: '0123456789abcdef0123' }],
+    pin: 'sha256:00',
+    trusted: false,
+  };
+  assert.equal(hookText(hook), "./hooks/guard.sh 'a b' (preToolUse, tools matching write_file|edit_file; pins hooks/guard.sh sha256:0123456789ab)");
+  assert.equal(hookText({ ...hook, event: 'userPromptSubmit', match: undefined, files: undefined }), "./hooks/guard.sh 'a b' (userPromptSubmit)");
 });
 
 test('remembered answers: each names what it covers; an answer from before scopes is marked broad', { timeout }, async () => {

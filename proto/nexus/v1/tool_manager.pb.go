@@ -657,8 +657,11 @@ type ToolCall struct {
 	// session and the number of its prompt (a subagent's calls are its parent
 	// session's and turn's), or a gateway client's MCP session; empty for an
 	// app's or the person's own calls.
-	Session       string `protobuf:"bytes,23,opt,name=session,proto3" json:"session,omitempty"`
-	Turn          string `protobuf:"bytes,24,opt,name=turn,proto3" json:"turn,omitempty"`
+	Session string `protobuf:"bytes,23,opt,name=session,proto3" json:"session,omitempty"`
+	Turn    string `protobuf:"bytes,24,opt,name=turn,proto3" json:"turn,omitempty"`
+	// What the call's postToolUse hooks (hooks in .nexus/config.yaml) said
+	// for the model once it ran, each cut to 64 KiB.
+	Notes         []string `protobuf:"bytes,25,rep,name=notes,proto3" json:"notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -859,6 +862,13 @@ func (x *ToolCall) GetTurn() string {
 		return x.Turn
 	}
 	return ""
+}
+
+func (x *ToolCall) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
 }
 
 // Elicitation is a question an MCP server asks the person during a call
@@ -4996,7 +5006,7 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x1d\n" +
 	"\n" +
-	"error_code\x18\x05 \x01(\tR\terrorCode\"\xe6\x06\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\"\xfc\x06\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -5028,7 +5038,8 @@ const file_nexus_v1_tool_manager_proto_rawDesc = "" +
 	"\x06author\x18\x15 \x01(\tR\x06author\x127\n" +
 	"\velicitation\x18\x16 \x01(\v2\x15.nexus.v1.ElicitationR\velicitation\x12\x18\n" +
 	"\asession\x18\x17 \x01(\tR\asession\x12\x12\n" +
-	"\x04turn\x18\x18 \x01(\tR\x04turn\"\xfd\x01\n" +
+	"\x04turn\x18\x18 \x01(\tR\x04turn\x12\x14\n" +
+	"\x05notes\x18\x19 \x03(\tR\x05notes\"\xfd\x01\n" +
 	"\vElicitation\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
