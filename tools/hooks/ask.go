@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/nexuscocreate/nexus/access"
-	"github.com/nexuscocreate/nexus/tools/policy"
+	"github.com/nexuscocreate/nexus/tools/trust"
 )
 
 // Asker asks the person whether to approve a hook that waits for
@@ -22,52 +22,25 @@ type Asker func(ctx context.Context, st Status) (bool, error)
 // same; an approval counts from the next. An asker that is not the person
 // (policy.MayAnswer) is never attached.
 func (h *Hooks) SetAsker(who access.Party, fn Asker) {
-	h.askMu.Lock()
-	defer h.askMu.Unlock()
-	if h.stopAsking != nil {
-		h.stopAsking()
-	}
-	if policy.MayAnswer(who) != nil {
-		fn = nil
-	}
-	h.asker, h.askerWho, h.asked = fn, who, map[string]string{}
-	h.askCtx, h.stopAsking = context.WithCancel(context.Background())
-	if fn == nil {
+	if !h.asking.Set(who, fn) {
 		return
 	}
 	for _, st := range h.List() {
 		if !st.Trusted && st.Error == "" {
-			h.askLocked(st)
+			h.ask(st)
 		}
 	}
 }
 
-// ask asks the attached asker about st, a hook found waiting.
+// ask asks the attached asker, if any, about st, a hook found waiting:
+// once per asker and pin.
 func (h *Hooks) ask(st Status) {
-	h.askMu.Lock()
-	defer h.askMu.Unlock()
-	h.askLocked(st)
-}
-
-// askLocked asks about st once per asker and pin. The caller holds askMu.
-func (h *Hooks) askLocked(st Status) {
-	if h.asker == nil || h.asked[st.Name] == st.Pin {
-		return
-	}
-	h.asked[st.Name] = st.Pin
-	ask, who, ctx := h.asker, h.askerWho, h.askCtx
-	go func() {
-		ok, err := ask(ctx, st)
-		switch {
-		case ctx.Err() != nil:
-		case err != nil:
-			h.logger.Warn("the editor was not asked to approve the hook; nexus hooks trust approves it", "hook", st.Name, "error", err.Error())
-		case !ok:
-			h.logger.Info("the person did not approve the hook; it waits", "hook", st.Name)
-		default:
-			if _, err := h.Trust(who, st.Name, st.Pin); err != nil {
-				h.logger.Warn("the hook the person approved in the editor was not approved", "hook", st.Name, "error", err.Error())
-			}
-		}
-	}()
+	h.asking.Ask(trust.Question[Status]{
+		Name: st.Name, Pin: st.Pin, State: st,
+		Approve: func(who access.Party, name, pin string) error {
+			_, err := h.Trust(who, name, pin)
+			return err
+		},
+		What: "hook", Key: "hook", How: "nexus hooks trust", Logger: h.logger,
+	})
 }

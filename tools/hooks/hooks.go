@@ -49,7 +49,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nexuscocreate/nexus/access"
@@ -107,14 +106,8 @@ type Hooks struct {
 	logger *slog.Logger
 	hooks  []*hook
 
-	// askMu guards the asker of the person (SetAsker), who it answers
-	// for, and the pin it was asked about, by hook name.
-	askMu      sync.Mutex
-	asker      Asker
-	askerWho   access.Party
-	asked      map[string]string
-	askCtx     context.Context
-	stopAsking context.CancelFunc
+	// asking is the person's asker of approvals (SetAsker).
+	asking trust.Asking[Status]
 }
 
 var _ tools.Hooks = (*Hooks)(nil)

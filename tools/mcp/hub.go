@@ -34,7 +34,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/nexuscocreate/nexus/access"
 	"github.com/nexuscocreate/nexus/events"
 	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/trust"
@@ -159,14 +158,9 @@ type Hub struct {
 	sessions map[string]map[string]ServerConfig
 	closed   bool
 	loaded   string // the snapshot of the configuration files of the last Reload
-	// asker is asked to approve servers that wait (SetTrustAsker), and
-	// answers for askerWho; asked holds the pin it was asked about, by
-	// server name.
-	asker      TrustAsker
-	askerWho   access.Party
-	asked      map[string]string
-	askCtx     context.Context
-	stopAsking context.CancelFunc
+	// asking is the person's asker of approvals of servers that wait
+	// (SetTrustAsker).
+	asking trust.Asking[Status]
 
 	// progress maps a progress token (the tool call id) to the call's
 	// progress function.
@@ -415,7 +409,7 @@ func (h *Hub) reconcile(change func() error) error {
 	for _, s := range stopping {
 		if h.servers[s.cfg.Name] == s {
 			delete(h.servers, s.cfg.Name)
-			delete(h.asked, s.cfg.Name) // its successor is asked about afresh
+			h.asking.Forget(s.cfg.Name) // its successor is asked about afresh
 		}
 	}
 	if h.closed {
@@ -468,9 +462,7 @@ func (h *Hub) Restart(name string) error {
 func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
-	if h.stopAsking != nil {
-		h.stopAsking()
-	}
+	h.asking.Stop()
 	servers := h.servers
 	h.servers = map[string]*server{}
 	h.mu.Unlock()

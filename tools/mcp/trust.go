@@ -115,15 +115,7 @@ type TrustAsker func(ctx context.Context, st Status) (bool, error)
 func (h *Hub) SetTrustAsker(who access.Party, fn TrustAsker) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopAsking != nil {
-		h.stopAsking()
-	}
-	if policy.MayAnswer(who) != nil {
-		fn = nil
-	}
-	h.asker, h.askerWho, h.asked = fn, who, map[string]string{}
-	h.askCtx, h.stopAsking = context.WithCancel(context.Background())
-	if fn == nil || h.closed {
+	if !h.asking.Set(who, fn) || h.closed {
 		return
 	}
 	for _, name := range sortedNames(h.servers) {
@@ -135,35 +127,18 @@ func (h *Hub) SetTrustAsker(who access.Party, fn TrustAsker) {
 // was not asked about yet. The caller holds h.mu.
 func (h *Hub) askLocked(s *server) {
 	st := s.statusNow()
-	if h.asker == nil || st.State != StatePendingApproval || h.asked[st.Name] == s.pin {
+	if st.State != StatePendingApproval {
 		return
 	}
-	h.asked[st.Name] = s.pin
-	ask, who := h.asker, h.askerWho
-	ctx, cancel := context.WithCancel(h.askCtx)
-	go func() {
-		select {
-		case <-s.approved:
-		case <-s.life.Done():
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
-	go func() {
-		defer cancel()
-		ok, err := ask(ctx, st)
-		switch {
-		case ctx.Err() != nil:
-		case err != nil:
-			h.logger.Warn("the editor was not asked to approve the MCP server; nexus mcp trust approves it", "server", st.Name, "error", err.Error())
-		case !ok:
-			h.logger.Info("the person did not approve the MCP server; it waits", "server", st.Name)
-		default:
-			if _, err := h.Trust(who, st.Name, s.pin); err != nil {
-				h.logger.Warn("the MCP server the person approved in the editor was not trusted", "server", st.Name, "error", err.Error())
-			}
-		}
-	}()
+	h.asking.Ask(trust.Question[Status]{
+		Name: st.Name, Pin: s.pin, State: st,
+		Approve: func(who access.Party, name, pin string) error {
+			_, err := h.Trust(who, name, pin)
+			return err
+		},
+		Until: []<-chan struct{}{s.approved, s.life.Done()},
+		What:  "MCP server", Key: "server", How: "nexus mcp trust", Logger: h.logger,
+	})
 }
 
 // Trust approves the entry of a server and starts it (a lazy one waits for
