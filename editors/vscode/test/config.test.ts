@@ -22,8 +22,8 @@ function keys(c: Completion): string[] {
 }
 
 test('config completion: the keys valid at the cursor, with their descriptions', () => {
-  assert.deepEqual(keys(at('|')), ['definitions', 'runtime', 'apps', 'tools', 'mcp', 'llm', 'agent', 'messages', 'context', 'log', 'grpc', 'acp', 'checkpoints']);
-  assert.deepEqual(keys(at('log:\n  level: info\n\n|')), ['definitions', 'runtime', 'apps', 'tools', 'mcp', 'llm', 'agent', 'messages', 'context', 'grpc', 'acp', 'checkpoints']);
+  assert.deepEqual(keys(at('|')), ['definitions', 'runtime', 'apps', 'tools', 'mcp', 'llm', 'agent', 'messages', 'context', 'log', 'grpc', 'acp', 'checkpoints', 'web', 'hooks']);
+  assert.deepEqual(keys(at('log:\n  level: info\n\n|')), ['definitions', 'runtime', 'apps', 'tools', 'mcp', 'llm', 'agent', 'messages', 'context', 'grpc', 'acp', 'checkpoints', 'web', 'hooks']);
 
   const tools = at('log: {}\ntools:\n  timeout: 30s\n  |\n  network: true\nagent:\n  maxSteps: 3\n');
   assert.deepEqual(keys(tools), ['outputLimit', 'maxArgumentsSize', 'sandbox', 'envAllowlist', 'policy']);
@@ -71,7 +71,7 @@ test('config completion: the values of a key', () => {
 test('config checks: unknown keys and wrong values, as nexusd words them', () => {
   const msgs = (text: string): string[] => problems(schema, text).map((p) => `${p.line + 1}:${p.start + 1}-${p.end + 1} ${p.message}`);
   assert.deepEqual(msgs('logs:\n  level: debug\n'), [
-    '1:1-5 unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, hooks)',
+    '1:1-5 unknown key "logs" (known: definitions, runtime, apps, tools, mcp, llm, agent, messages, context, log, grpc, acp, checkpoints, web, hooks)',
   ]);
   assert.deepEqual(msgs('tools:\n  sandbx: off\n'), ['2:3-9 unknown key "sandbx" in tools (known: timeout, outputLimit, maxArgumentsSize, sandbox, network, envAllowlist, policy)']);
   assert.deepEqual(msgs('apps:\n  - id: one\n    token: t\n\n    # a typo next\n    foo: bar\n'), [
