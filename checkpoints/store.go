@@ -250,6 +250,38 @@ func (s *Store) Diff(party access.Party, id string) ([]FileDiff, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.diff(cp)
+}
+
+// CallDiff returns the first limit files the ended call of id changed, with
+// their contents, and how many more it changed: its checkpoint's (a call
+// ends once its checkpoint is recorded), found by its whole id without
+// waiting for the queue nor copying the chain, so that asking about a
+// call that changed nothing costs a map lookup. It is ErrNotFound when the
+// call made no checkpoint that party may see.
+func (s *Store) CallDiff(party access.Party, id string, limit int) ([]FileDiff, int, error) {
+	s.mu.RLock()
+	cp := s.byID[id]
+	ok := cp != nil && cp.Kind == KindCall && visible(party, cp)
+	var c Checkpoint
+	if ok {
+		c = *cp
+	}
+	s.mu.RUnlock()
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: no checkpoint of call %q", ErrNotFound, id)
+	}
+	more := 0
+	if len(c.Files) > limit {
+		c.Files, more = c.Files[:limit], len(c.Files)-limit
+	}
+	out, err := s.diff(c)
+	return out, more, err
+}
+
+// diff is the files of cp with their contents.
+func (s *Store) diff(cp Checkpoint) ([]FileDiff, error) {
+	var err error
 	out := make([]FileDiff, 0, len(cp.Files))
 	for _, f := range cp.Files {
 		d := FileDiff{FileChange: f}

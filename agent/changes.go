@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nexuscocreate/nexus/checkpoints"
+	"github.com/nexuscocreate/nexus/tools"
+)
+
+// What a completed call's update carries of the files it changed: the
+// first few files, each diff cut to a few KiB. The doors show a compact
+// diff; the whole one is the checkpoint's (nexus checkpoints diff ID).
+const (
+	maxChangedFiles = 5
+	maxChangeDiff   = 4 << 10
+)
+
+// mayChange reports whether a call of d may have made a checkpoint: a
+// core tool that is not read-only, with checkpoints on. Only such calls
+// ask the store, so that the others cost nothing more.
+func (ss *Session) mayChange(d tools.Definition) bool {
+	return ss.svc.opts.Checkpoints != nil && d.ServerName == "" && (d.Annotations == nil || !d.Annotations.ReadOnly)
+}
+
+// changesOf returns the files the call of id changed, as its checkpoint
+// has them, cut (see maxChangedFiles), and how many more it changed; none
+// when it made no checkpoint (it changed nothing) or the store cannot say.
+func (ss *Session) changesOf(id string) ([]FileChange, int) {
+	diffs, more, err := ss.svc.opts.Checkpoints.CallDiff(ss.party, id, maxChangedFiles)
+	if err != nil {
+		if !errors.Is(err, checkpoints.ErrNotFound) {
+			ss.svc.logger.Warn("a call's changes are not shown: its checkpoint could not be read", "call", id, "error", err.Error())
+		}
+		return nil, 0
+	}
+	out := make([]FileChange, 0, len(diffs))
+	for _, d := range diffs {
+		c := FileChange{Path: d.Path, Action: d.Action, Binary: d.Binary}
+		if !d.Binary {
+			c.Diff, c.Truncated = cutDiff(d.Unified, maxChangeDiff)
+		}
+		out = append(out, c)
+	}
+	return out, more
+}
+
+// cutDiff cuts a diff to at most n bytes, at the end of a line when there
+// is one, never inside a character.
+func cutDiff(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	cut := s[:n]
+	if i := strings.LastIndexByte(cut, '\n'); i >= 0 {
+		return cut[:i+1], true
+	}
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut, true
+}
