@@ -15,7 +15,17 @@ import (
 const (
 	maxChangedFiles = 5
 	maxChangeDiff   = 4 << 10
+	// maxEditText bounds each text of an Edit.
+	maxEditText = 256 << 10
 )
+
+// Edit is a file a call changed as a whole text before and after it (nil:
+// absent), for a door that shows a diff of its own (ACP's diff content).
+// It is left out for a binary file and a text over maxEditText bytes.
+type Edit struct {
+	Path          string
+	Before, After *string
+}
 
 // mayChange reports whether a call of d may have made a checkpoint: a
 // core tool that is not read-only, with checkpoints on. Only such calls
@@ -25,25 +35,39 @@ func (ss *Session) mayChange(d tools.Definition) bool {
 }
 
 // changesOf returns the files the call of id changed, as its checkpoint
-// has them, cut (see maxChangedFiles), and how many more it changed; none
-// when it made no checkpoint (it changed nothing) or the store cannot say.
-func (ss *Session) changesOf(id string) ([]FileChange, int) {
+// has them, cut (see maxChangedFiles), how many more it changed, and
+// their texts (see Edit); none when it made no checkpoint (it changed
+// nothing) or the store cannot say.
+func (ss *Session) changesOf(id string) ([]FileChange, int, []Edit) {
 	diffs, more, err := ss.svc.opts.Checkpoints.CallDiff(ss.party, id, maxChangedFiles)
 	if err != nil {
 		if !errors.Is(err, checkpoints.ErrNotFound) {
 			ss.svc.logger.Warn("a call's changes are not shown: its checkpoint could not be read", "call", id, "error", err.Error())
 		}
-		return nil, 0
+		return nil, 0, nil
 	}
 	out := make([]FileChange, 0, len(diffs))
+	var edits []Edit
 	for _, d := range diffs {
 		c := FileChange{Path: d.Path, Action: d.Action, Binary: d.Binary}
 		if !d.Binary {
 			c.Diff, c.Truncated = cutDiff(d.Unified, maxChangeDiff)
+			if len(d.Before) <= maxEditText && len(d.After) <= maxEditText {
+				edits = append(edits, Edit{Path: d.Path, Before: optionalText(d.Before), After: optionalText(d.After)})
+			}
 		}
 		out = append(out, c)
 	}
-	return out, more
+	return out, more, edits
+}
+
+// optionalText is content as text, nil when absent.
+func optionalText(content []byte) *string {
+	if content == nil {
+		return nil
+	}
+	s := string(content)
+	return &s
 }
 
 // cutDiff cuts a diff to at most n bytes, at the end of a line when there

@@ -90,7 +90,11 @@ func TestCompletedWriteCarriesItsDiff(t *testing.T) {
 		!strings.Contains(w.Changes[0].Diff, "\n+alpha\n+omega\n") || w.Changes[0].Truncated || w.MoreChanges != 0 {
 		t.Errorf("write_file's changes = %+v", w.Changes)
 	}
-	if r, ok := completedOf(updates, "read_file"); !ok || r.Changes != nil {
+	// The texts, for ACP's diff content: the file before and after.
+	if len(w.Edits) != 1 || w.Edits[0].Before == nil || *w.Edits[0].Before != "alpha" || w.Edits[0].After == nil || *w.Edits[0].After != "alpha\nomega\n" {
+		t.Errorf("write_file's edits = %+v", w.Edits)
+	}
+	if r, ok := completedOf(updates, "read_file"); !ok || r.Changes != nil || r.Edits != nil {
 		t.Errorf("read_file's completed update = %+v, %v: want no changes", r, ok)
 	}
 	// The model is not sent the diff.

@@ -394,7 +394,7 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 	res.ToolCallID, res.Title, res.Kind = call.ID, core.Summary(call), acpKind(call.Kind)
 	if completed != nil {
 		u := toolCallUpdate(first, *completed)
-		u.Changes, u.MoreChanges = ss.changesOf(call.ID)
+		u.Changes, u.MoreChanges, u.Edits = ss.changesOf(call.ID)
 		res.Changes, res.MoreChanges = u.Changes, u.MoreChanges
 		emit(u)
 	}

@@ -43,6 +43,9 @@ type Update struct {
 	// never the model's word for it.
 	Changes     []FileChange `json:"changes,omitempty"`
 	MoreChanges int          `json:"moreChanges,omitempty"`
+	// Edits are the whole texts of the Changes (see Edit), for the ACP
+	// door's diff content; they are neither sent as they are nor saved.
+	Edits []Edit `json:"-"`
 
 	Entries           []PlanEntry `json:"entries,omitempty"`
 	AvailableCommands []Command   `json:"availableCommands,omitempty"`
