@@ -79,3 +79,23 @@ func TestCompletedCallDiffs(t *testing.T) {
 		t.Errorf("the loaded session's write shows no diff: %+v", loaded.Updates)
 	}
 }
+
+// TestCompletedCommandDiffs: a command that changed files shows what it
+// changed under its line in nexus chat -p, found by the checkpoint's scan
+// (its arguments name no file).
+func TestCompletedCommandDiffs(t *testing.T) {
+	if !commandSandbox() {
+		t.Skip("execute_command's sandbox runs on Linux only")
+	}
+	model := startScriptedModel(t)
+	ws := newWorkspace(t, agentTurnConfig(model))
+	writeFiles(t, ws, map[string]string{"cmd.txt": "one\n", "gone.txt": "bye\n"})
+	startDaemon(t, ws)
+	model.then(scriptedCall{"execute_command", `{"command":"echo two >> cmd.txt && rm gone.txt"}`})
+	_, errOut, code := nexus(t, ws, "", "chat", "-p", "Change the files.")
+	for _, want := range []string{"      change:   modified cmd.txt\n", "       one\n      +two\n", "      change:   deleted gone.txt\n", "      -bye\n"} {
+		if code != 0 || !strings.Contains(errOut, want) {
+			t.Errorf("nexus chat -p: exit %d, no %q in\n%s", code, want, errOut)
+		}
+	}
+}
