@@ -15,13 +15,14 @@ import (
 const (
 	maxChangedFiles = 5
 	maxChangeDiff   = 4 << 10
-	// maxEditText bounds each text of an Edit.
-	maxEditText = 256 << 10
+	// maxDiffContent bounds the contents a diff is computed of (a larger
+	// file's change shows without one), and each text of an Edit.
+	maxDiffContent = 256 << 10
 )
 
 // Edit is a file a call changed as a whole text before and after it (nil:
 // absent), for a door that shows a diff of its own (ACP's diff content).
-// It is left out for a binary file and a text over maxEditText bytes.
+// It is left out for a binary file and a text over maxDiffContent bytes.
 type Edit struct {
 	Path          string
 	Before, After *string
@@ -39,7 +40,7 @@ func (ss *Session) mayChange(d tools.Definition) bool {
 // their texts (see Edit); none when it made no checkpoint (it changed
 // nothing) or the store cannot say.
 func (ss *Session) changesOf(id string) ([]FileChange, int, []Edit) {
-	diffs, more, err := ss.svc.opts.Checkpoints.CallDiff(ss.party, id, maxChangedFiles)
+	diffs, more, err := ss.svc.opts.Checkpoints.CallDiff(ss.party, id, checkpoints.DiffLimits{Files: maxChangedFiles, Content: maxDiffContent})
 	if err != nil {
 		if !errors.Is(err, checkpoints.ErrNotFound) {
 			ss.svc.logger.Warn("a call's changes are not shown: its checkpoint could not be read", "call", id, "error", err.Error())
@@ -50,11 +51,13 @@ func (ss *Session) changesOf(id string) ([]FileChange, int, []Edit) {
 	var edits []Edit
 	for _, d := range diffs {
 		c := FileChange{Path: d.Path, Action: d.Action, Binary: d.Binary}
-		if !d.Binary {
+		switch {
+		case d.Binary:
+		case max(len(d.Before), len(d.After)) > maxDiffContent:
+			c.Truncated = true // too large to show a diff
+		default:
 			c.Diff, c.Truncated = cutDiff(d.Unified, maxChangeDiff)
-			if len(d.Before) <= maxEditText && len(d.After) <= maxEditText {
-				edits = append(edits, Edit{Path: d.Path, Before: optionalText(d.Before), After: optionalText(d.After)})
-			}
+			edits = append(edits, Edit{Path: d.Path, Before: optionalText(d.Before), After: optionalText(d.After)})
 		}
 		out = append(out, c)
 	}

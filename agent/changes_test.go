@@ -130,7 +130,9 @@ func TestCompletedWriteCarriesItsDiffCut(t *testing.T) {
 		fmt.Fprintf(&big, "line %d\n", i)
 	}
 	args, _ := json.Marshal(map[string]string{"path": "big.txt", "content": big.String()})
-	f.model.turns = append(f.model.turns, calls(llm.ToolCall{ID: "w1", Name: "write_file", Arguments: args}), text("done"))
+	huge, _ := json.Marshal(map[string]string{"path": "huge.txt", "content": strings.Repeat("x\n", 150<<10)})
+	f.model.turns = append(f.model.turns, calls(llm.ToolCall{ID: "w1", Name: "write_file", Arguments: args}),
+		calls(llm.ToolCall{ID: "w2", Name: "write_file", Arguments: huge}), text("done"))
 	var updates []agent.Update
 	if _, err := f.svc.Prompt(context.Background(), person, id, "write big", agent.PromptOptions{
 		OnUpdate: func(u agent.Update) { updates = append(updates, u) }}); err != nil {
@@ -143,5 +145,15 @@ func TestCompletedWriteCarriesItsDiffCut(t *testing.T) {
 	c := u.Changes[0]
 	if c.Action != "added" || !c.Truncated || len(c.Diff) > 4<<10 || !strings.HasSuffix(c.Diff, "\n") || !strings.Contains(c.Diff, "+line 0\n") {
 		t.Errorf("%s: %s, truncated %v, %d bytes of diff", c.Path, c.Action, c.Truncated, len(c.Diff))
+	}
+	// A file over 256 KiB: no diff is computed, nor its text kept.
+	var h agent.Update
+	for _, u := range updates {
+		if len(u.Changes) == 1 && u.Changes[0].Path == "huge.txt" {
+			h = u
+		}
+	}
+	if len(h.Changes) != 1 || h.Changes[0].Diff != "" || !h.Changes[0].Truncated || h.Edits != nil {
+		t.Errorf("huge.txt's completed update: %+v", h)
 	}
 }

@@ -21,7 +21,7 @@ import (
 type Checkpoints interface {
 	List(party access.Party, f checkpoints.Filter) ([]checkpoints.Checkpoint, error)
 	Undo(ctx context.Context, sel checkpoints.Selector, o checkpoints.UndoOptions) (checkpoints.Result, error)
-	CallDiff(party access.Party, id string, limit int) ([]checkpoints.FileDiff, int, error)
+	CallDiff(party access.Party, id string, lim checkpoints.DiffLimits) ([]checkpoints.FileDiff, int, error)
 }
 
 // undoCommand is /undo [--force]: the session's last turn whose changes

@@ -233,13 +233,13 @@ func TestCallDiff(t *testing.T) {
 	e.turn("s1", "t1")
 	e.call(tools.Call{ID: "t1-same", ToolName: "write_file", Session: "s1", Turn: "t1"},
 		tools.Touch{Paths: []string{"new.txt"}}, agent, func() { e.write("new.txt", "written by t1") })
-	diffs, more, err := e.s.CallDiff(agent, "t1-cmd", 2)
+	diffs, more, err := e.s.CallDiff(agent, "t1-cmd", DiffLimits{Files: 2})
 	if err != nil || len(diffs) != 2 || more != 1 || diffs[0].Unified == "" {
 		t.Fatalf("CallDiff(t1-cmd, 2) = %+v, %d, %v", diffs, more, err)
 	}
-	if diffs, more, err := e.s.CallDiff(agent, "t1-edit", 5); err != nil || len(diffs) != 1 || more != 0 ||
-		string(diffs[0].Before) != "package src" {
-		t.Errorf("CallDiff(t1-edit) = %+v, %d, %v", diffs, more, err)
+	if diffs, more, err := e.s.CallDiff(agent, "t1-edit", DiffLimits{Content: 10}); err != nil || len(diffs) != 1 || more != 0 ||
+		string(diffs[0].Before) != "package src" || diffs[0].Unified != "" {
+		t.Errorf("CallDiff(t1-edit), content over 10 bytes: %+v, %d, %v (want its contents, no diff)", diffs, more, err)
 	}
 	res, err := e.s.Undo(context.Background(), Selector{}, person())
 	if err != nil {
@@ -250,7 +250,7 @@ func TestCallDiff(t *testing.T) {
 		party access.Party
 		id    string
 	}{{agent, "t1-same"}, {agent, "t1-ed"}, {agent, res.Checkpoint.ID}, {app, "t1-edit"}} {
-		if _, _, err := e.s.CallDiff(c.party, c.id, 5); !errors.Is(err, ErrNotFound) {
+		if _, _, err := e.s.CallDiff(c.party, c.id, DiffLimits{}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("CallDiff(%s, %s) = %v, want ErrNotFound", c.party.Author(), c.id, err)
 		}
 	}
