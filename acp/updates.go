@@ -86,6 +86,26 @@ func (m *mapper) diff(tool string, args json.RawMessage) (acpsdk.ToolCallContent
 	return acpsdk.ToolCallContent{}, false
 }
 
+// edits are the diffs of what a completed call changed, as its checkpoint
+// has the files before and after it (an added file has no old text): the
+// real change, where the arguments' diff knows neither what a write
+// replaced nor what a command changed.
+func (m *mapper) edits(edits []agent.Edit) []acpsdk.ToolCallContent {
+	out := make([]acpsdk.ToolCallContent, 0, len(edits))
+	for _, e := range edits {
+		after := ""
+		if e.After != nil {
+			after = *e.After
+		}
+		if e.Before == nil {
+			out = append(out, acpsdk.ToolDiffContent(m.abs(e.Path), after))
+		} else {
+			out = append(out, acpsdk.ToolDiffContent(m.abs(e.Path), after, *e.Before))
+		}
+	}
+	return out
+}
+
 // text is the content block of a chunk: its text, or its image.
 func text(c any) (acpsdk.ContentBlock, bool) {
 	b, ok := c.(*agent.ContentBlock)
@@ -169,8 +189,11 @@ func (m *mapper) convert(u agent.Update) []acpsdk.SessionUpdate {
 		if len(up.Content) > 0 {
 			m.mu.Lock()
 			d, ok := m.diffs[u.ToolCallID]
+			delete(m.diffs, u.ToolCallID)
 			m.mu.Unlock()
-			if ok {
+			if edits := m.edits(u.Edits); len(edits) > 0 {
+				up.Content = append(edits, up.Content...)
+			} else if ok {
 				up.Content = append([]acpsdk.ToolCallContent{d}, up.Content...)
 			}
 		}

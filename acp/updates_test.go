@@ -54,3 +54,30 @@ func TestCompactionUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletedCallDiff: a completed call's diff content is the change
+// its checkpoint recorded, the old text with the new (none for an added
+// file), in place of what its arguments say; without that, the
+// arguments' diff stays.
+func TestCompletedCallDiff(t *testing.T) {
+	m := &mapper{ws: "/ws", diffs: map[string]acpsdk.ToolCallContent{}}
+	done := []agent.ToolCallContent{{Type: "content", Content: &agent.ContentBlock{Type: "text", Text: "{}"}}}
+	old, now, made := "alpha\n", "alpha\nomega\n", "x"
+	m.convert(agent.Update{SessionUpdate: "tool_call", ToolCallID: "w1", ToolName: "write_file", Status: "pending",
+		RawInput: json.RawMessage(`{"path":"a.txt","content":"alpha\nomega\n"}`)})
+	out := m.convert(agent.Update{SessionUpdate: "tool_call_update", ToolCallID: "w1", Status: "completed", Content: done,
+		Edits: []agent.Edit{{Path: "a.txt", Before: &old, After: &now}, {Path: "b.txt", After: &made}}})
+	c := out[0].ToolCallUpdate.Content
+	if len(c) != 3 || c[0].Diff == nil || c[0].Diff.Path != "/ws/a.txt" || c[0].Diff.OldText == nil || *c[0].Diff.OldText != old ||
+		c[0].Diff.NewText != now || c[1].Diff == nil || c[1].Diff.OldText != nil || c[1].Diff.NewText != made || c[2].Content == nil {
+		b, _ := json.Marshal(c)
+		t.Errorf("content = %s", b)
+	}
+	m.convert(agent.Update{SessionUpdate: "tool_call", ToolCallID: "w2", ToolName: "write_file", Status: "pending",
+		RawInput: json.RawMessage(`{"path":"big.bin","content":"x"}`)})
+	c = m.convert(agent.Update{SessionUpdate: "tool_call_update", ToolCallID: "w2", Status: "completed", Content: done})[0].ToolCallUpdate.Content
+	if len(c) != 2 || c[0].Diff == nil || c[0].Diff.NewText != "x" || c[0].Diff.OldText != nil {
+		b, _ := json.Marshal(c)
+		t.Errorf("without edits, content = %s", b)
+	}
+}

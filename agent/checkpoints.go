@@ -16,10 +16,12 @@ import (
 // Checkpoints is what the special commands /undo and /rewind need of the
 // checkpoints store (the daemon passes its *checkpoints.Store). They act
 // for the person who typed them, the session's owner, never for the
-// model: no tool undoes.
+// model: no tool undoes. CallDiff gives the files a call changed (its
+// checkpoint's id is the call's), shown with its completed update.
 type Checkpoints interface {
 	List(party access.Party, f checkpoints.Filter) ([]checkpoints.Checkpoint, error)
 	Undo(ctx context.Context, sel checkpoints.Selector, o checkpoints.UndoOptions) (checkpoints.Result, error)
+	CallDiff(party access.Party, id string, lim checkpoints.DiffLimits) ([]checkpoints.FileDiff, int, error)
 }
 
 // undoCommand is /undo [--force]: the session's last turn whose changes

@@ -20,6 +20,7 @@ type (
 	Message    = llm.Message
 	ToolCall   = llm.ToolCall
 	ToolResult = llm.ToolResult
+	FileChange = llm.FileChange
 )
 
 // The roles of the Framework Core API's message model.

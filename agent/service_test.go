@@ -73,6 +73,9 @@ type fixture struct {
 	cfg       *workspace.Config
 	// defs are the definition files ReadDefinitions reads, by path.
 	defs map[string]agent.DefinitionFile
+	// checkpoints, when set, is the service's store (see
+	// newCheckpointedFixture).
+	checkpoints agent.Checkpoints
 }
 
 func newFixture(t *testing.T, edit func(*workspace.Config)) *fixture {
@@ -113,7 +116,7 @@ func newFixture(t *testing.T, edit func(*workspace.Config)) *fixture {
 func (f *fixture) open(t *testing.T) {
 	t.Helper()
 	svc, err := agent.NewService(agent.Options{
-		Layout: workspace.NewLayout(f.ws), Config: f.cfg, Tools: f.m,
+		Layout: workspace.NewLayout(f.ws), Config: f.cfg, Tools: f.m, Checkpoints: f.checkpoints,
 		NewProvider: func(p llm.Profile) (llm.Provider, error) { return f.model, nil },
 		ReadDefinitions: func(_ access.Party, dir string) ([]agent.DefinitionFile, error) {
 			var out []agent.DefinitionFile

@@ -280,6 +280,7 @@ func replayedCall(c ToolCall, r *ToolResult) Update {
 		if r.IsError {
 			u.Status = "failed"
 		}
+		u.Changes, u.MoreChanges = r.Changes, r.MoreChanges
 		u.Content = []ToolCallContent{{Type: "content", Content: textBlock(r.Content)}}
 	}
 	return u

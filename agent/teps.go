@@ -378,12 +378,26 @@ func (ss *Session) runTool(ctx context.Context, o *offer, c llm.ToolCall, emit f
 		Session: ss.id, Turn: ss.currentTurn(), Elicit: ss.elicitor()}
 	req.Arguments, req.Intent, req.ExpectedOutcome = splitICERC(d, c.Arguments)
 	first := true
+	// A call that may have changed files ends once Execute returns, with
+	// what its checkpoint says it changed.
+	hold := ss.mayChange(d)
+	var completed *tools.Call
 	req.OnUpdate = func(call tools.Call) {
+		if hold && call.Status == tools.StatusCompleted {
+			completed = &call
+			return
+		}
 		emit(toolCallUpdate(first, call))
 		first = false
 	}
 	call := ss.svc.opts.Tools.Execute(ctx, req)
 	res.ToolCallID, res.Title, res.Kind = call.ID, core.Summary(call), acpKind(call.Kind)
+	if completed != nil {
+		u := toolCallUpdate(first, *completed)
+		u.Changes, u.MoreChanges, u.Edits = ss.changesOf(call.ID)
+		res.Changes, res.MoreChanges = u.Changes, u.MoreChanges
+		emit(u)
+	}
 	res, bad := ss.resultOf(o, c, d, req, call, res)
 	for _, n := range call.Notes {
 		res.Content += "\n\n[a postToolUse hook says] " + n

@@ -37,6 +37,15 @@ type Update struct {
 	// ParentToolCallID, on a subagent's tool call, is the toolCallId of
 	// the task call that started the subagent.
 	ParentToolCallID string `json:"parentToolCallId,omitempty"`
+	// Changes, on a completed call that changed files, are those files
+	// with their diffs (cut: see maxChangedFiles), and MoreChanges how
+	// many more it changed. They are the checkpoint's, what was written,
+	// never the model's word for it.
+	Changes     []FileChange `json:"changes,omitempty"`
+	MoreChanges int          `json:"moreChanges,omitempty"`
+	// Edits are the whole texts of the Changes (see Edit), for the ACP
+	// door's diff content; they are neither sent as they are nor saved.
+	Edits []Edit `json:"-"`
 
 	Entries           []PlanEntry `json:"entries,omitempty"`
 	AvailableCommands []Command   `json:"availableCommands,omitempty"`

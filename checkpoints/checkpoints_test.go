@@ -224,3 +224,34 @@ func TestUndoTurnRedo(t *testing.T) {
 	}
 	e.want(start)
 }
+
+// TestCallDiff: a call's diff by its whole id, its first files and how
+// many more; none for a call that changed nothing, a prefix, an undo's
+// id, or an app that is not the call's.
+func TestCallDiff(t *testing.T) {
+	e := newEnv(t, start)
+	e.turn("s1", "t1")
+	e.call(tools.Call{ID: "t1-same", ToolName: "write_file", Session: "s1", Turn: "t1"},
+		tools.Touch{Paths: []string{"new.txt"}}, agent, func() { e.write("new.txt", "written by t1") })
+	diffs, more, err := e.s.CallDiff(agent, "t1-cmd", DiffLimits{Files: 2})
+	if err != nil || len(diffs) != 2 || more != 1 || diffs[0].Unified == "" {
+		t.Fatalf("CallDiff(t1-cmd, 2) = %+v, %d, %v", diffs, more, err)
+	}
+	if diffs, more, err := e.s.CallDiff(agent, "t1-edit", DiffLimits{Content: 10}); err != nil || len(diffs) != 1 || more != 0 ||
+		string(diffs[0].Before) != "package src" || diffs[0].Unified != "" {
+		t.Errorf("CallDiff(t1-edit), content over 10 bytes: %+v, %d, %v (want its contents, no diff)", diffs, more, err)
+	}
+	res, err := e.s.Undo(context.Background(), Selector{}, person())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := access.ForApp(&access.App{ID: "a"})
+	for _, c := range []struct {
+		party access.Party
+		id    string
+	}{{agent, "t1-same"}, {agent, "t1-ed"}, {agent, res.Checkpoint.ID}, {app, "t1-edit"}} {
+		if _, _, err := e.s.CallDiff(c.party, c.id, DiffLimits{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("CallDiff(%s, %s) = %v, want ErrNotFound", c.party.Author(), c.id, err)
+		}
+	}
+}

@@ -250,6 +250,47 @@ func (s *Store) Diff(party access.Party, id string) ([]FileDiff, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.diff(cp, 0)
+}
+
+// DiffLimits bound what CallDiff returns: the first Files files (0: all),
+// and no diff text for a file either of whose contents is over Content
+// bytes (0: no bound), since a diff's cost grows with both sides.
+type DiffLimits struct {
+	Files   int
+	Content int
+}
+
+// CallDiff returns the files the ended call of id changed, with their
+// contents, within lim, and how many more it changed: its checkpoint's (a
+// call ends once its checkpoint is recorded), found by its whole id
+// without waiting for the queue nor copying the chain, so that asking
+// about a call that changed nothing costs a map lookup. It is ErrNotFound
+// when the call made no checkpoint that party may see.
+func (s *Store) CallDiff(party access.Party, id string, lim DiffLimits) ([]FileDiff, int, error) {
+	s.mu.RLock()
+	cp := s.byID[id]
+	ok := cp != nil && cp.Kind == KindCall && visible(party, cp)
+	var c Checkpoint
+	if ok {
+		c = *cp
+	}
+	s.mu.RUnlock()
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: no checkpoint of call %q", ErrNotFound, id)
+	}
+	more := 0
+	if lim.Files > 0 && len(c.Files) > lim.Files {
+		c.Files, more = c.Files[:lim.Files], len(c.Files)-lim.Files
+	}
+	out, err := s.diff(c, lim.Content)
+	return out, more, err
+}
+
+// diff is the files of cp with their contents, and their diffs but of
+// those with a content over maxContent bytes (0: no bound).
+func (s *Store) diff(cp Checkpoint, maxContent int) ([]FileDiff, error) {
+	var err error
 	out := make([]FileDiff, 0, len(cp.Files))
 	for _, f := range cp.Files {
 		d := FileDiff{FileChange: f}
@@ -260,7 +301,9 @@ func (s *Store) Diff(party access.Party, id string) ([]FileDiff, error) {
 			return nil, fmt.Errorf("checkpoint %s: %s after: %w", cp.ID, f.Path, err)
 		}
 		d.Binary = state.IsBinary(d.Before) || state.IsBinary(d.After)
-		d.Unified = state.FileDiff(f.Path, d.Before, d.After)
+		if maxContent == 0 || max(len(d.Before), len(d.After)) <= maxContent {
+			d.Unified = state.FileDiff(f.Path, d.Before, d.After)
+		}
 		out = append(out, d)
 	}
 	return out, nil

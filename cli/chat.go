@@ -23,6 +23,7 @@ import (
 
 	"github.com/nexuscocreate/nexus/internal/inert"
 	nexusv1 "github.com/nexuscocreate/nexus/proto/nexus/v1"
+	"github.com/nexuscocreate/nexus/tools"
 	"github.com/nexuscocreate/nexus/tools/policy"
 )
 
@@ -290,8 +291,12 @@ type chatUpdate struct {
 	Locations        []struct {
 		Path string `json:"path"`
 	} `json:"locations"`
-	Entries []planEntry `json:"entries"`
-	Retry   *struct {
+	// Changes, on a completed call, are the files it changed with their
+	// diffs (the checkpoint's), and MoreChanges how many more.
+	Changes     []tools.ProposedChange `json:"changes"`
+	MoreChanges int                    `json:"moreChanges"`
+	Entries     []planEntry            `json:"entries"`
+	Retry       *struct {
 		Attempt int    `json:"attempt"`
 		WaitMs  int64  `json:"waitMs"`
 		Error   string `json:"error"`
@@ -822,6 +827,7 @@ func (r *render) call(up chatUpdate) {
 	if !r.tty {
 		r.endLine()
 		fmt.Fprintln(r.w, line)
+		r.changes(cl.indent, up)
 		return
 	}
 	if r.open == up.ToolCallID {
@@ -833,7 +839,33 @@ func (r *render) call(up chatUpdate) {
 	r.open = up.ToolCallID
 	if done {
 		r.endLine()
+		r.changes(cl.indent, up)
 	}
+}
+
+// maxCallDiffLines is how many lines of its diff a call that changed
+// files shows under its line before it says how many more there are.
+const maxCallDiffLines = 12
+
+// changes writes, under a completed call's line, the compact diff of the
+// files it changed (the checkpoint's): as a question shows a change
+// (policy.ChangeLines: inert, and on a terminal coloured), indented under
+// the call, at most maxCallDiffLines lines of diff.
+func (r *render) changes(indent string, up chatUpdate) {
+	if up.Status != "completed" || len(up.Changes) == 0 {
+		return
+	}
+	for _, l := range policy.ChangeLines(up.Changes, maxCallDiffLines) {
+		if c := changeColours[l.Kind]; r.tty && c != "" {
+			fmt.Fprintf(r.w, "%s    %s%s\x1b[0m\n", indent, c, l.Text)
+		} else {
+			fmt.Fprintf(r.w, "%s    %s\n", indent, l.Text)
+		}
+	}
+	if up.MoreChanges > 0 {
+		fmt.Fprintf(r.w, "%s    … and %d more files changed\n", indent, up.MoreChanges)
+	}
+	r.col = false
 }
 
 // summarize is a call's arguments in one short, inert line.

@@ -3,7 +3,11 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/nexuscocreate/nexus/tools"
 )
 
 func TestParseAnswer(t *testing.T) {
@@ -144,5 +148,52 @@ func TestPlanText(t *testing.T) {
 	c.show(chatUpdate{SessionUpdate: "plan"})
 	if b.String() != "Plan: cleared\n" {
 		t.Errorf("empty plan: %q", b.String())
+	}
+}
+
+// TestRenderCallChanges: a completed call that changed files shows their
+// diff under its line, indented, at most maxCallDiffLines lines of it and
+// then how many more, inert, coloured only on a terminal.
+func TestRenderCallChanges(t *testing.T) {
+	var diff strings.Builder
+	diff.WriteString("diff --git a/n.txt b/n.txt\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,14 @@\n")
+	diff.WriteString("+\x1b[2Khello\n")
+	for i := range 13 {
+		fmt.Fprintf(&diff, "+line %d\n", i)
+	}
+	up := chatUpdate{SessionUpdate: "tool_call_update", ToolCallID: "c1", Title: "Wrote n.txt, 100 bytes", Status: "completed",
+		Changes:     []tools.ProposedChange{{Path: "n.txt", Action: "added", Diff: diff.String()}, {Path: "b.bin", Action: "modified", Binary: true}},
+		MoreChanges: 3}
+	for _, tty := range []bool{false, true} {
+		var b bytes.Buffer
+		r := &render{w: &b, calls: map[string]*chatCallLine{}, tty: tty}
+		r.call(chatUpdate{SessionUpdate: "tool_call", ToolCallID: "c1", Title: "Write n.txt", Status: "in_progress"})
+		r.call(up)
+		r.text("done")
+		r.endLine()
+		got := b.String()
+		if strings.Contains(got, "\x1b[2K") {
+			t.Errorf("tty %v: a file's escape reached the terminal:\n%q", tty, got)
+		}
+		if tty != strings.Contains(got, "\x1b[32m+line 0\x1b[0m") {
+			t.Errorf("tty %v: colour:\n%q", tty, got)
+		}
+		if tty {
+			continue
+		}
+		want := "  [in_progress] Write n.txt\n  [completed] Wrote n.txt, 100 bytes\n" +
+			"      change:   added n.txt\n      new file mode 100644\n      --- /dev/null\n      +++ b/n.txt\n      @@ -0,0 +1,14 @@\n      +\\x1b[2Khello\n" +
+			"      +line 0\n      +line 1\n      +line 2\n      +line 3\n      +line 4\n      +line 5\n      +line 6\n" +
+			"      change:   modified b.bin\n      … 6 more lines\n      … and 3 more files changed\ndone\n"
+		if got != want {
+			t.Errorf("got\n%s\nwant\n%s", got, want)
+		}
+	}
+	// A call that changed nothing, or failed, shows no diff.
+	var b bytes.Buffer
+	r := &render{w: &b, calls: map[string]*chatCallLine{}}
+	r.call(chatUpdate{SessionUpdate: "tool_call", ToolCallID: "c2", Title: "Read n.txt", Status: "completed"})
+	if b.String() != "  [completed] Read n.txt\n" {
+		t.Errorf("got %q", b.String())
 	}
 }

@@ -78,6 +78,27 @@ type ToolResult struct {
 	ToolCallID string `json:"toolCallId,omitempty"`
 	Title      string `json:"title,omitempty"`
 	Kind       string `json:"kind,omitempty"`
+	// Changes are the files the call changed, with their diffs cut to a
+	// few KiB (its checkpoint's, when it made one), and MoreChanges how
+	// many files more it changed that are not among them; the model is
+	// not sent them either.
+	Changes     []FileChange `json:"changes,omitempty"`
+	MoreChanges int          `json:"moreChanges,omitempty"`
+}
+
+// FileChange is a file a tool call changed, as the doors show it: the
+// shape of the editor protocol's ProposedChange (a question's
+// icerc.changes).
+type FileChange struct {
+	// Path is slash-separated, relative to the workspace root.
+	Path string `json:"path"`
+	// Action is "added", "modified" or "deleted".
+	Action string `json:"action"`
+	// Diff is the change as git shows it, cut when Truncated; empty for
+	// a binary file.
+	Diff      string `json:"diff"`
+	Binary    bool   `json:"binary,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // Tool is a tool the model may call: its name as the model sees it, what

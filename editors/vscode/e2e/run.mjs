@@ -1777,6 +1777,11 @@ const scenarios = [
       if (JSON.stringify(titles) !== JSON.stringify(want)) {
         throw new Error(`the tool cards' lines: ${JSON.stringify(titles)}`);
       }
+      // The write, allowed without a question, shows the diff it made (its checkpoint's).
+      const made = (await chat.locator('.entry.tool', { hasText: 'Wrote notes.txt' }).locator('.tool-diff').textContent()) ?? '';
+      if (!made.includes('added notes.txt') || !made.includes('+hello')) {
+        throw new Error(`the write card's diff: ${JSON.stringify(made)}`);
+      }
       // The whole turn in sight: the views below the chat collapsed, the side bar wider.
       await roomForChat(s);
       for (const name of ['Tool Activity', 'Pending Approvals']) {

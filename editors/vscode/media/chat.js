@@ -61,8 +61,9 @@
   }
 
   // A tool call: its line in words (nexusd's summary), which opens to its
-  // arguments and result; the compact diff of a file change, kept once the
-  // change is made; and, while it waits, the prompt and the answers.
+  // arguments and result; the compact diff of a file change (the one asked
+  // about while it waits, the one it made once it completed, asked or not);
+  // and, while it waits, the prompt and the answers.
   function toolCard(t) {
     const card = el('div', `entry tool status-${t.status}${t.waiting ? ' waiting' : ''}${t.parent ? ' subagent' : ''}`);
     card.dataset.toolCallId = t.toolCallId;

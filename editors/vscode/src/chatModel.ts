@@ -43,8 +43,11 @@ export type Entry =
       /** The workspace file it works on, if any (a relative path). */
       path: string;
       /** The change it would make, kept once seen while it waited, so
-       * that its card still shows it after the answer. */
+       * that its card still shows it after the answer; then, once it
+       * completed, the change it made (its checkpoint's, from the update),
+       * with how many more files it changed. */
       changes?: readonly ProposedChange[];
+      moreChanges?: number;
       /** The task call of the subagent that made this call, shown under it. */
       parent?: string;
     }
@@ -149,6 +152,18 @@ function setPlan(s: ChatState, steps: PlanStep[]): void {
   s.entries.push({ kind: 'plan', steps });
 }
 
+/** madeChanges reads a completed call's changes (the files it changed,
+ * from its checkpoint): the diffs, not the contents; anything not of
+ * their shape is left out. */
+function madeChanges(changes: unknown): ProposedChange[] {
+  if (!Array.isArray(changes)) {
+    return [];
+  }
+  return changes
+    .filter((c): c is ProposedChange => typeof c === 'object' && c !== null && typeof c.path === 'string' && typeof c.action === 'string')
+    .map(({ path, action, diff, binary, truncated }) => ({ path, action, diff: typeof diff === 'string' ? diff : '', binary: binary === true, truncated: truncated === true }));
+}
+
 /** reduce applies one nexus/agent/update of the session to the state. */
 export function reduce(s: ChatState, u: AgentUpdate): ChatState {
   switch (u.sessionUpdate) {
@@ -194,6 +209,12 @@ export function reduce(s: ChatState, u: AgentUpdate): ChatState {
       const detail = toolText(u.content);
       if (detail) {
         t.detail = detail;
+      }
+      const made = madeChanges(u.changes);
+      if (made.length > 0) {
+        // What it wrote, whether or not the person was asked about it.
+        t.changes = made;
+        t.moreChanges = typeof u.moreChanges === 'number' && u.moreChanges > 0 ? u.moreChanges : undefined;
       }
       break;
     }
@@ -268,7 +289,8 @@ export interface ViewState {
  * its prompt's text: approvalsModel.promptDetail, inert), each with the
  * compact diff of the change it would make (changes, by tool call id:
  * reviewModel.compactDiff); an answered call keeps the diff of the change
- * it was asked about (its entry's changes). Every text is inert
+ * it was asked about, and a completed one shows the change it made (its
+ * entry's changes), asked or not. Every text is inert
  * (src/inert.ts): what a model, a tool or a server wrote shows its
  * control, bidi and format characters escaped. The agent's answer and
  * thoughts stay markdown, rendered by markdown.ts's renderMarkdown, which
@@ -294,10 +316,15 @@ export function view(
       if (e.kind === 'tool') {
         const prompt = waiting instanceof Map ? (waiting as ReadonlyMap<string, string>).get(e.toolCallId) : undefined;
         // The change asked about while it waits; after, the one kept then.
-        const diff = compactDiff((waiting.has(e.toolCallId) ? changes?.get(e.toolCallId) : undefined) ?? e.changes);
+        const asked = waiting.has(e.toolCallId) ? changes?.get(e.toolCallId) : undefined;
+        const diff = compactDiff(asked ?? e.changes);
+        if (!asked && e.moreChanges) {
+          diff.push({ text: `… and ${e.moreChanges} more files changed`, kind: 'meta' });
+        }
         return {
           ...e,
           changes: undefined,
+          moreChanges: undefined,
           title: inertLine(e.title),
           toolKind: inertLine(e.toolKind),
           status: inertLine(e.status),

@@ -144,7 +144,7 @@ export interface Icerc {
 export interface ProposedChange {
   /** Slash-separated, relative to the workspace root. */
   path: string;
-  action: 'added' | 'modified' | string;
+  action: 'added' | 'modified' | 'deleted' | string;
   /** The change as git shows it; cut (or empty) when truncated. */
   diff: string;
   /** The text now and after the call; absent when there is no file now,
@@ -671,6 +671,11 @@ export interface AgentUpdate {
   status?: string;
   /** On a subagent's tool call: the toolCallId of the task call that started it. */
   parentToolCallId?: string;
+  /** On a completed call that changed files: those files with their diffs (its checkpoint's,
+   * each cut to a few KiB: truncated), in the shape of a question's icerc.changes (no before or
+   * after text); moreChanges is how many more files it changed. */
+  changes?: ProposedChange[];
+  moreChanges?: number;
   compaction?: AgentCompaction;
   [field: string]: unknown;
 }

@@ -117,3 +117,35 @@ test('chat reducer: a tool card has its line in words, its arguments and its fil
   reduce(s, { sessionUpdate: 'tool_call', toolCallId: 'c2', title: 'Read /etc/passwd', status: 'completed', locations: [{ path: '/etc/passwd' }] });
   assert.equal((view(s, new Set()).entries[1] as { link?: string }).link, undefined);
 });
+
+test('chat reducer: a completed call that was not asked about shows the diff it made, from its update', () => {
+  const s = emptyChat();
+  s.sessionId = 's1';
+  reduce(s, { sessionUpdate: 'tool_call', toolCallId: 'c1', title: 'Write notes.txt', kind: 'edit', status: 'in_progress', locations: [{ path: 'notes.txt' }] });
+  assert.equal((view(s, new Set()).entries[0] as { diff?: unknown }).diff, undefined, 'no diff before it ends');
+  const diff = 'diff --git a/notes.txt b/notes.txt\nindex 1..2 100644\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\u202e\n';
+  reduce(s, {
+    sessionUpdate: 'tool_call_update', toolCallId: 'c1', title: 'Wrote notes.txt, 5 bytes', status: 'completed',
+    changes: [{ path: 'notes.txt', action: 'modified', diff }, { path: 'logo.png', action: 'added', diff: '', binary: true }, { path: 7 } as never],
+    moreChanges: 2,
+  });
+  const done = view(s, new Set()).entries[0] as { diff?: { text: string; kind: string }[]; changes?: unknown; moreChanges?: unknown };
+  assert.deepEqual(done.diff, [
+    { text: 'modified notes.txt', kind: 'meta' },
+    { text: '@@ -1 +1 @@', kind: 'hunk' },
+    { text: '-old', kind: 'del' },
+    { text: '+new\\u202e', kind: 'add' },
+    { text: 'added logo.png (binary)', kind: 'meta' },
+    { text: '… and 2 more files changed', kind: 'meta' },
+  ]);
+  assert.equal(done.changes, undefined);
+  assert.equal(done.moreChanges, undefined);
+  // The update's diff takes the place of the question's: what was written.
+  const t = s.entries[0] as { changes?: unknown };
+  t.changes = [{ path: 'notes.txt', action: 'added', diff: '@@ -0,0 +1 @@\n+asked\n' }];
+  reduce(s, { sessionUpdate: 'tool_call_update', toolCallId: 'c1', status: 'completed', changes: [{ path: 'notes.txt', action: 'modified', diff }] });
+  assert.ok((view(s, new Set()).entries[0] as { diff?: { text: string }[] }).diff?.some((l) => l.text === '-old'));
+  // A call that changed nothing shows none.
+  reduce(s, { sessionUpdate: 'tool_call', toolCallId: 'c2', title: 'Read notes.txt', status: 'completed' });
+  assert.equal((view(s, new Set()).entries[1] as { diff?: unknown }).diff, undefined);
+});
