@@ -421,10 +421,11 @@ func (ss *Session) taskSlot(ctx context.Context) (func(), error) {
 func (t *taskRun) relay(emit func(Update)) func(Update) {
 	return func(u Update) {
 		switch u.SessionUpdate {
-		case "tool_call":
-			u.Title = t.brief.Name + ": " + u.Title
-			fallthrough
-		case "tool_call_update":
+		case "tool_call", "tool_call_update":
+			// An update's title is the call in words, again as it ends.
+			if u.Title != "" {
+				u.Title = t.brief.Name + ": " + u.Title
+			}
 			u.ParentToolCallID = t.toolCallID
 			emit(u)
 		case "retry":

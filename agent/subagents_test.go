@@ -85,6 +85,11 @@ func TestSubagentTask(t *testing.T) {
 	if s := starts[1]; s.ToolCallID != calls[0].ID || s.ParentToolCallID != starts[0].ToolCallID || !strings.HasPrefix(s.Title, "reviewer: ") {
 		t.Errorf("the subagent's call shows as %+v, want it under the task %s, titled with the subagent's name", s, starts[0].ToolCallID)
 	}
+	for _, u := range rec.kinds("tool_call_update") {
+		if u.ToolCallID == calls[0].ID && u.Title != "" && !strings.HasPrefix(u.Title, "reviewer: ") {
+			t.Errorf("the subagent's call is retitled %q as it runs or ends, without the subagent's name", u.Title)
+		}
+	}
 	for _, u := range rec.kinds("agent_message_chunk") {
 		if strings.Contains(u.Content.(*agent.ContentBlock).Text, "holds alpha") {
 			t.Errorf("the subagent's text reached the doors as the parent's: %+v", u)

@@ -518,9 +518,11 @@ async function roomForChat(s) {
  * completions, SSE): the Nth request of a turn (N-1 tool results so far)
  * gets the Nth of calls, a tool call [name, args]; past them it answers
  * answer ("Done." unless given). Returns the config of an agent that may
- * run those tools unasked (update_plan, the agent's own, asks no one and
- * has no policy), and the server's teardown. */
-async function scriptedModel(calls, answer = 'Done.') {
+ * run those tools unasked (update_plan and task, the agent's own, ask no
+ * one and have no policy), and the server's teardown. A request whose
+ * system prompt holds sub.marker (a subagent's brief) follows sub's
+ * script, sub.calls then sub.answer, the same way. */
+async function scriptedModel(calls, answer = 'Done.', sub = undefined) {
   const srv = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => { body += d; });
@@ -531,21 +533,24 @@ async function scriptedModel(calls, answer = 'Done.') {
       } catch {
         // answered below as text
       }
+      // A subagent's requests (its brief in the system prompt) follow its own script.
+      const script = sub && messages.some((m) => m.role === 'system' && String(m.content).includes(sub.marker)) ? sub : { calls, answer };
       const step = messages.filter((m) => m.role === 'tool').length;
       const chunk = (choices, extra = {}) => `data: ${JSON.stringify({ id: `chatcmpl-${step}`, object: 'chat.completion.chunk', created: 1, model: 'scripted', choices, ...extra })}\n\n`;
-      const delta = step < calls.length
-        ? { role: 'assistant', tool_calls: [{ index: 0, id: `call_${step}`, type: 'function', function: { name: calls[step][0], arguments: JSON.stringify(calls[step][1]) } }] }
-        : { role: 'assistant', content: answer };
+      const more = step < script.calls.length;
+      const delta = more
+        ? { role: 'assistant', tool_calls: [{ index: 0, id: `call_${script === sub ? 'sub_' : ''}${step}`, type: 'function', function: { name: script.calls[step][0], arguments: JSON.stringify(script.calls[step][1]) } }] }
+        : { role: 'assistant', content: script.answer };
       res.writeHead(200, { 'Content-Type': 'text/event-stream' });
       res.write(chunk([{ index: 0, delta, finish_reason: null }]));
-      res.write(chunk([{ index: 0, delta: {}, finish_reason: step < calls.length ? 'tool_calls' : 'stop' }]));
+      res.write(chunk([{ index: 0, delta: {}, finish_reason: more ? 'tool_calls' : 'stop' }]));
       res.end(`${chunk([], { usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })}data: [DONE]\n\n`);
     });
   });
   await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const names = [...new Set(calls.map((c) => c[0]))];
+  const names = [...new Set([...calls, ...(sub?.calls ?? [])].map((c) => c[0]))];
   const config = `llm:\n  provider: openai-compatible\n  api: chat\n  baseURL: http://127.0.0.1:${srv.address().port}/v1\n  model: scripted\n` +
-    `agent:\n  maxSteps: ${calls.length + 1}\n  tools: [${names.join(', ')}]\ntools:\n  policy:\n${names.filter((n) => n !== 'update_plan').map((n) => `    ${n}: allow\n`).join('')}`;
+    `agent:\n  maxSteps: ${Math.max(calls.length, sub?.calls.length ?? 0) + 1}\n  tools: [${names.join(', ')}]\ntools:\n  policy:\n${names.filter((n) => n !== 'update_plan' && n !== 'task').map((n) => `    ${n}: allow\n`).join('')}`;
   return { config, teardown: () => new Promise((resolve) => srv.close(resolve)) };
 }
 
@@ -1743,6 +1748,42 @@ const scenarios = [
       await chat.locator('.entry.user').first().scrollIntoViewIfNeeded(); // the turn from its start
       await s.page.mouse.move(700, 700);
       await s.screenshot('chat-plan.png');
+    },
+  },
+  {
+    name: 'chat-subagent',
+    about: 'a scripted model starts the subagent of agents/reviewer.md with the task tool: the chat shows the task\'s card ("Subagent reviewer: …") and the subagent\'s read_file indented under it, in words; the subagent\'s answer is the task\'s result, and the turn ends',
+    xfail: fixture && 'the fixture extension has no Agent Chat',
+    files: {
+      '.nexus/definitions/agents/reviewer.md': '---\nname: reviewer\ndescription: Reviews a file and says what it holds\ntools: [read_file]\n---\nYou review files and report in one line.\n',
+      'notes.txt': 'hello\n',
+    },
+    setup: () => scriptedModel(
+      [['task', { agent: 'reviewer', prompt: 'Review notes.txt and say what it holds.' }]],
+      'The reviewer read **notes.txt**: it says hello.',
+      { marker: 'You review files and report in one line.', calls: [['read_file', { path: 'notes.txt' }]], answer: 'notes.txt holds one line: hello.' },
+    ),
+    async run(s) {
+      await ready(s);
+      const chat = await openChat(s);
+      const prompt = chat.locator('#prompt');
+      await prompt.click();
+      await prompt.fill('Have the reviewer look at notes.txt.');
+      await prompt.press('Enter');
+      await chat.locator('.entry.stop').first().waitFor({ timeout: 2 * HANG });
+      const cards = await chat.locator('.entry.tool').evaluateAll((ls) => ls.map((l) => `${l.classList.contains('subagent') ? 'under: ' : ''}${l.querySelector('.tool-title')?.textContent?.trim()}`));
+      const want = ['Subagent reviewer: Review notes.txt and say what it holds.', 'under: reviewer: Read notes.txt, 1 line'];
+      if (JSON.stringify(cards) !== JSON.stringify(want)) {
+        throw new Error(`the tool cards: ${JSON.stringify(cards)}, want ${JSON.stringify(want)}`);
+      }
+      const answer = await chat.locator('.entry.agent').last().textContent();
+      if (!answer.includes('it says hello')) {
+        throw new Error(`the answer: ${answer}`);
+      }
+      await roomForChat(s);
+      await chat.locator('.entry.user').first().scrollIntoViewIfNeeded();
+      await s.page.mouse.move(700, 700);
+      await s.screenshot('chat-subagent.png');
     },
   },
   {
