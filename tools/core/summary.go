@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nexuscocreate/nexus/internal/inert"
 	"github.com/nexuscocreate/nexus/tools"
 )
 
@@ -21,6 +22,15 @@ import (
 // quotes them cut short and on one line, but the doors still show it
 // inert.
 func Summary(c tools.Call) string {
+	// It quotes arguments and results, which a model, an app or a file
+	// controls, and every door shows it (an ACP editor as the call's
+	// title): one inert line, made so once here (inert.Line keeps an
+	// inert line as it is).
+	return inert.Line(summaryOf(c))
+}
+
+// summaryOf is [Summary] before it is made inert.
+func summaryOf(c tools.Call) string {
 	name := c.ToolName
 	if c.ServerName != "" {
 		name = c.ServerName + "/" + c.ToolName

@@ -29,6 +29,7 @@ func TestSummary(t *testing.T) {
 		{"read range", done("read_file", `{"path":"main.go","startLine":10,"endLine":40}`, `{"content":"…","totalLines":120,"startLine":10,"endLine":40}`), "Read main.go, lines 10–40 of 120"},
 		{"read empty", done("read_file", `{"path":"e"}`, `{"content":"","totalLines":0,"startLine":0,"endLine":0}`), "Read e, 0 lines"},
 		{"edit", done("edit_file", `{"path":"a.go","oldText":"x","newText":"y"}`, `{"path":"a.go","replacements":2}`), "Edited a.go, 2 replacements"},
+		{"inert", done("write_file", `{"path":"a\u202e\u001b[2J.txt","content":"x"}`, `{"bytesWritten":1}`), `Wrote a\u202e\x1b[2J.txt, 1 byte`},
 		{"run", done("execute_command", `{"command":"go test ./..."}`, `{"exitCode":0,"stdout":"ok\nok\n","stderr":"warn","durationMs":3}`), "Ran `go test ./...`: exit 0, 3 lines"},
 		{"run argv", done("execute_command", `{"argv":["ls","-l"]}`, `{"exitCode":2,"stdout":"","stderr":""}`), "Ran `ls -l`: exit 2, 0 lines"},
 		{"run timed out", done("execute_command", `{"command":"sleep 9"}`, `{"exitCode":-1,"timedOut":true,"stdout":"","stderr":""}`), "Ran `sleep 9`: timed out, 0 lines"},
